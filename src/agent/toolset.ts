@@ -1,0 +1,51 @@
+import { createDaytonaBackend } from '../backends/daytona.js';
+import { LocalBackend } from '../backends/local.js';
+import type { Backend } from '../backends/types.js';
+import type { Profile } from '../profiles/schema.js';
+import { editTool } from '../tools/edit.js';
+import { globTool } from '../tools/glob.js';
+import { grepTool } from '../tools/grep.js';
+import { listTool } from '../tools/list.js';
+import { readTool } from '../tools/read.js';
+import { ToolRegistry } from '../tools/registry.js';
+import type { Tool } from '../tools/types.js';
+import { writeTool } from '../tools/write.js';
+
+/**
+ * The one place that knows every tool: which of them a profile gets. The registry below stays
+ * generic. A tool is left out when the profile's modes forbid it or its `tools` allow-list
+ * does not name it.
+ */
+
+export interface ToolAvailability {
+  tool: Tool;
+  /** null when available; otherwise why this profile does not offer it. */
+  unavailableReason: string | null;
+}
+
+function reasonUnavailable(tool: Tool, profile: Profile): string | null {
+  if (tool.name === 'write' && profile.file_write === 'off') return 'file_write is off in this profile';
+  if (tool.name === 'edit' && profile.file_write !== 'full') return `edit needs file_write: full (this profile has ${profile.file_write})`;
+  if (profile.tools && !profile.tools.includes(tool.name)) return "the profile's tools list does not include it";
+  return null;
+}
+
+export function allBuiltinTools(): Tool[] {
+  return [readTool, grepTool, globTool, listTool, writeTool, editTool] as Tool[];
+}
+
+export function toolAvailability(profile: Profile): ToolAvailability[] {
+  return allBuiltinTools().map((tool) => ({ tool, unavailableReason: reasonUnavailable(tool, profile) }));
+}
+
+export function buildToolRegistry(profile: Profile): ToolRegistry {
+  const registry = new ToolRegistry();
+  for (const { tool, unavailableReason } of toolAvailability(profile)) {
+    if (unavailableReason === null) registry.register(tool);
+  }
+  return registry;
+}
+
+export function createBackend(profile: Profile): Backend {
+  return profile.backend === 'daytona' ? createDaytonaBackend() : new LocalBackend();
+}

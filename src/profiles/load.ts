@@ -1,0 +1,71 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, extname, join, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { packageRoot, quarryHome } from '../config.js';
+import { parseProfile, ProfileError, type Profile } from './schema.js';
+
+export const DEFAULT_PROFILE = 'readonly';
+export const BUILTIN_PROFILE_NAMES = ['readonly', 'developer', 'eval', 'daytona'] as const;
+
+function builtinDir(): string {
+  return join(packageRoot(), 'profiles');
+}
+
+function userDir(): string {
+  return join(quarryHome(), 'profiles');
+}
+
+function readProfileFile(path: string, fallbackName: string): Profile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ProfileError(`cannot read profile ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new ProfileError(`${path}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  return parseProfile(raw, path, fallbackName);
+}
+
+function looksLikePath(nameOrPath: string): boolean {
+  return nameOrPath.includes('/') || nameOrPath.includes('\\') || /\.ya?ml$/i.test(nameOrPath);
+}
+
+function profileFilesIn(dir: string): Map<string, string> {
+  const found = new Map<string, string>();
+  if (!existsSync(dir)) return found;
+  for (const entry of readdirSync(dir)) {
+    const ext = extname(entry).toLowerCase();
+    if (ext === '.yaml' || ext === '.yml') found.set(basename(entry, extname(entry)), join(dir, entry));
+  }
+  return found;
+}
+
+/**
+ * Loads a profile by built-in name, user profile name (`$QUARRY_HOME/profiles/NAME.yaml`,
+ * which may not shadow a built-in) or file path (relative to `cwd`).
+ */
+export function loadProfile(nameOrPath: string = DEFAULT_PROFILE, cwd: string = process.cwd()): Profile {
+  if (looksLikePath(nameOrPath)) {
+    const path = resolve(cwd, nameOrPath);
+    if (!existsSync(path)) throw new ProfileError(`profile file not found: ${path}`);
+    return readProfileFile(path, basename(path, extname(path)));
+  }
+  const builtin = profileFilesIn(builtinDir()).get(nameOrPath);
+  if (builtin) return { ...readProfileFile(builtin, nameOrPath), source: `built-in` };
+  const user = profileFilesIn(userDir()).get(nameOrPath);
+  if (user) return readProfileFile(user, nameOrPath);
+  const known = listProfileNames();
+  throw new ProfileError(`unknown profile "${nameOrPath}"; available: ${known.join(', ')} (or pass the path of a YAML file)`);
+}
+
+/** Built-in names first, then user profiles (a user file named like a built-in is ignored). */
+export function listProfileNames(): string[] {
+  const builtins = [...profileFilesIn(builtinDir()).keys()];
+  const users = [...profileFilesIn(userDir()).keys()].filter((name) => !builtins.includes(name));
+  return [...BUILTIN_PROFILE_NAMES.filter((name) => builtins.includes(name)), ...builtins.filter((n) => !(BUILTIN_PROFILE_NAMES as readonly string[]).includes(n)), ...users.sort()];
+}

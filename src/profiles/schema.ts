@@ -1,0 +1,152 @@
+/**
+ * What a profile is and how one is checked. Validation is strict: an unknown key or a bad
+ * value is an error that names the key and lists what is allowed.
+ */
+
+export const SHELL_MODES = ['restricted', 'unrestricted'] as const;
+export const FILE_WRITE_MODES = ['off', 'create-only', 'full'] as const;
+export const DATABASE_MODES = ['readonly', 'mutations'] as const;
+export const APPROVAL_MODES = ['all', 'dangerous', 'granular', 'none'] as const;
+export const BACKENDS = ['local', 'daytona'] as const;
+export const MAX_SHELL_TIMEOUT_SECONDS = 600;
+
+export type ShellMode = (typeof SHELL_MODES)[number];
+export type FileWriteMode = (typeof FILE_WRITE_MODES)[number];
+export type DatabaseMode = (typeof DATABASE_MODES)[number];
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
+export type BackendName = (typeof BACKENDS)[number];
+
+export interface ApprovalPolicy {
+  mode: ApprovalMode;
+  /** Tool names that always need approval (granular mode). */
+  tools: string[];
+  /** Regular expressions (case-insensitive) checked against a call's arguments (granular mode). */
+  patterns: string[];
+}
+
+export interface Profile {
+  name: string;
+  description: string;
+  shell: ShellMode;
+  file_write: FileWriteMode;
+  database: DatabaseMode;
+  approval: ApprovalPolicy;
+  /** Default bash timeout in seconds. */
+  shell_timeout: number;
+  backend: BackendName;
+  /** Optional allow-list of tool names; absent means every tool the modes permit. */
+  tools?: string[];
+  /** Extra directories where create-only writes and exports may go. */
+  write_roots: string[];
+  /** Where the profile came from (a built-in name or a file path), for display. */
+  source: string;
+}
+
+export class ProfileError extends Error {
+  override name = 'ProfileError';
+}
+
+type Raw = Record<string, unknown>;
+
+const TOP_LEVEL_KEYS = [
+  'name', 'description', 'shell', 'file_write', 'database', 'approval',
+  'shell_timeout', 'backend', 'tools', 'write_roots',
+] as const;
+const APPROVAL_KEYS = ['mode', 'tools', 'patterns'] as const;
+
+/** Defaults are the safe ones: a profile that says nothing is as strict as `readonly`. */
+const DEFAULTS = {
+  shell: 'restricted',
+  file_write: 'off',
+  database: 'readonly',
+  approval_mode: 'dangerous',
+  shell_timeout: 120,
+  backend: 'local',
+} as const;
+
+function describeValue(value: unknown): string {
+  return value === undefined ? 'nothing' : JSON.stringify(value);
+}
+
+function isPlainObject(value: unknown): value is Raw {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function checkKeys(where: string, raw: Raw, allowed: readonly string[]): void {
+  for (const key of Object.keys(raw)) {
+    if (!allowed.includes(key)) {
+      throw new ProfileError(`${where}: unknown key "${key}"; allowed keys: ${allowed.join(', ')}`);
+    }
+  }
+}
+
+function oneOf<T extends string>(where: string, key: string, value: unknown, allowed: readonly T[], fallback: T): T {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw new ProfileError(`${where}: "${key}" is ${describeValue(value)}; allowed values: ${allowed.join(', ')}`);
+  }
+  return value as T;
+}
+
+function stringList(where: string, key: string, value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string' || item === '')) {
+    throw new ProfileError(`${where}: "${key}" must be a list of non-empty strings, got ${describeValue(value)}`);
+  }
+  return value as string[];
+}
+
+/** Checks a parsed YAML document and fills in defaults. `where` names the source in errors. */
+export function parseProfile(raw: unknown, where: string, fallbackName: string): Profile {
+  if (!isPlainObject(raw)) {
+    throw new ProfileError(`${where}: a profile must be a YAML mapping of keys (${TOP_LEVEL_KEYS.join(', ')})`);
+  }
+  checkKeys(where, raw, TOP_LEVEL_KEYS);
+
+  const name = raw.name ?? fallbackName;
+  if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) {
+    throw new ProfileError(`${where}: "name" must be letters, digits, '.', '_' or '-', got ${describeValue(name)}`);
+  }
+  const description = raw.description ?? '';
+  if (typeof description !== 'string') {
+    throw new ProfileError(`${where}: "description" must be a string, got ${describeValue(description)}`);
+  }
+
+  const approvalRaw = raw.approval ?? {};
+  if (!isPlainObject(approvalRaw)) {
+    throw new ProfileError(`${where}: "approval" must be a mapping with keys ${APPROVAL_KEYS.join(', ')}`);
+  }
+  checkKeys(`${where}: approval`, approvalRaw, APPROVAL_KEYS);
+  const patterns = stringList(where, 'approval.patterns', approvalRaw.patterns) ?? [];
+  for (const pattern of patterns) {
+    try {
+      new RegExp(pattern, 'i');
+    } catch (error) {
+      throw new ProfileError(`${where}: "approval.patterns" entry ${JSON.stringify(pattern)} is not a valid regular expression (${(error as Error).message})`);
+    }
+  }
+
+  const timeout = raw.shell_timeout ?? DEFAULTS.shell_timeout;
+  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout > MAX_SHELL_TIMEOUT_SECONDS) {
+    throw new ProfileError(`${where}: "shell_timeout" must be a whole number of seconds from 1 to ${MAX_SHELL_TIMEOUT_SECONDS}, got ${describeValue(timeout)}`);
+  }
+
+  const tools = stringList(where, 'tools', raw.tools);
+  return {
+    name,
+    description,
+    shell: oneOf(where, 'shell', raw.shell, SHELL_MODES, DEFAULTS.shell),
+    file_write: oneOf(where, 'file_write', raw.file_write, FILE_WRITE_MODES, DEFAULTS.file_write),
+    database: oneOf(where, 'database', raw.database, DATABASE_MODES, DEFAULTS.database),
+    approval: {
+      mode: oneOf(where, 'approval.mode', approvalRaw.mode, APPROVAL_MODES, DEFAULTS.approval_mode),
+      tools: stringList(where, 'approval.tools', approvalRaw.tools) ?? [],
+      patterns,
+    },
+    shell_timeout: timeout,
+    backend: oneOf(where, 'backend', raw.backend, BACKENDS, DEFAULTS.backend),
+    ...(tools ? { tools } : {}),
+    write_roots: stringList(where, 'write_roots', raw.write_roots) ?? [],
+    source: where,
+  };
+}

@@ -1,0 +1,70 @@
+import type { Backend } from '../backends/types.js';
+import type { Profile } from '../profiles/schema.js';
+import type { FileReadLedger } from './file-read-ledger.js';
+
+/** A JSON schema for a tool's arguments: always an object schema. */
+export interface ToolParameters {
+  type: 'object';
+  properties: Record<string, JsonSchema>;
+  required?: string[];
+  additionalProperties?: boolean;
+}
+
+export type JsonSchema = Record<string, unknown>;
+
+export interface ToolResult {
+  ok: boolean;
+  /** What the model sees. Buffers are decoded with invalid bytes made visible. */
+  output: string | Buffer;
+  metadata: Record<string, unknown>;
+}
+
+/** Everything a tool may use; tools import nothing that touches the world. */
+export interface ToolContext {
+  /** Absolute working directory: every relative path resolves against it. */
+  workingDir: string;
+  backend: Backend;
+  profile: Profile;
+  signal: AbortSignal;
+  /**
+   * Present in agent sessions: files this session has read, for the read-before-write guard.
+   * Absent for `quarry tool`, where the user acts directly and the guard does not apply.
+   */
+  fileReads?: FileReadLedger;
+}
+
+export interface Tool<Args = Record<string, unknown>> {
+  name: string;
+  /** Model-facing: what the tool does and its real limits. */
+  description: string;
+  parameters: ToolParameters;
+  /** True when the tool never changes anything: such calls may run concurrently and need no approval. */
+  readOnly: boolean;
+  /** Optional per-call refinement of readOnly (e.g. a database tool's export_query writes a file). */
+  callIsReadOnly?(args: Args): boolean;
+  run(args: Args, context: ToolContext): Promise<ToolResult>;
+}
+
+/** Helpers so that tools return results in one shape. */
+export function success(output: string | Buffer, metadata: Record<string, unknown> = {}): ToolResult {
+  return { ok: true, output, metadata };
+}
+
+export function failure(output: string, metadata: Record<string, unknown> = {}): ToolResult {
+  return { ok: false, output, metadata };
+}
+
+/**
+ * An error whose message is meant for the model or user as it stands (no stack trace).
+ * The registry turns any thrown error into a failed result; this class marks the expected ones.
+ */
+export class ToolError extends Error {
+  override name = 'ToolError';
+  constructor(message: string, readonly metadata: Record<string, unknown> = {}) {
+    super(message);
+  }
+}
+
+export function isReadOnlyCall(tool: Tool, args: Record<string, unknown>): boolean {
+  return tool.callIsReadOnly ? tool.callIsReadOnly(args) : tool.readOnly;
+}

@@ -1,0 +1,76 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ToolParameters } from './types.js';
+
+/**
+ * Argument validation against a tool's JSON schema. Obvious scalar mistakes are coerced
+ * ("5" → 5, "true" → true, 5 → "5"); `null` for an optional field means "not given"; anything
+ * else is an error that names the field, written for the model to fix its call.
+ */
+
+const ajv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false });
+const compiled = new WeakMap<ToolParameters, ValidateFunction>();
+
+export type ValidationOutcome =
+  | { ok: true; args: Record<string, unknown> }
+  | { ok: false; message: string };
+
+function fieldName(error: ErrorObject): string {
+  const path = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  if (error.keyword === 'required') {
+    const missing = (error.params as { missingProperty: string }).missingProperty;
+    return path ? `${path}.${missing}` : missing;
+  }
+  if (error.keyword === 'additionalProperties') {
+    const extra = (error.params as { additionalProperty: string }).additionalProperty;
+    return path ? `${path}.${extra}` : extra;
+  }
+  return path || '(arguments)';
+}
+
+function describe(error: ErrorObject, schema: ToolParameters): string {
+  const field = fieldName(error);
+  switch (error.keyword) {
+    case 'required':
+      return `missing required field "${field}"`;
+    case 'additionalProperties':
+      return `unknown field "${field}"; allowed fields: ${Object.keys(schema.properties).join(', ')}`;
+    case 'enum':
+      return `field "${field}" must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'type':
+      return `field "${field}" must be ${(error.params as { type: string }).type}`;
+    default:
+      return `field "${field}" ${error.message ?? 'is invalid'}`;
+  }
+}
+
+function formatValue(args: Record<string, unknown>, error: ErrorObject): string {
+  if (error.keyword === 'required' || error.keyword === 'additionalProperties') return '';
+  const key = error.instancePath.split('/')[1];
+  if (key === undefined || !(key in args)) return '';
+  const text = JSON.stringify(args[key]) ?? String(args[key]);
+  return ` (got ${text.length > 60 ? `${text.slice(0, 57)}...` : text})`;
+}
+
+export function validateArguments(schema: ToolParameters, input: unknown): ValidationOutcome {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return { ok: false, message: `arguments must be a JSON object with fields: ${Object.keys(schema.properties).join(', ')}` };
+  }
+  const required = new Set(schema.required ?? []);
+  // Models often send null for optional fields they mean to leave out.
+  const args: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (value === null && required.has(key)) return { ok: false, message: `invalid arguments: field "${key}" is required and must not be null` };
+    if (value === null && key in schema.properties) continue;
+    args[key] = value;
+  }
+  let validate = compiled.get(schema);
+  if (!validate) {
+    validate = ajv.compile({ additionalProperties: false, ...schema });
+    compiled.set(schema, validate);
+  }
+  const original = structuredClone(args);
+  if (validate(args)) return { ok: true, args };
+  const errors = (validate.errors ?? []).filter((e) => e.keyword !== 'if');
+  const messages = [...new Set(errors.map((e) => describe(e, schema) + formatValue(original, e)))];
+  return { ok: false, message: `invalid arguments: ${messages.join('; ')}` };
+}

@@ -1,0 +1,89 @@
+import { basename, dirname, join, resolve, sep } from 'node:path';
+import type { Backend } from '../backends/types.js';
+import { isInside } from './paths.js';
+import { ToolError } from './types.js';
+
+/**
+ * Where create-only writes (and every export_query output) may go (SPEC §11.3): never over an
+ * existing file, never through a symlink, never into a sensitive location, and only inside the
+ * working directory, the temporary directory or the profile's write_roots. All checks run on
+ * the path after symlinks are resolved, so a link cannot smuggle a write elsewhere.
+ */
+
+/** Under the home directory: shell start-up files, credentials, tool configuration. */
+const SENSITIVE_IN_HOME = [
+  '.bashrc', '.zshrc', '.profile', '.bash_profile', '.bash_login', '.bash_logout', '.zshenv', '.zprofile',
+  '.gitconfig', '.ssh', '.aws', '.gnupg', '.config', '.local', '.npmrc', '.netrc', '.docker', '.kube',
+];
+/** System directories. `/root` is sensitive unless it holds the working directory or a write root. */
+const SENSITIVE_SYSTEM = ['/etc', '/usr', '/bin', '/sbin', '/boot', '/lib', '/lib64', '/proc', '/sys', '/dev'];
+
+export interface WriteTargetPolicy {
+  workingDir: string;
+  writeRoots: readonly string[];
+}
+
+/** Resolves symlinks in every existing component of `path` (the missing tail cannot be a link). */
+async function resolveExistingPrefix(backend: Backend, path: string): Promise<string> {
+  const missing: string[] = [];
+  let current = path;
+  for (;;) {
+    try {
+      const real = await backend.realpath(current);
+      return missing.length ? join(real, ...missing.reverse()) : real;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      const parent = dirname(current);
+      if (parent === current) return path;
+      missing.push(basename(current));
+      current = parent;
+    }
+  }
+}
+
+function sensitiveReason(path: string, home: string): string | null {
+  for (const name of SENSITIVE_IN_HOME) {
+    const target = join(home, name);
+    if (isInside(target, path)) return `${target} is a sensitive location (shell start-up files, credentials and tool configuration are never written)`;
+  }
+  for (const dir of SENSITIVE_SYSTEM) {
+    if (isInside(dir, path)) return `${dir}${sep} is a system directory`;
+  }
+  if (path.split(sep).includes('.git')) return 'files inside a .git directory are never written (hooks and config there run programs)';
+  return null;
+}
+
+/**
+ * Checks a new file's path for a create-only write or an export. Returns the resolved path to
+ * write to; throws a ToolError saying why otherwise.
+ */
+export async function checkCreateOnlyTarget(backend: Backend, requested: string, policy: WriteTargetPolicy): Promise<string> {
+  const existing = await backend.lstat(requested);
+  if (existing?.type === 'symlink') {
+    throw new ToolError(`refused: ${requested} is a symbolic link; quarry never writes through a symlink`);
+  }
+  if (existing) {
+    throw new ToolError(`refused: ${requested} already exists; this profile only creates new files and never overwrites (choose a new name)`);
+  }
+  const [home, temp] = await Promise.all([backend.homeDir(), backend.tempDir()]);
+  const resolved = await resolveExistingPrefix(backend, requested);
+  const realHome = await resolveExistingPrefix(backend, home);
+  for (const candidate of new Set([requested, resolved])) {
+    const reason = sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home);
+    if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`);
+  }
+  const roots = await Promise.all(
+    [policy.workingDir, temp, ...policy.writeRoots.map((root) => (root === '~' || root.startsWith('~/') ? join(home, root.slice(2)) : resolve(policy.workingDir, root)))]
+      .map((root) => resolveExistingPrefix(backend, root)),
+  );
+  if (!roots.some((root) => isInside(root, resolved))) {
+    throw new ToolError(
+      `refused: ${requested}${resolved !== requested ? ` (resolves to ${resolved})` : ''} is outside the places this profile may write: ${roots.join(', ')}; add a directory to the profile's write_roots to allow it`,
+    );
+  }
+  if (isInside('/root', resolved) && !roots.some((root) => root !== '/' && isInside(root, resolved) && isInside('/root', root))) {
+    throw new ToolError(`refused: ${requested} is under /root, a sensitive location`);
+  }
+  return resolved;
+}
