@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// Entry point. Kept tiny so that `quarry --version` does not pay for loading yargs or any tool:
+// everything else is imported only when a command needs it.
+import { readFileSync } from 'node:fs';
+
+const args = process.argv.slice(2);
+if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  process.stdout.write(`${pkg.version}\n`);
+} else {
+  const { main } = await import('./cli/main.js');
+  process.exitCode = await main(args);
+}

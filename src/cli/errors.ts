@@ -1,0 +1,10 @@
+/** Exit codes shared by every command (SPEC §2). */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_CANCELLED = 130;
+
+/** A mistake in how quarry was called or configured: reported in one line, exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}

@@ -1,0 +1,53 @@
+import yargs from 'yargs';
+import { ProfileError } from '../profiles/schema.js';
+import { EXIT_FAILED, EXIT_USAGE, UsageError } from './errors.js';
+import { registerProfilesCommand } from './profiles.js';
+import { registerToolCommand } from './tool.js';
+import { registerToolsCommand } from './tools.js';
+
+/** Errors a user can act on are printed as one line; anything else still never shows a stack trace unless --verbose. */
+export function reportError(error: unknown, verbose: boolean): number {
+  const isUsage = error instanceof UsageError || error instanceof ProfileError;
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`quarry: ${message}\n`);
+  if (verbose && error instanceof Error && error.stack && !isUsage) process.stderr.write(`${error.stack}\n`);
+  return isUsage ? EXIT_USAGE : EXIT_FAILED;
+}
+
+export async function main(args: string[]): Promise<number> {
+  let exitCode = 0;
+  const setExit = (code: number) => {
+    exitCode = code;
+  };
+  const verbose = args.includes('--verbose');
+  const parser = yargs(args)
+    .scriptName('quarry')
+    .usage('$0 [PROMPT..]\n\nA command-line LLM agent for data work. See README.md for every command, flag and profile.')
+    .option('verbose', { type: 'boolean', describe: 'Print more detail (stack traces of internal errors)' })
+    .option('color', { type: 'boolean', default: true, describe: 'Colours on a TTY (--no-color turns them off)' })
+    .version(false)
+    .option('version', { alias: 'V', type: 'boolean', describe: 'Print the version' })
+    .strict()
+    .recommendCommands()
+    .help()
+    .alias('help', 'h')
+    .wrap(Math.min(110, process.stdout.columns || 100))
+    .exitProcess(false)
+    .fail((message, error) => {
+      throw error ?? new UsageError(`${message} (see quarry --help)`);
+    });
+
+  registerToolCommand(parser, setExit);
+  registerToolsCommand(parser, setExit);
+  registerProfilesCommand(parser, setExit);
+  parser.command('$0', false, () => {}, () => {
+    throw new UsageError('the agent loop (quarry PROMPT) is not available yet in this build; use `quarry tool NAME --args JSON` (see quarry --help)');
+  });
+
+  try {
+    await parser.parseAsync();
+  } catch (error) {
+    return reportError(error, verbose);
+  }
+  return exitCode;
+}

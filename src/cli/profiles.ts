@@ -1,0 +1,47 @@
+import type { Argv } from 'yargs';
+import { listProfileNames, loadProfile } from '../profiles/load.js';
+import type { Profile } from '../profiles/schema.js';
+import { EXIT_OK } from './errors.js';
+
+function describeProfile(profile: Profile): string {
+  const approval = profile.approval.mode === 'granular'
+    ? `granular (tools: ${profile.approval.tools.join(', ') || 'none'}; patterns: ${profile.approval.patterns.join(', ') || 'none'})`
+    : profile.approval.mode;
+  return [
+    `name:          ${profile.name}`,
+    `source:        ${profile.source}`,
+    `description:   ${profile.description}`,
+    `shell:         ${profile.shell}`,
+    `file_write:    ${profile.file_write}`,
+    `database:      ${profile.database}`,
+    `approval:      ${approval}`,
+    `shell_timeout: ${profile.shell_timeout} s`,
+    `backend:       ${profile.backend}`,
+    `tools:         ${profile.tools ? profile.tools.join(', ') : '(all the modes allow)'}`,
+    `write_roots:   ${profile.write_roots.length ? profile.write_roots.join(', ') : '(working dir and temp dir only)'}`,
+  ].join('\n');
+}
+
+/** `quarry profiles` and `quarry profiles show NAME`. */
+export function registerProfilesCommand(parser: Argv, setExit: (code: number) => void): void {
+  parser.command(
+    'profiles [action] [name]',
+    'List profiles, or `profiles show NAME` for one profile in full',
+    (y) =>
+      y
+        .positional('action', { choices: ['list', 'show'] as const, default: 'list' as const })
+        .positional('name', { type: 'string', describe: 'Profile name or YAML path (for show)' }),
+    (argv) => {
+      if (argv.action === 'show') {
+        process.stdout.write(`${describeProfile(loadProfile(argv.name ?? 'readonly'))}\n`);
+      } else {
+        const rows = listProfileNames().map((name) => {
+          const p = loadProfile(name);
+          return `${name.padEnd(12)} shell=${p.shell.padEnd(12)} file_write=${p.file_write.padEnd(11)} database=${p.database.padEnd(9)} approval=${p.approval.mode.padEnd(9)} backend=${p.backend.padEnd(7)} ${p.source === 'built-in' ? '' : `(${p.source})`}`.trimEnd();
+        });
+        process.stdout.write(`${rows.join('\n')}\n`);
+      }
+      setExit(EXIT_OK);
+    },
+  );
+}

@@ -1,0 +1,100 @@
+import type { Argv } from 'yargs';
+import { approvalReason } from '../agent/approval.js';
+import { toolAvailability } from '../agent/toolset.js';
+import { openWorkspace } from '../agent/workspace.js';
+import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
+import { withCommonOptions } from './options.js';
+
+/**
+ * `quarry tool NAME --args JSON`: one tool call, run exactly as the agent would run it (same
+ * registry, profile, validation, limits and approval rules). The user is acting directly, so
+ * the read-before-write guard (which protects against the model) does not apply.
+ */
+export function registerToolCommand(parser: Argv, setExit: (code: number) => void): void {
+  parser.command(
+    'tool <name>',
+    'Run one tool call directly, as the agent would',
+    (y) =>
+      withCommonOptions(y)
+        .positional('name', { type: 'string', describe: 'Tool name (see quarry tools)', demandOption: true })
+        .option('args', { type: 'string', default: '{}', describe: 'Arguments as a JSON object' })
+        .option('format', { choices: ['text', 'json'] as const, default: 'text' as const, describe: 'text: the output; json: one {"ok","output","metadata"} object' })
+        .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Approve the call if the profile asks for approval' }),
+    async (argv) => {
+      setExit(await runToolCommand({
+        name: argv.name as string,
+        argsJson: argv.args,
+        format: argv.format,
+        yes: argv.yes,
+        profile: argv.profile,
+        workingDir: argv['working-dir'],
+      }));
+    },
+  );
+}
+
+interface ToolCommandOptions {
+  name: string;
+  argsJson: string;
+  format: 'text' | 'json';
+  yes: boolean;
+  profile: string;
+  workingDir: string | undefined;
+}
+
+function parseArgsJson(text: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--args is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new UsageError('--args must be a JSON object, e.g. --args \'{"path": "README.md"}\'');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function print(format: 'text' | 'json', ok: boolean, output: string, metadata: Record<string, unknown>): void {
+  if (format === 'json') {
+    process.stdout.write(`${JSON.stringify({ ok, output, metadata })}\n`);
+    return;
+  }
+  const stream = ok ? process.stdout : process.stderr;
+  stream.write(output.endsWith('\n') || output === '' ? output : `${output}\n`);
+}
+
+export async function runToolCommand(options: ToolCommandOptions): Promise<number> {
+  const args = parseArgsJson(options.argsJson);
+  const workspace = await openWorkspace({ profile: options.profile, ...(options.workingDir ? { workingDir: options.workingDir } : {}) });
+  try {
+    const tool = workspace.registry.get(options.name);
+    if (!tool) {
+      const known = toolAvailability(workspace.profile).find((entry) => entry.tool.name === options.name);
+      const why = known?.unavailableReason
+        ? `tool "${options.name}" is not available under profile "${workspace.profile.name}": ${known.unavailableReason}`
+        : `unknown tool "${options.name}"; tools under profile "${workspace.profile.name}": ${workspace.registry.names().join(', ')}`;
+      throw new UsageError(why);
+    }
+    const needsApproval = approvalReason(workspace.profile, tool, args);
+    if (needsApproval && !options.yes) {
+      print(options.format, false, `refused: ${needsApproval}; nothing was run. Pass --yes to approve this call.`, { error: 'approval_required' });
+      return EXIT_FAILED;
+    }
+    const controller = new AbortController();
+    const onSigint = () => controller.abort();
+    process.once('SIGINT', onSigint);
+    const result = await workspace.registry.run(options.name, args, {
+      workingDir: workspace.workingDir,
+      backend: workspace.backend,
+      profile: workspace.profile,
+      signal: controller.signal,
+    });
+    process.off('SIGINT', onSigint);
+    if (result.metadata.error === 'invalid_arguments') throw new UsageError(result.output);
+    print(options.format, result.ok, result.output, result.metadata);
+    return result.ok ? EXIT_OK : EXIT_FAILED;
+  } finally {
+    await workspace.close();
+  }
+}
