@@ -1,0 +1,124 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../support/context.js';
+import { runQuarry } from '../support/cli.js';
+
+let dir: string;
+let home: string;
+beforeEach(() => {
+  dir = makeTempDir();
+  home = makeTempDir('quarry-home-');
+  writeFileSync(join(dir, 'notes.txt'), 'alpha\nbeta\ngamma\n');
+});
+
+const env = () => ({ QUARRY_HOME: home, QUARRY_PROFILE: undefined });
+
+describe('quarry --version', () => {
+  it('prints the package version', async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const result = await runQuarry(['--version']);
+    expect(result).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+  });
+});
+
+describe('quarry tool', () => {
+  it('runs a read and exits 0, printing one JSON object with --format json', async () => {
+    const result = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt"}', '-w', dir, '--format', 'json'], { env: env() });
+    expect(result.code).toBe(0);
+    const parsed = JSON.parse(result.stdout) as { ok: boolean; output: string; metadata: object };
+    expect(Object.keys(parsed).sort()).toEqual(['metadata', 'ok', 'output']);
+    expect(parsed.ok).toBe(true);
+    expect(parsed.output).toContain('beta');
+  });
+
+  it('exits 1 when the tool fails, with the reason and no stack trace', async () => {
+    const result = await runQuarry(['tool', 'read', '--args', '{"path":"missing.txt"}', '-w', dir], { env: env() });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain('missing.txt');
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('exits 2 for an unknown tool, naming the tools of the profile', async () => {
+    const result = await runQuarry(['tool', 'frobnicate', '-w', dir], { env: env() });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^quarry: unknown tool "frobnicate"; tools under profile "readonly": read, grep, glob, list/);
+  });
+
+  it('exits 2 for a tool the profile does not offer, saying why', async () => {
+    const result = await runQuarry(['tool', 'write', '--args', '{"path":"x.txt","content":"x"}', '-w', dir], { env: env() });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('tool "write" is not available under profile "readonly": file_write is off in this profile');
+  });
+
+  it('exits 2 for bad JSON and for arguments that fail the schema', async () => {
+    const badJson = await runQuarry(['tool', 'read', '--args', '{path:', '-w', dir], { env: env() });
+    expect(badJson.code).toBe(2);
+    expect(badJson.stderr).toContain('--args is not valid JSON');
+    const notObject = await runQuarry(['tool', 'read', '--args', '[1]', '-w', dir], { env: env() });
+    expect(notObject.code).toBe(2);
+    const badField = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt","start_line":"two"}', '-w', dir], { env: env() });
+    expect(badField.code).toBe(2);
+    expect(badField.stderr).toContain('field "start_line" must be integer');
+  });
+
+  it('exits 2 for an unknown profile or a missing working directory', async () => {
+    const profile = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt"}', '-p', 'nosuch', '-w', dir], { env: env() });
+    expect(profile.code).toBe(2);
+    expect(profile.stderr).toContain('unknown profile "nosuch"');
+    const missing = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt"}', '-w', join(dir, 'nope')], { env: env() });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('working directory does not exist');
+  });
+
+  it('refuses an approval-requiring call without --yes and leaves the disk untouched', async () => {
+    const profileDir = join(home, 'profiles');
+    mkdirSync(profileDir, { recursive: true });
+    writeFileSync(join(profileDir, 'careful.yaml'), 'file_write: full\napproval: {mode: dangerous}\n');
+    const refused = await runQuarry(['tool', 'write', '--args', '{"path":"new.txt","content":"hello"}', '-p', 'careful', '-w', dir, '--format', 'json'], { env: env() });
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, metadata: { error: 'approval_required' } });
+    expect(JSON.parse(refused.stdout).output).toContain('Pass --yes to approve');
+    expect(() => readFileSync(join(dir, 'new.txt'))).toThrow(/ENOENT/);
+
+    const approved = await runQuarry(['tool', 'write', '--args', '{"path":"new.txt","content":"hello"}', '-p', 'careful', '-w', dir, '--yes'], { env: env() });
+    expect(approved.code).toBe(0);
+    expect(readFileSync(join(dir, 'new.txt'), 'utf8')).toBe('hello');
+  });
+
+  it('answers for the daytona profile with a clear "not available yet" error', async () => {
+    const result = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt"}', '-p', 'daytona', '-w', dir], { env: env() });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('the Daytona backend is not available yet');
+  });
+});
+
+describe('quarry tools and profiles', () => {
+  it('lists the tools of a profile with their schemas', async () => {
+    const result = await runQuarry(['tools', '--format', 'json', '-p', 'developer'], { env: env() });
+    expect(result.code).toBe(0);
+    const parsed = JSON.parse(result.stdout) as { profile: string; tools: Array<{ name: string; parameters: { type: string } }> };
+    expect(parsed.profile).toBe('developer');
+    expect(parsed.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['read', 'grep', 'glob', 'list', 'write', 'edit']));
+    expect(parsed.tools.every((t) => t.parameters.type === 'object')).toBe(true);
+  });
+
+  it('lists profiles and shows one in full', async () => {
+    const list = await runQuarry(['profiles'], { env: env() });
+    expect(list.code).toBe(0);
+    expect(list.stdout.split('\n').filter(Boolean).map((l) => l.split(/\s+/)[0])).toEqual(['readonly', 'developer', 'eval', 'daytona']);
+    const show = await runQuarry(['profiles', 'show', 'developer'], { env: env() });
+    expect(show.stdout).toContain('shell:         unrestricted');
+    expect(show.stdout).toContain('approval:      granular (tools: sqlite, postgres, mysql, oracle, vertica; patterns: none)');
+  });
+
+  it('reports a bad user profile in one line with exit 2', async () => {
+    mkdirSync(join(home, 'profiles'), { recursive: true });
+    writeFileSync(join(home, 'profiles', 'broken.yaml'), 'shell: maybe\n');
+    const result = await runQuarry(['profiles', 'show', 'broken'], { env: env() });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toContain('"shell" is "maybe"; allowed values: restricted, unrestricted');
+  });
+});
