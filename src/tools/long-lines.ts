@@ -1,0 +1,31 @@
+import { decodeBytesVisibly } from './sanitize.js';
+
+/** Lines longer than this many characters are cut by read and grep. */
+export const MAX_LINE_CHARS = 500;
+/** Bytes of a line worth keeping to show MAX_LINE_CHARS characters (UTF-8 is at most 4 bytes each). */
+export const LINE_HEAD_BYTES = MAX_LINE_CHARS * 4;
+
+/** Characters (code points) in UTF-8 bytes: every byte that is not a continuation byte starts one. */
+export function countContinuationBytes(bytes: Uint8Array, start = 0, end = bytes.length): number {
+  let continuation = 0;
+  for (let i = start; i < end; i++) {
+    if ((bytes[i]! & 0xc0) === 0x80) continuation++;
+  }
+  return continuation;
+}
+
+export function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/**
+ * Shows the head of a line, at most MAX_LINE_CHARS characters, with a marker when the line was
+ * longer. `totalChars` is the whole line's length (the head may hold only part of the line).
+ */
+export function showLine(head: Uint8Array, totalChars: number): { text: string; cut: boolean } {
+  const decoded = decodeBytesVisibly(head);
+  const chars = Array.from(decoded);
+  if (chars.length <= MAX_LINE_CHARS && totalChars <= MAX_LINE_CHARS) return { text: decoded, cut: false };
+  const total = Math.max(totalChars, chars.length);
+  return { text: `${chars.slice(0, MAX_LINE_CHARS).join('')}… [line cut: ${formatCount(total)} chars total]`, cut: true };
+}
