@@ -18,6 +18,11 @@ export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** "1 file", "2,000 files". */
+export function countOf(n: number, singular: string, plural = `${singular}s`): string {
+  return `${formatCount(n)} ${n === 1 ? singular : plural}`;
+}
+
 /**
  * Shows the head of a line, at most MAX_LINE_CHARS characters, with a marker when the line was
  * longer. `totalChars` is the whole line's length (the head may hold only part of the line).
