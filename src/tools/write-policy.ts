@@ -1,4 +1,4 @@
-import { basename, dirname, join, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { Backend } from '../backends/types.js';
 import { isInside } from './paths.js';
 import { ToolError } from './types.js';
@@ -11,19 +11,31 @@ import { ToolError } from './types.js';
  */
 
 /** Under the home directory: shell start-up files, credentials, tool configuration. */
-const SENSITIVE_IN_HOME = [
-  '.bashrc', '.zshrc', '.profile', '.bash_profile', '.bash_login', '.bash_logout', '.zshenv', '.zprofile',
-  '.gitconfig', '.ssh', '.aws', '.gnupg', '.config', '.local', '.npmrc', '.netrc', '.docker', '.kube',
-];
+export const SENSITIVE_IN_HOME = [
+  // SPEC §11.3
+  '.bashrc', '.zshrc', '.profile', '.bash_profile', '.zshenv', '.gitconfig', '.ssh', '.aws', '.gnupg',
+  '.config', '.local', '.npmrc', '.netrc', '.docker', '.kube',
+  // Also run at start-up or hold credentials; .quarry holds quarry's own profiles and config.
+  '.bash_login', '.bash_logout', '.bash_aliases', '.zprofile', '.zlogin', '.pgpass', '.my.cnf',
+  '.git-credentials', '.pypirc', '.vimrc', '.quarry',
+] as const;
 /** System directories. `/root` is sensitive unless it holds the working directory or a write root. */
-const SENSITIVE_SYSTEM = ['/etc', '/usr', '/bin', '/sbin', '/boot', '/lib', '/lib64', '/proc', '/sys', '/dev'];
+export const SENSITIVE_SYSTEM = ['/etc', '/usr', '/bin', '/sbin', '/boot', '/lib', '/lib64', '/proc', '/sys', '/dev'] as const;
 
 export interface WriteTargetPolicy {
   workingDir: string;
   writeRoots: readonly string[];
 }
 
-/** Resolves symlinks in every existing component of `path` (the missing tail cannot be a link). */
+function errnoCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/**
+ * Resolves symlinks in every existing component of `path`. The missing tail is checked with
+ * lstat: a component that exists but cannot be resolved (a dangling or looping symlink) is
+ * refused, since creating parents through it would land wherever it points.
+ */
 async function resolveExistingPrefix(backend: Backend, path: string): Promise<string> {
   const missing: string[] = [];
   let current = path;
@@ -32,8 +44,13 @@ async function resolveExistingPrefix(backend: Backend, path: string): Promise<st
       const real = await backend.realpath(current);
       return missing.length ? join(real, ...missing.reverse()) : real;
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = errnoCode(error);
+      if (code === 'ELOOP') throw new ToolError(`refused: ${path}: too many levels of symbolic links at ${current}`);
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      // An ancestor that exists but cannot be resolved is a link that points nowhere.
+      if (current !== path && (await backend.lstat(current)) !== null) {
+        throw new ToolError(`refused: ${path}: ${current} is a symbolic link whose target does not exist; quarry never writes through a symlink`);
+      }
       const parent = dirname(current);
       if (parent === current) return path;
       missing.push(basename(current));
@@ -54,14 +71,24 @@ function sensitiveReason(path: string, home: string): string | null {
   return null;
 }
 
+function expandRoot(root: string, home: string, workingDir: string): string {
+  if (root === '~' || root.startsWith('~/')) return join(home, root.slice(2));
+  return resolve(workingDir, root);
+}
+
 /**
- * Checks a new file's path for a create-only write or an export. Returns the resolved path to
- * write to; throws a ToolError saying why otherwise.
+ * Checks a new file's absolute path for a create-only write or an export. Returns the resolved
+ * path to write to (write it exclusively, so that a file appearing meanwhile is not replaced);
+ * throws a ToolError saying why otherwise. Fails closed: anything unexpected is a refusal.
  */
 export async function checkCreateOnlyTarget(backend: Backend, requested: string, policy: WriteTargetPolicy): Promise<string> {
+  if (!isAbsolute(requested)) throw new ToolError(`refused: ${requested} is not an absolute path (resolve it against the working directory first)`);
   const existing = await backend.lstat(requested);
   if (existing?.type === 'symlink') {
     throw new ToolError(`refused: ${requested} is a symbolic link; quarry never writes through a symlink`);
+  }
+  if (existing?.type === 'directory') {
+    throw new ToolError(`refused: ${requested} is a directory; give the path of a new file inside it`);
   }
   if (existing) {
     throw new ToolError(`refused: ${requested} already exists; this profile only creates new files and never overwrites (choose a new name)`);
@@ -73,10 +100,10 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
     const reason = sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home);
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`);
   }
-  const roots = await Promise.all(
-    [policy.workingDir, temp, ...policy.writeRoots.map((root) => (root === '~' || root.startsWith('~/') ? join(home, root.slice(2)) : resolve(policy.workingDir, root)))]
-      .map((root) => resolveExistingPrefix(backend, root)),
-  );
+  const roots: string[] = [];
+  for (const root of [policy.workingDir, temp, ...policy.writeRoots.map((root) => expandRoot(root, home, policy.workingDir))]) {
+    roots.push(await resolveExistingPrefix(backend, root));
+  }
   if (!roots.some((root) => isInside(root, resolved))) {
     throw new ToolError(
       `refused: ${requested}${resolved !== requested ? ` (resolves to ${resolved})` : ''} is outside the places this profile may write: ${roots.join(', ')}; add a directory to the profile's write_roots to allow it`,

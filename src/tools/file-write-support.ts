@@ -1,0 +1,86 @@
+import type { FileStat } from '../backends/types.js';
+import { ToolError, type ToolContext } from './types.js';
+
+/** What write and edit share: the target of an existing path, read-before-write, clear write errors. */
+
+/** Where an existing path really is: symlinks are followed, so the link stays and its target changes. */
+export interface ExistingTarget {
+  /** The path the model gave, resolved against the working directory. */
+  requested: string;
+  /** The file to write: `requested` with symlinks resolved. */
+  real: string;
+  stat: FileStat;
+}
+
+/** null when nothing exists at `requested`; throws when something exists that is not a regular file. */
+export async function findExistingFile(context: ToolContext, requested: string, shown: string): Promise<ExistingTarget | null> {
+  const { backend } = context;
+  const link = await backend.lstat(requested);
+  if (!link) return null;
+  const stat = await backend.stat(requested);
+  if (!stat) throw new ToolError(`refused: ${shown} is a symbolic link whose target does not exist`);
+  if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; give the path of a file`);
+  if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); refused`);
+  const real = link.type === 'symlink' ? await backend.realpath(requested) : requested;
+  return { requested, real, stat };
+}
+
+/**
+ * The read-before-write guard (SPEC §5.3): in agent sessions an existing file may be changed only
+ * when this session read it and it is unchanged since. Without a ledger (`quarry tool`) the user
+ * acts directly and the guard does not apply. The read may have been recorded under either name.
+ */
+export function checkReadBeforeWrite(context: ToolContext, target: ExistingTarget): void {
+  const ledger = context.fileReads;
+  if (!ledger) return;
+  const reason = ledger.checkUnchanged(target.requested, target.stat);
+  if (reason === null) return;
+  if (target.real !== target.requested && ledger.checkUnchanged(target.real, target.stat) === null) return;
+  throw new ToolError(`refused: ${reason}`, { error: 'not_read' });
+}
+
+/** After a successful write: the session has now seen this version, so a follow-up edit works. */
+export async function recordWritten(context: ToolContext, paths: readonly string[]): Promise<FileStat | null> {
+  const stat = await context.backend.stat(paths[0]!);
+  if (stat && context.fileReads) {
+    for (const path of new Set(paths)) context.fileReads.record(path, stat);
+  }
+  return stat;
+}
+
+const WRITE_ERRORS: Record<string, string> = {
+  EACCES: 'permission denied (the file or its directory is not writable)',
+  EPERM: 'operation not permitted',
+  ENOTDIR: 'a component of the path is a file, not a directory',
+  EISDIR: 'it is a directory',
+  EEXIST: 'a file appeared there while writing; nothing was overwritten',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'disk quota exceeded',
+  ENAMETOOLONG: 'the file name is too long',
+};
+
+/** Writes atomically through the backend; file-system errors become one clear sentence. */
+export async function writeFileClearly(context: ToolContext, path: string, shown: string, data: Buffer, exclusive: boolean): Promise<void> {
+  try {
+    await context.backend.writeFileAtomic(path, data, { exclusive });
+  } catch (error) {
+    const { code, syscall } = error as NodeJS.ErrnoException;
+    // Creating parents reports a file in the way as EEXIST: that is ENOTDIR's case, not a race.
+    const why = code === 'EEXIST' && syscall === 'mkdir' ? WRITE_ERRORS.ENOTDIR : code ? WRITE_ERRORS[code] : undefined;
+    if (!why) throw error;
+    throw new ToolError(`could not write ${shown}: ${why}; no file was changed`, { error: code });
+  }
+}
+
+/** Lines as a person counts them: a final newline does not start another line. */
+export function countLines(text: string): number {
+  if (text === '') return 0;
+  let lines = 1;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lines++;
+  return text.endsWith('\n') ? lines - 1 : lines;
+}
+
+export function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? '' : 's'}`;
+}
