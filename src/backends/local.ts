@@ -214,6 +214,6 @@ export class LocalBackend implements Backend {
       expandDirectories: false,
     });
     paths.sort();
-    return { paths: paths.slice(0, options.limit), truncated: paths.length > options.limit };
+    return { paths: paths.slice(0, options.limit), truncated: paths.length > options.limit, total: paths.length };
   }
 }

@@ -56,6 +56,8 @@ export interface GlobResult {
   /** Paths relative to `cwd`, sorted. */
   paths: string[];
   truncated: boolean;
+  /** How many paths matched in all, when the backend knows. */
+  total?: number;
 }
 
 export interface WriteOptions {
