@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { countOf, formatCount } from './long-lines.js';
-import { displayPath, resolveToolPath, SKIPPED_DIRECTORIES } from './paths.js';
-import { describeMissingPath } from './similar-names.js';
+import { resolveExistingPath } from './existing-path.js';
+import { displayPath, SKIPPED_DIRECTORIES } from './paths.js';
 import { success, ToolError, type Tool } from './types.js';
 
 export const GLOB_DEFAULT_MAX_RESULTS = 100;
@@ -39,10 +39,7 @@ export const globTool: Tool<GlobArgs> = {
     if (args.pattern.split('/').includes('..')) {
       throw new ToolError(`pattern "${args.pattern}" goes up with "..": give the directory to search in path instead`, { error: 'bad_pattern' });
     }
-    const root = await resolveToolPath(backend, workingDir, args.path ?? '.');
-    const shownRoot = displayPath(workingDir, root);
-    const stat = await backend.stat(root);
-    if (!stat) throw new ToolError(await describeMissingPath(backend, root, shownRoot), { error: 'not_found' });
+    const { path: root, shown: shownRoot, stat } = await resolveExistingPath(context, args.path ?? '.');
     if (stat.type !== 'directory') throw new ToolError(`${shownRoot} is not a directory; glob searches under a directory (use read for a file)`, { error: 'not_a_directory' });
 
     const limit = args.max_results ?? GLOB_DEFAULT_MAX_RESULTS;

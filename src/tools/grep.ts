@@ -2,9 +2,9 @@ import { basename, dirname, resolve } from 'node:path';
 import type { Backend, ExecResult } from '../backends/types.js';
 import { GrepOutputParser, type GrepRecord } from './grep-output.js';
 import { countOf, formatCount, MAX_LINE_CHARS, showLine } from './long-lines.js';
-import { displayPath, resolveToolPath, SKIPPED_DIRECTORIES } from './paths.js';
+import { displayPath, SKIPPED_DIRECTORIES } from './paths.js';
+import { resolveExistingPath } from './existing-path.js';
 import { decodeBytesVisibly } from './sanitize.js';
-import { describeMissingPath } from './similar-names.js';
 import { failure, success, ToolError, type Tool, type ToolContext } from './types.js';
 
 export const GREP_DEFAULT_MAX_MATCHES = 100;
@@ -177,11 +177,7 @@ function dropTrailingStrays(records: GrepRecord[], contextLines: number): GrepRe
 }
 
 async function planSearch(context: ToolContext, args: GrepArgs): Promise<{ plan: SearchPlan; shown: string }> {
-  const { backend, workingDir } = context;
-  const target = await resolveToolPath(backend, workingDir, args.path ?? '.');
-  const shown = displayPath(workingDir, target);
-  const stat = await backend.stat(target);
-  if (!stat) throw new ToolError(await describeMissingPath(backend, target, shown), { error: 'not_found' });
+  const { path: target, shown, stat } = await resolveExistingPath(context, args.path ?? '.');
   if (args.glob !== undefined && args.glob.includes('/')) {
     throw new ToolError(`glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`, { error: 'bad_glob' });
   }

@@ -1,9 +1,9 @@
 import { basename, join } from 'node:path';
 import type { Backend, DirEntry, FileStat } from '../backends/types.js';
 import { countOf, formatCount } from './long-lines.js';
-import { displayPath, formatBytes, resolveToolPath, SKIPPED_DIRECTORIES } from './paths.js';
-import { describeMissingPath } from './similar-names.js';
-import { success, ToolError, type Tool } from './types.js';
+import { resolveExistingPath } from './existing-path.js';
+import { formatBytes, SKIPPED_DIRECTORIES } from './paths.js';
+import { success, type Tool } from './types.js';
 
 /** Entries shown by one list call, all levels together. */
 export const LIST_MAX_ENTRIES = 200;
@@ -154,11 +154,8 @@ export const listTool: Tool<ListArgs> = {
   },
   readOnly: true,
   async run(args, context) {
-    const { backend, workingDir } = context;
-    const path = await resolveToolPath(backend, workingDir, args.path);
-    const shown = displayPath(workingDir, path);
-    const stat = await backend.stat(path);
-    if (!stat) throw new ToolError(await describeMissingPath(backend, path, shown), { error: 'not_found' });
+    const { backend } = context;
+    const { path, shown, stat } = await resolveExistingPath(context, args.path);
     if (stat.type !== 'directory') {
       const own = (await backend.lstat(path)) ?? stat;
       return success(row({ ...own, name: basename(path) }, 0), { entries: 1 });

@@ -2,8 +2,8 @@ import { extname } from 'node:path';
 import type { Backend } from '../backends/types.js';
 import { LineScanner } from './line-scanner.js';
 import { formatCount, MAX_LINE_CHARS, showLine } from './long-lines.js';
-import { displayPath, formatBytes, resolveToolPath } from './paths.js';
-import { describeMissingPath } from './similar-names.js';
+import { resolveExistingPath } from './existing-path.js';
+import { formatBytes } from './paths.js';
 import { success, ToolError, type Tool } from './types.js';
 
 /** Lines shown by one read call (the default and the most). */
@@ -96,11 +96,8 @@ export const readTool: Tool<ReadArgs> = {
   },
   readOnly: true,
   async run(args, context) {
-    const { backend, workingDir } = context;
-    const path = await resolveToolPath(backend, workingDir, args.path);
-    const shown = displayPath(workingDir, path);
-    const stat = await backend.stat(path);
-    if (!stat) throw new ToolError(await describeMissingPath(backend, path, shown), { error: 'not_found' });
+    const { backend } = context;
+    const { path, shown, stat } = await resolveExistingPath(context, args.path);
     if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; use the list tool to see its entries`, { error: 'is_directory' });
     if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); read only reads files`, { error: 'not_a_file' });
     if (SPREADSHEET_EXTENSIONS.has(extname(path).toLowerCase())) {

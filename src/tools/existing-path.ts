@@ -1,5 +1,7 @@
 import { basename, dirname } from 'node:path';
-import type { Backend } from '../backends/types.js';
+import type { Backend, FileStat } from '../backends/types.js';
+import { displayPath, resolveToolPath } from './paths.js';
+import { ToolError, type ToolContext } from './types.js';
 
 const MAX_SUGGESTIONS = 5;
 
@@ -62,4 +64,23 @@ export async function describeMissingPath(backend: Backend, absolutePath: string
   const suggestions = await similarNames(backend, absolutePath);
   const hint = suggestions.length > 0 ? `; similar names in ${parent}: ${suggestions.join(', ')}` : `; use list on ${parent} to see what is there`;
   return `no such file or directory: ${shownPath}${hint}`;
+}
+
+export interface ExistingPath {
+  /** Absolute path. */
+  path: string;
+  /** As shown to the model (relative to the working directory when inside it). */
+  shown: string;
+  /** stat, following symlinks. */
+  stat: FileStat;
+}
+
+/** Resolves a tool's path argument and stats it; a missing path is a ToolError with suggestions. */
+export async function resolveExistingPath(context: ToolContext, rawPath: string): Promise<ExistingPath> {
+  const { backend, workingDir } = context;
+  const path = await resolveToolPath(backend, workingDir, rawPath);
+  const shown = displayPath(workingDir, path);
+  const stat = await backend.stat(path);
+  if (!stat) throw new ToolError(await describeMissingPath(backend, path, shown), { error: 'not_found' });
+  return { path, shown, stat };
 }
