@@ -2,6 +2,8 @@ import yargs from 'yargs';
 import { ProfileError } from '../profiles/schema.js';
 import { EXIT_FAILED, EXIT_USAGE, UsageError } from './errors.js';
 import { registerProfilesCommand } from './profiles.js';
+import { registerRunCommand } from './run.js';
+import { registerSessionsCommands } from './sessions.js';
 import { registerToolCommand } from './tool.js';
 import { registerToolsCommand } from './tools.js';
 
@@ -40,9 +42,8 @@ export async function main(args: string[]): Promise<number> {
   registerToolCommand(parser, setExit);
   registerToolsCommand(parser, setExit);
   registerProfilesCommand(parser, setExit);
-  parser.command('$0', false, () => {}, () => {
-    throw new UsageError('the agent loop (quarry PROMPT) is not available yet in this build; use `quarry tool NAME --args JSON` (see quarry --help)');
-  });
+  registerSessionsCommands(parser, setExit);
+  registerRunCommand(parser, setExit, args);
 
   try {
     await parser.parseAsync();

@@ -1,0 +1,361 @@
+import type { Backend } from '../backends/types.js';
+import type { Profile } from '../profiles/schema.js';
+import type { Message, ModelProvider, ModelRequest, ToolCall, ToolSpec, Usage } from '../model/types.js';
+import { addUsage, emptyUsage, usageJson } from '../model/types.js';
+import { CancelledError, ModelCallFailed, streamWithRetries, type RetryPolicy } from '../model/retry.js';
+import { FileReadLedger } from '../tools/file-read-ledger.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import { isReadOnlyCall, type Tool, type ToolContext } from '../tools/types.js';
+import { approvalReason } from './approval.js';
+import type { Approver } from './approver.js';
+import {
+  COMPACTION_THRESHOLD, KEEP_RECENT_FRACTION, SUMMARY_SYSTEM_PROMPT, compactedConversation, compactionSplit,
+  estimateTokens, manualCompactionSplit, renderForSummary,
+} from './compaction.js';
+import type { Session, SessionStatus } from './session.js';
+
+/**
+ * The agent loop (SPEC §3): model turn, tool calls, trace, until the model answers without
+ * calling a tool, the run is cancelled, or a guard stops it.
+ */
+
+export const DEFAULT_MAX_TURNS = 50;
+/** The same call with the same arguments this many times in a row stops the run. */
+export const REPEATED_CALL_LIMIT = 3;
+/** How often a run checks for `quarry cancel ID` from another terminal. */
+const CANCEL_POLL_MS = 200;
+
+export type AgentEvent =
+  | { type: 'turn_start'; turn: number }
+  | { type: 'text'; text: string }
+  | { type: 'retry'; attempt: number; delay_ms: number; reason: string }
+  | { type: 'assistant_message'; turn: number; text: string; tool_calls: ToolCall[]; usage: ReturnType<typeof usageJson> }
+  | { type: 'tool_start'; id: string; name: string; arguments: string }
+  | { type: 'tool_end'; id: string; name: string; arguments: Record<string, unknown> | null; ok: boolean; duration_ms: number; output: string; metadata: Record<string, unknown> }
+  | { type: 'tool_blocked'; id: string; name: string; message: string }
+  | { type: 'compact'; ok: boolean; message: string; summarized_messages?: number; kept_messages?: number }
+  | { type: 'error'; message: string };
+
+export interface RunResult {
+  status: SessionStatus;
+  /** The final answer (the last assistant text). */
+  text: string;
+  error?: string;
+  usage: Usage;
+  turns: number;
+  toolCalls: number;
+}
+
+export interface AgentWorkspace {
+  registry: ToolRegistry;
+  profile: Profile;
+  workingDir: string;
+  backend: Backend;
+}
+
+export interface AgentOptions {
+  provider: ModelProvider;
+  system: string;
+  workspace: AgentWorkspace;
+  session: Session;
+  approver: Approver;
+  maxTurns: number;
+  contextWindow: number;
+  retryPolicy: RetryPolicy;
+  reasoningEffort?: string;
+  onEvent?: (event: AgentEvent) => void;
+  /** A resumed conversation. */
+  messages?: Message[];
+}
+
+interface ModelTurn {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: Usage;
+}
+
+interface PreparedCall {
+  call: ToolCall;
+  args: Record<string, unknown> | null;
+  argsError: string | null;
+  tool: Tool | undefined;
+  readOnly: boolean;
+}
+
+class RunStopped extends Error {
+  override name = 'RunStopped';
+}
+
+function parseArguments(text: string): { args: Record<string, unknown> | null; error: string | null } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text.trim() === '' ? '{}' : text);
+  } catch (error) {
+    return { args: null, error: `the arguments are not valid JSON (${(error as Error).message}); send one JSON object matching the tool's schema` };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { args: null, error: 'the arguments must be a JSON object matching the tool\'s schema' };
+  return { args: value as Record<string, unknown>, error: null };
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export class Agent {
+  messages: Message[];
+  private readonly fileReads = new FileReadLedger();
+  private readonly toolSpecs: ToolSpec[];
+  private recentCalls: string[] = [];
+  /** The provider's own count for the conversation at the last call (input + output). */
+  private reportedTokens = 0;
+
+  constructor(private readonly options: AgentOptions) {
+    this.messages = options.messages ? [...options.messages] : [];
+    this.toolSpecs = options.workspace.registry.list().map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters as unknown as Record<string, unknown> }));
+  }
+
+  private emit(event: AgentEvent): void {
+    this.options.onEvent?.(event);
+  }
+
+  private addMessage(message: Message): void {
+    this.messages.push(message);
+    this.options.session.append({ type: 'message', message });
+  }
+
+  /** /clear: a fresh conversation in the same session. */
+  clear(): void {
+    this.messages = [];
+    this.reportedTokens = 0;
+    this.options.session.append({ type: 'clear' });
+  }
+
+  async run(prompt: string, externalSignal: AbortSignal): Promise<RunResult> {
+    const { session, maxTurns } = this.options;
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    if (externalSignal.aborted) controller.abort();
+    externalSignal.addEventListener('abort', abort, { once: true });
+    session.startRun(prompt);
+    const poll = setInterval(() => {
+      if (session.cancelRequested()) controller.abort();
+    }, CANCEL_POLL_MS);
+    poll.unref();
+    const signal = controller.signal;
+    session.append({ type: 'run_start', prompt, model: this.options.provider.label, profile: this.options.workspace.profile.name, working_dir: this.options.workspace.workingDir });
+    this.addMessage({ role: 'user', content: prompt });
+    this.recentCalls = [];
+    let usage = emptyUsage();
+    let turns = 0;
+    let toolCalls = 0;
+    let text = '';
+    let status: SessionStatus = 'completed';
+    let error: string | undefined;
+    try {
+      for (;;) {
+        if (turns >= maxTurns) throw new RunStopped(`stopped after ${maxTurns} model turns (--max-turns ${maxTurns}) without a final answer`);
+        await this.compactIfNeeded(signal);
+        turns++;
+        const turn = await this.modelTurn(turns, signal);
+        usage = addUsage(usage, turn.usage);
+        this.addMessage({ role: 'assistant', content: turn.text, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) });
+        this.emit({ type: 'assistant_message', turn: turns, text: turn.text, tool_calls: turn.toolCalls, usage: usageJson(turn.usage) });
+        if (turn.text.trim()) text = turn.text;
+        if (turn.toolCalls.length === 0) break;
+        toolCalls += turn.toolCalls.length;
+        const repeated = await this.runToolCalls(turn.toolCalls, signal);
+        if (signal.aborted) throw new CancelledError();
+        if (repeated) throw new RunStopped(repeated);
+      }
+    } catch (caught) {
+      if (caught instanceof CancelledError || signal.aborted) {
+        status = 'cancelled';
+        error = 'cancelled by the user';
+      } else {
+        status = 'failed';
+        error = caught instanceof RunStopped || caught instanceof ModelCallFailed ? caught.message : `internal error: ${(caught as Error)?.message ?? String(caught)}`;
+        session.append({ type: 'error', message: error });
+        this.emit({ type: 'error', message: error });
+      }
+    } finally {
+      clearInterval(poll);
+      externalSignal.removeEventListener('abort', abort);
+    }
+    session.append({ type: 'run_end', status, usage: usageJson(usage), ...(error ? { error } : {}) });
+    session.finishRun(status, error);
+    return { status, text, ...(error ? { error } : {}), usage, turns, toolCalls };
+  }
+
+  private async modelTurn(turn: number, signal: AbortSignal, purpose: 'turn' | 'compaction' = 'turn', request?: Partial<ModelRequest>): Promise<ModelTurn> {
+    const { provider, session, retryPolicy } = this.options;
+    const messages = request?.messages ?? this.messages;
+    session.append({ type: 'llm_start', turn, messages: messages.length, purpose });
+    if (purpose === 'turn') this.emit({ type: 'turn_start', turn });
+    const started = performance.now();
+    let text = '';
+    let toolCalls: ToolCall[] = [];
+    let usage = emptyUsage();
+    let stopReason = '';
+    let attempts = 1;
+    const events = streamWithRetries(provider, {
+      system: request?.system ?? this.options.system,
+      messages,
+      tools: request?.tools ?? this.toolSpecs,
+      signal,
+      purpose,
+      ...(this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : {}),
+    }, retryPolicy);
+    for await (const event of events) {
+      if (event.type === 'text') {
+        text += event.text;
+        if (purpose === 'turn') this.emit({ type: 'text', text: event.text });
+      } else if (event.type === 'tool_call') toolCalls.push(event.call);
+      else if (event.type === 'end') {
+        usage = event.usage;
+        stopReason = event.stopReason;
+      } else {
+        // A failed attempt: what it streamed is void; the next attempt starts over.
+        text = '';
+        toolCalls = [];
+        attempts = event.attempt;
+        session.append({ type: 'error', message: `model call attempt ${event.attempt - 1} failed (${event.reason}); retrying in ${event.delayMs} ms` });
+        this.emit({ type: 'retry', attempt: event.attempt, delay_ms: event.delayMs, reason: event.reason });
+      }
+    }
+    session.append({ type: 'llm_end', turn, usage: usageJson(usage), duration_ms: Math.round(performance.now() - started), stop_reason: stopReason, attempts, purpose });
+    session.addUsage(usage);
+    this.reportedTokens = usage.inputTokens + usage.outputTokens;
+    return { text, toolCalls, usage };
+  }
+
+  private conversationTokens(): number {
+    const estimate = estimateTokens(this.messages, this.options.system.length + JSON.stringify(this.toolSpecs).length);
+    return Math.max(estimate, this.reportedTokens);
+  }
+
+  private async compactIfNeeded(signal: AbortSignal): Promise<void> {
+    if (this.conversationTokens() <= COMPACTION_THRESHOLD * this.options.contextWindow) return;
+    const split = compactionSplit(this.messages, Math.floor(KEEP_RECENT_FRACTION * this.options.contextWindow));
+    if (split !== null) await this.compactAt(split, signal);
+  }
+
+  /** /compact. A failure keeps the history as it was. */
+  async compact(signal: AbortSignal): Promise<{ ok: boolean; message: string }> {
+    const split = manualCompactionSplit(this.messages);
+    if (split === null) return { ok: false, message: 'nothing to compact yet' };
+    return this.compactAt(split, signal);
+  }
+
+  private async compactAt(split: number, signal: AbortSignal): Promise<{ ok: boolean; message: string }> {
+    const older = this.messages.slice(0, split);
+    const kept = this.messages.slice(split);
+    let summary: string;
+    try {
+      const turn = await this.modelTurn(0, signal, 'compaction', { system: SUMMARY_SYSTEM_PROMPT, messages: [{ role: 'user', content: renderForSummary(older) }], tools: [] });
+      summary = turn.text.trim();
+      if (!summary) throw new Error('the model returned an empty summary');
+    } catch (error) {
+      if (error instanceof CancelledError || signal.aborted) throw new CancelledError();
+      const message = `compaction failed, keeping the full history: ${(error as Error).message}`;
+      this.options.session.append({ type: 'error', message });
+      this.emit({ type: 'compact', ok: false, message });
+      return { ok: false, message };
+    }
+    this.messages = compactedConversation(summary, kept);
+    this.reportedTokens = 0;
+    this.options.session.append({ type: 'compact', summarized_messages: older.length, kept_messages: kept.length, messages: this.messages });
+    const message = `compacted ${older.length} earlier messages into a summary; kept the last ${kept.length}`;
+    this.emit({ type: 'compact', ok: true, message, summarized_messages: older.length, kept_messages: kept.length });
+    return { ok: true, message };
+  }
+
+  /**
+   * Runs one message's calls: consecutive read-only calls together, the others one at a time;
+   * results are added in call order, exactly one per call. Returns the explanation when the
+   * repeated-call guard stopped the run.
+   */
+  private async runToolCalls(calls: ToolCall[], signal: AbortSignal): Promise<string | null> {
+    const prepared = calls.map((call) => this.prepare(call));
+    let stopAt = prepared.length;
+    let stopReason: string | null = null;
+    for (const [index, item] of prepared.entries()) {
+      this.recentCalls.push(`${item.call.name}\u0000${item.args ? canonicalJson(item.args) : item.call.arguments}`);
+      const lastCalls = this.recentCalls.slice(-REPEATED_CALL_LIMIT);
+      if (lastCalls.length === REPEATED_CALL_LIMIT && lastCalls.every((key) => key === lastCalls[0])) {
+        stopAt = index;
+        stopReason = `stopped: the model called ${item.call.name} with the same arguments ${REPEATED_CALL_LIMIT} times in a row (${item.call.arguments.slice(0, 200)}), which usually means it is stuck; rephrase the question or give it more to go on`;
+        break;
+      }
+    }
+    const results: Message[] = new Array(prepared.length);
+    let index = 0;
+    while (index < stopAt) {
+      const first = prepared[index] as PreparedCall;
+      if (!first.readOnly) {
+        results[index] = await this.runOne(first, signal);
+        index++;
+        continue;
+      }
+      let end = index;
+      while (end < stopAt && (prepared[end] as PreparedCall).readOnly) end++;
+      const group = prepared.slice(index, end);
+      const groupResults = await Promise.all(group.map((item) => this.runOne(item, signal)));
+      groupResults.forEach((result, offset) => {
+        results[index + offset] = result;
+      });
+      index = end;
+    }
+    for (let i = stopAt; i < prepared.length; i++) {
+      const { call } = prepared[i] as PreparedCall;
+      const content = i === stopAt ? `not run: the same ${call.name} call ${REPEATED_CALL_LIMIT} times in a row; the run stops here` : 'not run: the run stopped before this call';
+      this.options.session.append({ type: 'tool_blocked', id: call.id, name: call.name, reason: content });
+      this.emit({ type: 'tool_blocked', id: call.id, name: call.name, message: content });
+      this.emit({ type: 'tool_end', id: call.id, name: call.name, arguments: prepared[i]?.args ?? null, ok: false, duration_ms: 0, output: content, metadata: { error: 'repeated_call' } });
+      results[i] = { role: 'tool', toolCallId: call.id, name: call.name, content, isError: true };
+    }
+    for (const result of results) this.addMessage(result);
+    return stopReason;
+  }
+
+  private prepare(call: ToolCall): PreparedCall {
+    const { args, error } = parseArguments(call.arguments);
+    const tool = this.options.workspace.registry.get(call.name);
+    // Calls that will not run (unknown tool, bad JSON) cost nothing and may go with the readers.
+    const readOnly = !tool || !args ? true : isReadOnlyCall(tool, args);
+    return { call, args, argsError: error, tool, readOnly };
+  }
+
+  private async runOne(item: PreparedCall, signal: AbortSignal): Promise<Message> {
+    const { call } = item;
+    const { session, workspace, approver } = this.options;
+    const started = performance.now();
+    session.append({ type: 'tool_start', id: call.id, name: call.name, arguments: call.arguments });
+    this.emit({ type: 'tool_start', id: call.id, name: call.name, arguments: call.arguments });
+    const finish = (ok: boolean, output: string, metadata: Record<string, unknown>): Message => {
+      const duration = Math.round(performance.now() - started);
+      session.append({ type: 'tool_end', id: call.id, name: call.name, ok, duration_ms: duration, metadata });
+      this.emit({ type: 'tool_end', id: call.id, name: call.name, arguments: item.args, ok, duration_ms: duration, output, metadata });
+      return { role: 'tool', toolCallId: call.id, name: call.name, content: output, ...(ok ? {} : { isError: true }) };
+    };
+    if (item.argsError || !item.args) return finish(false, `${call.name}: ${item.argsError}`, { error: 'invalid_json' });
+    if (signal.aborted) return finish(false, `${call.name}: cancelled by the user before it started`, { error: 'cancelled' });
+    if (item.tool) {
+      const reason = approvalReason(workspace.profile, item.tool, item.args);
+      if (reason) {
+        const decision = await approver.decide(item.tool, item.args, reason, signal);
+        if (!decision.approved) {
+          session.append({ type: 'tool_blocked', id: call.id, name: call.name, reason: decision.message });
+          this.emit({ type: 'tool_blocked', id: call.id, name: call.name, message: decision.message });
+          return finish(false, decision.message, { error: decision.reason === 'cancelled' ? 'cancelled' : 'approval_refused' });
+        }
+      }
+    }
+    const context: ToolContext = { workingDir: workspace.workingDir, backend: workspace.backend, profile: workspace.profile, signal, fileReads: this.fileReads };
+    const result = await workspace.registry.run(call.name, item.args, context);
+    return finish(result.ok, result.output, result.metadata);
+  }
+}

@@ -1,0 +1,168 @@
+import type { AgentEvent, RunResult } from '../agent/loop.js';
+import { usageJson } from '../model/types.js';
+import { formatBytes } from '../tools/paths.js';
+
+/**
+ * How a run shows itself (SPEC §2): `text` streams the answer to stdout and one compact row per
+ * tool call to stderr; `json` prints one result object at the end; `stream-json` prints every
+ * event as a JSON line, then the result.
+ */
+export type OutputFormat = 'text' | 'json' | 'stream-json';
+
+export interface RunInfo {
+  sessionId: string;
+  model: string;
+  scripted: boolean;
+  profile: string;
+}
+
+export interface Renderer {
+  start(info: RunInfo): void;
+  event(event: AgentEvent): void;
+  /** A note for the user (REPL commands, cancellation); stderr in every format. */
+  note(text: string): void;
+  finish(result: RunResult, info: RunInfo): void;
+}
+
+export function resultObject(result: RunResult, info: RunInfo): Record<string, unknown> {
+  return {
+    status: result.status,
+    text: result.text,
+    ...(result.error ? { error: result.error } : {}),
+    usage: usageJson(result.usage),
+    session_id: info.sessionId,
+    model: info.model,
+    scripted: info.scripted,
+    profile: info.profile,
+    turns: result.turns,
+    tool_calls: result.toolCalls,
+  };
+}
+
+const TARGET_KEYS = ['path', 'operation', 'pattern', 'command', 'action', 'instruction'];
+const TARGET_CHARS = 60;
+
+function oneLine(text: string, limit: number): string {
+  const flat = text.replace(/\s*\n\s*/g, ' ').trim();
+  return flat.length > limit ? `${flat.slice(0, limit - 3)}...` : flat;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** `ok read README.md (42 lines, 3.1 KB)`, `err sqlite query (0.2 s): no such table: x`. */
+export function toolRow(event: Extract<AgentEvent, { type: 'tool_end' }>): string {
+  const args = event.arguments ?? {};
+  const key = TARGET_KEYS.find((name) => typeof args[name] === 'string' && args[name] !== '');
+  const target = key ? ` ${oneLine(String(args[key]), TARGET_CHARS)}` : '';
+  if (event.ok) {
+    const lines = event.output === '' ? 0 : event.output.split('\n').length - (event.output.endsWith('\n') ? 1 : 0);
+    const details = [`${lines} line${lines === 1 ? '' : 's'}`, formatBytes(Buffer.byteLength(event.output))];
+    if (event.duration_ms >= 100) details.push(seconds(event.duration_ms));
+    return `ok ${event.name}${target} (${details.join(', ')})`;
+  }
+  const label = event.metadata.error === 'approval_refused' ? 'refused' : 'err';
+  return `${label} ${event.name}${target} (${seconds(event.duration_ms)}): ${oneLine(event.output, 200)}`;
+}
+
+const ANSI = { green: '\u001b[32m', red: '\u001b[31m', yellow: '\u001b[33m', dim: '\u001b[2m', reset: '\u001b[0m' };
+
+class TextRenderer implements Renderer {
+  private atLineStart = true;
+
+  constructor(private readonly color: boolean) {}
+
+  private paint(code: keyof typeof ANSI, text: string): string {
+    return this.color ? `${ANSI[code]}${text}${ANSI.reset}` : text;
+  }
+
+  private out(text: string): void {
+    if (!text) return;
+    process.stdout.write(text);
+    this.atLineStart = text.endsWith('\n');
+  }
+
+  /** Stderr rows must not glue onto a half-written answer line when both go to one terminal. */
+  private err(text: string): void {
+    if (!this.atLineStart) this.out('\n');
+    process.stderr.write(`${text}\n`);
+  }
+
+  start(info: RunInfo): void {
+    if (info.scripted) this.err(this.paint('yellow', `[scripted model ${info.model}: replaying a script, no LLM is called]`));
+  }
+
+  note(text: string): void {
+    this.err(text);
+  }
+
+  event(event: AgentEvent): void {
+    switch (event.type) {
+      case 'text':
+        this.out(event.text);
+        break;
+      case 'assistant_message':
+        if (event.tool_calls.length) this.out(this.atLineStart ? '' : '\n');
+        break;
+      case 'tool_end': {
+        const row = toolRow(event);
+        this.err(this.paint(event.ok ? 'green' : event.metadata.error === 'approval_refused' ? 'yellow' : 'red', row));
+        break;
+      }
+      case 'retry':
+        this.err(this.paint('yellow', `quarry: model call failed (${event.reason}); retrying in ${seconds(event.delay_ms)} (attempt ${event.attempt})`));
+        break;
+      case 'compact':
+        this.err(this.paint('dim', `quarry: ${event.message}`));
+        break;
+      case 'error':
+        this.err(this.paint('red', `quarry: ${event.message}`));
+        break;
+      default:
+        break;
+    }
+  }
+
+  finish(result: RunResult, info: RunInfo): void {
+    if (!this.atLineStart) this.out('\n');
+    if (result.status === 'cancelled') this.err(this.paint('yellow', 'quarry: cancelled'));
+    const u = result.usage;
+    this.err(this.paint('dim', `[session ${info.sessionId} · ${result.status} · ${u.inputTokens} in / ${u.outputTokens} out tokens${u.cachedTokens ? ` (${u.cachedTokens} cached)` : ''}]`));
+  }
+}
+
+class JsonRenderer implements Renderer {
+  start(): void {}
+  event(): void {}
+  note(text: string): void {
+    process.stderr.write(`${text}\n`);
+  }
+  finish(result: RunResult, info: RunInfo): void {
+    process.stdout.write(`${JSON.stringify(resultObject(result, info))}\n`);
+  }
+}
+
+class StreamJsonRenderer implements Renderer {
+  private line(value: Record<string, unknown>): void {
+    process.stdout.write(`${JSON.stringify(value)}\n`);
+  }
+  start(info: RunInfo): void {
+    this.line({ type: 'run_start', session_id: info.sessionId, model: info.model, scripted: info.scripted, profile: info.profile });
+  }
+  event(event: AgentEvent): void {
+    this.line(event);
+  }
+  note(text: string): void {
+    process.stderr.write(`${text}\n`);
+  }
+  finish(result: RunResult, info: RunInfo): void {
+    this.line({ type: 'result', ...resultObject(result, info) });
+  }
+}
+
+export function createRenderer(format: OutputFormat, color: boolean): Renderer {
+  if (format === 'json') return new JsonRenderer();
+  if (format === 'stream-json') return new StreamJsonRenderer();
+  return new TextRenderer(color);
+}

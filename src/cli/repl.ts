@@ -1,0 +1,184 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
+import { parseApprovalAnswer, type ApprovalAnswer } from '../agent/approver.js';
+import { Session } from '../agent/session.js';
+import { quarryHome } from '../config.js';
+import type { Message } from '../model/types.js';
+import { exitCodeFor, type RunSetup } from './run-session.js';
+import { EXIT_OK } from './errors.js';
+
+/**
+ * The interactive REPL (SPEC §2): line editing and history, slash commands, Ctrl+C cancels the
+ * running turn, a second Ctrl+C at the prompt (or Ctrl+D) exits.
+ */
+
+const HISTORY_LINES = 1000;
+
+export const REPL_HELP = `Commands:
+  /help             this list
+  /profile          the profile in use and what it allows
+  /tools            the tools the model can call
+  /compact          summarise older turns now to free context
+  /resume [ID]      continue another session (default: the latest)
+  /clear            start a fresh conversation in this session
+  /approve          approve every tool call for the rest of this session
+  /exit             leave (Ctrl+D does the same)
+Ctrl+C cancels the running turn; Ctrl+C twice at the prompt exits.`;
+
+function historyPath(): string {
+  return join(quarryHome(), 'repl_history');
+}
+
+function loadHistory(): string[] {
+  try {
+    return readFileSync(historyPath(), 'utf8').split('\n').filter(Boolean).reverse().slice(0, HISTORY_LINES);
+  } catch {
+    return [];
+  }
+}
+
+function saveHistory(lines: readonly string[]): void {
+  try {
+    mkdirSync(dirname(historyPath()), { recursive: true });
+    writeFileSync(historyPath(), `${[...lines].slice(0, HISTORY_LINES).reverse().join('\n')}\n`);
+  } catch {
+    // History is a convenience; never fail the session over it.
+  }
+}
+
+function askWith(rl: Interface) {
+  return (question: string, signal: AbortSignal): Promise<ApprovalAnswer> =>
+    new Promise((resolve, reject) => {
+      const ask = () =>
+        rl.question(question, { signal }, (text) => {
+          const answer = parseApprovalAnswer(text);
+          if (answer) resolve(answer);
+          else ask();
+        });
+      signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
+      ask();
+    });
+}
+
+export async function runRepl(setup: RunSetup, firstSession: Session, messages: Message[], initialPrompt: string | undefined): Promise<number> {
+  const { renderer, workspace, approver } = setup;
+  let session = firstSession;
+  let agent = setup.makeAgent(session, messages);
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, history: loadHistory(), historySize: HISTORY_LINES, prompt: 'quarry> ' });
+  approver.setAsk(askWith(rl));
+  let running: AbortController | null = null;
+  let exitArmed = false;
+  renderer.note(`quarry · ${setup.provider.label} · profile ${workspace.profile.name} · session ${session.id}${messages.length ? ` (resumed, ${messages.length} messages)` : ''}\n/help for commands, Ctrl+D to exit.`);
+
+  const runPrompt = async (prompt: string) => {
+    running = new AbortController();
+    try {
+      const info = setup.info(session);
+      renderer.start(info);
+      const result = await agent.run(prompt, running.signal);
+      renderer.finish(result, info);
+      return exitCodeFor(result.status);
+    } finally {
+      running = null;
+    }
+  };
+
+  const command = async (line: string): Promise<boolean> => {
+    const [name, ...rest] = line.slice(1).trim().split(/\s+/);
+    const arg = rest.join(' ');
+    switch (name) {
+      case 'help':
+        renderer.note(REPL_HELP);
+        return true;
+      case 'profile': {
+        const p = workspace.profile;
+        renderer.note(`profile ${p.name}: ${p.description}\n  shell ${p.shell}, file_write ${p.file_write}, database ${p.database}, approval ${approver.approvesAll ? 'off (/approve or --yes)' : p.approval.mode}, backend ${p.backend}`);
+        return true;
+      }
+      case 'tools':
+        renderer.note(workspace.registry.list().map((tool) => `  ${tool.name}${tool.readOnly ? ' (read-only)' : ''}: ${tool.description.split('\n')[0]}`).join('\n'));
+        return true;
+      case 'compact': {
+        running = new AbortController();
+        try {
+          renderer.note((await agent.compact(running.signal)).message);
+        } catch {
+          renderer.note('compaction cancelled; the history is unchanged');
+        } finally {
+          running = null;
+        }
+        return true;
+      }
+      case 'resume': {
+        session = Session.open(arg || 'latest');
+        const resumed = session.conversation();
+        agent = setup.makeAgent(session, resumed);
+        renderer.note(`resumed session ${session.id} (${resumed.length} messages)`);
+        return true;
+      }
+      case 'clear':
+        agent.clear();
+        renderer.note('started a fresh conversation (the earlier one stays in the trace)');
+        return true;
+      case 'approve':
+        approver.approveAll();
+        renderer.note('every tool call is approved for the rest of this session');
+        return true;
+      case 'exit':
+      case 'quit':
+        return false;
+      default:
+        renderer.note(`unknown command /${name}; /help lists the commands`);
+        return true;
+    }
+  };
+
+  return new Promise<number>((resolveExit) => {
+    let busy = false;
+    rl.on('SIGINT', () => {
+      if (running) {
+        renderer.note('cancelling...');
+        running.abort();
+        return;
+      }
+      if (exitArmed) {
+        rl.close();
+        return;
+      }
+      exitArmed = true;
+      renderer.note('(Ctrl+C again or Ctrl+D to exit)');
+      rl.prompt();
+    });
+    const handle = async (line: string) => {
+      busy = true;
+      try {
+        const text = line.trim();
+        if (!text) return;
+        if (text.startsWith('/')) {
+          if (!(await command(text))) {
+            rl.close();
+            return;
+          }
+        } else await runPrompt(text);
+      } catch (error) {
+        renderer.note(`quarry: ${(error as Error).message}`);
+      } finally {
+        busy = false;
+      }
+      rl.prompt();
+    };
+    rl.on('line', (line) => {
+      exitArmed = false;
+      if (busy) return;
+      void handle(line);
+    });
+    rl.on('close', () => {
+      running?.abort();
+      saveHistory((rl as unknown as { history: string[] }).history ?? []);
+      resolveExit(EXIT_OK);
+    });
+    if (initialPrompt) void handle(initialPrompt);
+    else rl.prompt();
+  });
+}

@@ -1,0 +1,138 @@
+import { createInterface } from 'node:readline/promises';
+import { Agent, type AgentOptions } from '../agent/loop.js';
+import { Approver, parseApprovalAnswer, type AskApproval } from '../agent/approver.js';
+import { automaticVariables, buildSystemPrompt, parseVarFlags, readVarsFile } from '../agent/prompts.js';
+import { Session } from '../agent/session.js';
+import { openWorkspace, type Workspace } from '../agent/workspace.js';
+import { chooseModel, createProvider, knownContextWindow, type ModelChoice } from '../model/resolve.js';
+import { retryPolicyFromEnv } from '../model/retry.js';
+import type { Message, ModelProvider } from '../model/types.js';
+import { ModelError } from '../model/types.js';
+import { EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
+import { createRenderer, type Renderer, type RunInfo } from './render.js';
+import { readPromptFromStdin, writeAnswerFile, type RunCommandOptions } from './run.js';
+
+/** Everything a run (one-shot or REPL) is built from. */
+export interface RunSetup {
+  options: RunCommandOptions;
+  workspace: Workspace;
+  provider: ModelProvider;
+  system: string;
+  contextWindow: number;
+  approver: Approver;
+  renderer: Renderer;
+  makeAgent(session: Session, messages: Message[]): Agent;
+  info(session: Session): RunInfo;
+}
+
+function modelConfig<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    if (error instanceof ModelError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** Database lines for the prompt's {{databases}}; the database tools describe themselves to the model. */
+function describeDatabases(workspace: Workspace): string[] {
+  const tools = workspace.registry.names().filter((name) => ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica'].includes(name));
+  return tools.length ? [`reachable with the ${tools.join(', ')} tool${tools.length > 1 ? 's' : ''} (list_tables shows what each holds)`] : [];
+}
+
+/** On a terminal: one question, answered y / n / a. Cancelling the run cancels the question. */
+export const askOnTerminal: AskApproval = async (question, signal) => {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    for (;;) {
+      const answer = parseApprovalAnswer(await rl.question(question, { signal }));
+      if (answer) return answer;
+    }
+  } finally {
+    rl.close();
+  }
+};
+
+export function exitCodeFor(status: string): number {
+  if (status === 'completed') return EXIT_OK;
+  if (status === 'cancelled') return EXIT_CANCELLED;
+  return EXIT_FAILED;
+}
+
+export async function runAgentCommand(options: RunCommandOptions): Promise<number> {
+  const choice: ModelChoice = modelConfig(() => chooseModel({ model: options.model, baseUrl: options.baseUrl }));
+  const resumed = options.resume ? Session.open(options.resume) : undefined;
+  const workspace = await openWorkspace({
+    profile: !options.profileGiven && resumed ? resumed.info.profile : options.profile,
+    ...(options.workingDir ?? resumed?.info.working_dir ? { workingDir: options.workingDir ?? resumed?.info.working_dir } : {}),
+  });
+  try {
+    const provider = await modelConfig(() => createProvider(choice, process.cwd()));
+    const vars = { ...(options.varsFile ? readVarsFile(options.varsFile) : {}), ...parseVarFlags(options.vars) };
+    const built = buildSystemPrompt({
+      ...(options.systemPrompt ? { file: options.systemPrompt } : {}),
+      vars,
+      automatic: automaticVariables({ profile: workspace.profile, workingDir: workspace.workingDir, databases: describeDatabases(workspace) }),
+      cwd: process.cwd(),
+    });
+    let prompt = options.prompt.join(' ').trim();
+    const interactive = !prompt && Boolean(process.stdin.isTTY);
+    if (!prompt && !interactive) {
+      prompt = readPromptFromStdin() || built.initialPrompt || '';
+      if (!prompt) throw new UsageError('no prompt: give the question as arguments or on stdin, or run quarry in a terminal for the interactive REPL');
+    }
+    const canAsk = Boolean(process.stdin.isTTY && process.stderr.isTTY);
+    const approver = new Approver({ autoApprove: options.yes, ...(canAsk && !interactive ? { ask: askOnTerminal } : {}) });
+    const renderer = createRenderer(options.format, options.color && Boolean(process.stderr.isTTY));
+    const contextWindow = options.contextWindow ?? knownContextWindow(choice.model);
+    const setup: RunSetup = {
+      options, workspace, provider, system: built.system, contextWindow, approver, renderer,
+      makeAgent: (session, messages) => {
+        const agentOptions: AgentOptions = {
+          provider, system: built.system, workspace, session, approver, contextWindow, messages,
+          maxTurns: options.maxTurns,
+          retryPolicy: retryPolicyFromEnv(),
+          ...(options.reasoningEffort ? { reasoningEffort: options.reasoningEffort } : {}),
+          onEvent: (event) => renderer.event(event),
+        };
+        return new Agent(agentOptions);
+      },
+      info: (session) => ({ sessionId: session.id, model: provider.label, scripted: provider.scripted, profile: workspace.profile.name }),
+    };
+    const session = resumed ?? Session.create({ profile: workspace.profile.name, model: provider.label, workingDir: workspace.workingDir });
+    if (resumed) resumed.update({ model: provider.label });
+    const messages = resumed ? resumed.conversation() : [];
+    if (interactive) {
+      const { runRepl } = await import('./repl.js');
+      return await runRepl(setup, session, messages, built.initialPrompt);
+    }
+    return await runOneShot(setup, session, messages, prompt);
+  } finally {
+    await workspace.close();
+  }
+}
+
+async function runOneShot(setup: RunSetup, session: Session, messages: Message[], prompt: string): Promise<number> {
+  const { renderer, options } = setup;
+  const agent = setup.makeAgent(session, messages);
+  const info = setup.info(session);
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      renderer.note('quarry: cancelling (Ctrl+C again to quit at once)');
+      controller.abort();
+    } else process.exit(EXIT_CANCELLED);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    renderer.start(info);
+    const result = await agent.run(prompt, controller.signal);
+    renderer.finish(result, info);
+    if (options.output && result.status === 'completed') writeAnswerFile(options.output, result.text);
+    return exitCodeFor(result.status);
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}

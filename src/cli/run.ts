@@ -1,0 +1,114 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Argv } from 'yargs';
+import { UsageError } from './errors.js';
+import { withCommonOptions } from './options.js';
+
+/**
+ * `quarry [PROMPT..]`: a one-shot run when a prompt is given (as arguments or on stdin), the
+ * REPL when not and stdin is a terminal. Flag parsing lives here; the run itself is in
+ * run-session.ts, loaded only when a run starts.
+ */
+
+export interface RunCommandOptions {
+  prompt: string[];
+  profile: string;
+  profileGiven: boolean;
+  workingDir: string | undefined;
+  model: string | undefined;
+  baseUrl: string | undefined;
+  db: string[];
+  databases: string | undefined;
+  systemPrompt: string | undefined;
+  vars: string[];
+  varsFile: string | undefined;
+  yes: boolean;
+  resume: string | undefined;
+  format: 'text' | 'json' | 'stream-json';
+  output: string | undefined;
+  maxTurns: number;
+  contextWindow: number | undefined;
+  reasoningEffort: string | undefined;
+  color: boolean;
+  verbose: boolean;
+}
+
+function strings(value: unknown): string[] {
+  if (value === undefined) return [];
+  return (Array.isArray(value) ? value : [value]).map(String);
+}
+
+function positiveInteger(value: unknown, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number <= 0) throw new UsageError(`${flag} must be a positive whole number, got "${String(value)}"`);
+  return number;
+}
+
+export function registerRunCommand(parser: Argv, setExit: (code: number) => void, rawArgs: readonly string[]): void {
+  parser.command(
+    '$0 [prompt..]',
+    'Ask a question (one-shot), or start the interactive REPL when no prompt is given',
+    (y) =>
+      withCommonOptions(y)
+        .positional('prompt', { type: 'string', array: true, describe: 'The question; read from stdin when piped' })
+        .option('model', { alias: 'm', type: 'string', describe: 'PROVIDER/MODEL: openai/NAME, anthropic/NAME, ollama/NAME, NAME with --base-url, or script:FILE (env QUARRY_MODEL)' })
+        .option('base-url', { type: 'string', describe: 'An OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 (env OPENAI_BASE_URL)' })
+        .option('db', { type: 'string', array: true, describe: 'A database: [ALIAS=]TARGET (postgres://..., mysql://..., sqlite:PATH or a SQLite file); repeatable' })
+        .option('databases', { type: 'string', describe: 'YAML file of databases (env QUARRY_DB_CONFIG)' })
+        .option('system-prompt', { type: 'string', describe: 'A prompt template (Markdown with YAML front matter), a path or a name in $QUARRY_HOME/prompts/' })
+        .option('var', { type: 'string', array: true, describe: 'Template variable NAME=VALUE; repeatable' })
+        .option('vars-file', { type: 'string', describe: 'YAML or JSON file of template variables' })
+        .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Approve every tool call the profile would ask about' })
+        .option('resume', { type: 'string', describe: 'Continue a session: its ID or "latest"' })
+        .option('format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: streamed answer; json: one result object; stream-json: every event as a JSON line' })
+        .option('output', { alias: 'o', type: 'string', describe: 'Also write the final answer to this file' })
+        .option('max-turns', { type: 'number', default: 50, describe: 'Stop after this many model turns' })
+        .option('context-window', { type: 'number', describe: 'The model\'s context window in tokens (compaction starts at 80%); known models need none' })
+        .option('reasoning-effort', { type: 'string', describe: 'Passed to models that support it (e.g. low, medium, high)' }),
+    async (argv) => {
+      const given = (...flags: string[]) => rawArgs.some((arg) => flags.some((flag) => arg === flag || arg.startsWith(`${flag}=`)));
+      const options: RunCommandOptions = {
+        prompt: strings(argv.prompt),
+        profile: argv.profile,
+        profileGiven: given('--profile', '-p') || Boolean(process.env.QUARRY_PROFILE),
+        workingDir: argv['working-dir'],
+        model: argv.model,
+        baseUrl: argv['base-url'],
+        db: strings(argv.db),
+        databases: argv.databases,
+        systemPrompt: argv['system-prompt'],
+        vars: strings(argv.var),
+        varsFile: argv['vars-file'],
+        yes: argv.yes,
+        resume: argv.resume,
+        format: argv.format,
+        output: argv.output,
+        maxTurns: positiveInteger(argv['max-turns'], '--max-turns') ?? 50,
+        contextWindow: positiveInteger(argv['context-window'], '--context-window'),
+        reasoningEffort: argv['reasoning-effort'],
+        color: argv.color !== false && !process.env.NO_COLOR,
+        verbose: Boolean(argv.verbose),
+      };
+      const { runAgentCommand } = await import('./run-session.js');
+      setExit(await runAgentCommand(options));
+    },
+  );
+}
+
+/** The prompt: the arguments, else stdin when it is not a terminal. */
+export function readPromptFromStdin(): string {
+  try {
+    return readFileSync(0, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+export function writeAnswerFile(path: string, text: string): void {
+  try {
+    writeFileSync(resolve(path), text.endsWith('\n') || text === '' ? text : `${text}\n`);
+  } catch (error) {
+    throw new UsageError(`--output ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'the folder does not exist' : (error as Error).message}`);
+  }
+}
