@@ -1,0 +1,124 @@
+import { formatCount } from '../long-lines.js';
+import { displayCellValue } from './cell-values.js';
+import type { ColumnRange, SheetInfo, SheetSlice, SheetSummary } from './model.js';
+
+/**
+ * The one formatting path for .xlsx and .xls: a header of column letters, tab-separated rows
+ * prefixed with their row number, hidden rows and columns skipped (or marked) and counted in a
+ * footer that also says how to read on.
+ */
+
+/** Columns shown by one read_sheet call; the rest are counted in the footer. */
+export const MAX_COLUMNS = 50;
+/** Marks a hidden row or column when show_hidden is on. */
+export const HIDDEN_MARK = '[hidden]';
+
+export function columnLetters(column: number): string {
+  let letters = '';
+  for (let n = column; n > 0; n = Math.floor((n - 1) / 26)) letters = String.fromCharCode(65 + ((n - 1) % 26)) + letters;
+  return letters;
+}
+
+function rangeText(range: ColumnRange): string {
+  return range.min === range.max ? columnLetters(range.min) : `${columnLetters(range.min)}:${columnLetters(range.max)}`;
+}
+
+/** Sorted row numbers as compact ranges: [4, 5, 9] → "4-5, 9". */
+export function rowRangesText(rows: number[], maxRanges = 20): string {
+  const ranges: string[] = [];
+  for (let i = 0; i < rows.length; ) {
+    let j = i;
+    while (j + 1 < rows.length && rows[j + 1] === rows[j]! + 1) j++;
+    ranges.push(j === i ? String(rows[i]) : `${rows[i]}-${rows[j]}`);
+    i = j + 1;
+  }
+  return ranges.length > maxRanges ? `${ranges.slice(0, maxRanges).join(', ')}, …` : ranges.join(', ');
+}
+
+const plural = (n: number, word: string) => `${formatCount(n)} ${word}${n === 1 ? '' : 's'}`;
+
+export interface SliceRequest {
+  sheet: SheetSummary;
+  firstRow: number;
+  lastRow: number;
+  showHidden: boolean;
+  date1904: boolean;
+}
+
+export interface RenderedSlice {
+  text: string;
+  metadata: Record<string, unknown>;
+}
+
+export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedSlice {
+  const { sheet, firstRow, showHidden } = request;
+  const hiddenColumn = (column: number) => slice.hiddenColumns.some((r) => column >= r.min && column <= r.max);
+  const lastRowShown = Math.min(request.lastRow, slice.lastRow);
+  const hiddenRows = slice.rows.filter((row) => row.hidden).length;
+  const rows = showHidden ? slice.rows : slice.rows.filter((row) => !row.hidden);
+  let lastColumn = 0;
+  for (const row of rows) for (const cell of row.cells) lastColumn = Math.max(lastColumn, cell.column);
+  const allColumns = Array.from({ length: lastColumn }, (_, i) => i + 1);
+  const hiddenColumns = allColumns.filter(hiddenColumn).length;
+  const visibleColumns = showHidden ? allColumns : allColumns.filter((column) => !hiddenColumn(column));
+  const columns = visibleColumns.slice(0, MAX_COLUMNS);
+  const cutColumns = visibleColumns.slice(MAX_COLUMNS);
+
+  const lines: string[] = [`sheet "${sheet.name}"${sheet.visibility === 'visible' ? '' : ` (${sheet.visibility})`}`];
+  lines.push(['row', ...columns.map((c) => columnLetters(c) + (showHidden && hiddenColumn(c) ? HIDDEN_MARK : ''))].join('\t'));
+  const position = new Map(columns.map((column, i) => [column, i]));
+  for (const row of rows) {
+    const fields = new Array<string>(columns.length).fill('');
+    for (const cell of row.cells) {
+      const at = position.get(cell.column);
+      if (at !== undefined) fields[at] = displayCellValue(cell.value, request.date1904);
+    }
+    lines.push([`${row.row}${row.hidden ? HIDDEN_MARK : ''}`, ...fields].join('\t'));
+  }
+
+  const notes: string[] = [`rows ${formatCount(firstRow)}-${formatCount(lastRowShown)} of ${formatCount(slice.lastRow)}`];
+  if (rows.length === 0) notes.push('no values in these rows');
+  const hiddenParts: string[] = [];
+  if (hiddenRows > 0) hiddenParts.push(plural(hiddenRows, 'hidden row'));
+  if (hiddenColumns > 0) hiddenParts.push(plural(hiddenColumns, 'hidden column'));
+  if (hiddenParts.length > 0) notes.push(`${hiddenParts.join(', ')} ${showHidden ? `shown, marked ${HIDDEN_MARK}` : 'skipped (show_hidden=true shows them)'}`);
+  if (cutColumns.length > 0) notes.push(`${plural(cutColumns.length, 'more column')} (${columnLetters(cutColumns[0]!)}-${columnLetters(cutColumns[cutColumns.length - 1]!)}) not shown: at most ${MAX_COLUMNS} columns`);
+  if (lastRowShown < slice.lastRow) notes.push(`more rows: call read_excel with start_row=${lastRowShown + 1}`);
+  lines.push(`[${notes.join('; ')}]`);
+  return {
+    text: lines.join('\n'),
+    metadata: {
+      sheet: sheet.name,
+      startRow: firstRow,
+      endRow: lastRowShown,
+      totalRows: slice.lastRow,
+      rowsShown: rows.length,
+      hiddenRows,
+      hiddenColumns,
+      columnsCut: cutColumns.length,
+      moreHint: `call read_excel with start_row=${firstRow} and a smaller end_row`,
+    },
+  };
+}
+
+export function renderSheetList(fileName: string, sheets: SheetSummary[]): string {
+  const lines = [`${plural(sheets.length, 'sheet')} in ${fileName}`, '#\tsheet\tvisibility\tused range'];
+  for (const sheet of sheets) lines.push(`${sheet.index}\t${sheet.name}\t${sheet.visibility}\t${sheet.dimension ?? 'unknown (see get_info)'}`);
+  return lines.join('\n');
+}
+
+export function renderSheetInfo(info: SheetInfo): string {
+  const { summary } = info;
+  const lines = [`sheet ${summary.index} "${summary.name}" (${summary.visibility})`];
+  if (info.rowsWithData === 0) {
+    lines.push('  empty: no values');
+    return lines.join('\n');
+  }
+  lines.push(`  used range: A1:${columnLetters(info.lastColumn)}${info.lastRow} (${plural(info.lastRow, 'row')}, ${plural(info.lastColumn, 'column')}; ${plural(info.rowsWithData, 'row')} with values)`);
+  lines.push(`  hidden rows: ${info.hiddenRows.length === 0 ? 'none' : `${formatCount(info.hiddenRows.length)} (${rowRangesText(info.hiddenRows)})`}`);
+  const hiddenColumns = info.hiddenColumns.reduce((sum, r) => sum + r.max - r.min + 1, 0);
+  lines.push(`  hidden columns: ${hiddenColumns === 0 ? 'none' : `${formatCount(hiddenColumns)} (${info.hiddenColumns.map(rangeText).join(', ')})`}`);
+  lines.push(`  merged ranges: ${info.mergedRanges.length === 0 ? 'none' : info.mergedRanges.join(', ')}`);
+  lines.push(`  formulas: ${info.formulas === 0 ? 'none' : `${formatCount(info.formulas)}${info.formulasWithoutValue > 0 ? ` (${formatCount(info.formulasWithoutValue)} without a cached value)` : ''}`}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,77 @@
+/**
+ * What the .xlsx and .xls readers hand to the one formatting path (format.ts): sheets, rows of
+ * typed cell values, hidden column ranges, per-sheet facts. Rows and columns are 1-based.
+ */
+
+export type Visibility = 'visible' | 'hidden' | 'veryHidden';
+
+export interface SheetSummary {
+  /** 1-based position in the workbook. */
+  index: number;
+  name: string;
+  visibility: Visibility;
+  /** The used range the file declares (e.g. "A1:H10"), or null when it declares none. */
+  dimension: string | null;
+}
+
+export type CellValue =
+  /** `format` is the cell's number format code ("General" when it has none): dates and percentages. */
+  | { kind: 'number'; value: number; format: string }
+  | { kind: 'string'; text: string }
+  | { kind: 'boolean'; value: boolean }
+  | { kind: 'error'; text: string }
+  /** A date stored as ISO text (SpreadsheetML t="d"). */
+  | { kind: 'isoDate'; text: string }
+  /** A formula whose result was never calculated and saved. */
+  | { kind: 'noCachedValue'; formula: string };
+
+export interface SheetCell {
+  column: number;
+  value: CellValue;
+}
+
+export interface SheetRow {
+  row: number;
+  hidden: boolean;
+  cells: SheetCell[];
+}
+
+/** An inclusive range of column numbers, e.g. D:E is {min: 4, max: 5}. */
+export interface ColumnRange {
+  min: number;
+  max: number;
+}
+
+/** The rows of one requested range, hidden ones included and flagged. */
+export interface SheetSlice {
+  rows: SheetRow[];
+  hiddenColumns: ColumnRange[];
+  /** The sheet's last row (declared or seen), for "rows 1-500 of N". */
+  lastRow: number;
+}
+
+export interface SheetInfo {
+  summary: SheetSummary;
+  /** Rows holding at least one value; the last such row and column. */
+  rowsWithData: number;
+  lastRow: number;
+  lastColumn: number;
+  /** Hidden rows that hold data, as sorted row numbers. */
+  hiddenRows: number[];
+  /** Hidden columns within A..lastColumn. */
+  hiddenColumns: ColumnRange[];
+  mergedRanges: string[];
+  formulas: number;
+  formulasWithoutValue: number;
+}
+
+export interface OpenWorkbook {
+  format: 'xlsx' | 'xls';
+  sheets: SheetSummary[];
+  /** Dates count from 1904-01-01 (old Mac workbooks) instead of 1900. */
+  date1904: boolean;
+  /** Fills in each sheet's declared dimension where reading it needs extra work (xlsx). */
+  loadDimensions(): Promise<void>;
+  readRows(sheet: SheetSummary, firstRow: number, lastRow: number): Promise<SheetSlice>;
+  inspect(sheet: SheetSummary): Promise<SheetInfo>;
+}

@@ -1,0 +1,121 @@
+import type { CellObject, WorkSheet } from '@e965/xlsx';
+import { WorkbookError } from './errors.js';
+import type { CellValue, ColumnRange, OpenWorkbook, SheetInfo, SheetRow, SheetSlice, SheetSummary, Visibility } from './model.js';
+import { clipRanges, MAX_MERGED_RANGES_LISTED } from './xlsx-reader.js';
+
+/**
+ * Legacy .xls (BIFF, an OLE2 compound file) through SheetJS (@e965/xlsx, loaded only when
+ * needed). BIFF8 workbooks hold at most 65,536 rows, so the whole file is parsed at once; the
+ * rows then take the same path as .xlsx rows. Also used for OLE2 files named .xlsx: SheetJS
+ * recognises encrypted (password-protected) workbooks, which are stored that way.
+ */
+
+type SheetJs = typeof import('@e965/xlsx');
+
+const VISIBILITY: Record<number, Visibility> = { 0: 'visible', 1: 'hidden', 2: 'veryHidden' };
+
+function toCellValue(cell: CellObject): CellValue | null {
+  switch (cell.t) {
+    case 'n':
+      return typeof cell.v === 'number' ? { kind: 'number', value: cell.v, format: typeof cell.z === 'string' ? cell.z : 'General' } : null;
+    case 's':
+      return typeof cell.v === 'string' && cell.v !== '' ? { kind: 'string', text: cell.v } : null;
+    case 'b':
+      return { kind: 'boolean', value: cell.v === true };
+    case 'e':
+      return { kind: 'error', text: cell.w ?? '#ERROR!' };
+    case 'd':
+      return cell.v instanceof Date ? { kind: 'isoDate', text: cell.v.toISOString() } : null;
+    default:
+      return null;
+  }
+}
+
+class XlsWorkbook implements OpenWorkbook {
+  readonly format = 'xls' as const;
+
+  constructor(private readonly xlsx: SheetJs, private readonly worksheets: WorkSheet[], readonly sheets: SheetSummary[], readonly date1904: boolean) {}
+
+  async loadDimensions(): Promise<void> {}
+
+  private rowsOf(sheet: SheetSummary): SheetRow[] {
+    const ws = this.worksheets[sheet.index - 1]!;
+    const data = ws['!data'] ?? [];
+    const rowInfo = ws['!rows'] ?? [];
+    const rows: SheetRow[] = [];
+    data.forEach((cells, r) => {
+      if (!cells) return;
+      const row: SheetRow = { row: r + 1, hidden: rowInfo[r]?.hidden === true, cells: [] };
+      cells.forEach((cell, c) => {
+        const value = cell ? toCellValue(cell) : null;
+        if (value) row.cells.push({ column: c + 1, value });
+      });
+      if (row.cells.length > 0) rows.push(row);
+    });
+    return rows;
+  }
+
+  private hiddenColumns(sheet: SheetSummary): ColumnRange[] {
+    const ranges: ColumnRange[] = [];
+    (this.worksheets[sheet.index - 1]!['!cols'] ?? []).forEach((info, c) => {
+      if (!info?.hidden) return;
+      const last = ranges[ranges.length - 1];
+      if (last && last.max === c) last.max = c + 1;
+      else ranges.push({ min: c + 1, max: c + 1 });
+    });
+    return ranges;
+  }
+
+  async readRows(sheet: SheetSummary, firstRow: number, lastRow: number): Promise<SheetSlice> {
+    const all = this.rowsOf(sheet);
+    const declared = sheet.dimension ? this.xlsx.utils.decode_range(sheet.dimension).e.r + 1 : 0;
+    return {
+      rows: all.filter((row) => row.row >= firstRow && row.row <= lastRow),
+      hiddenColumns: this.hiddenColumns(sheet),
+      lastRow: Math.max(declared, all[all.length - 1]?.row ?? 0),
+    };
+  }
+
+  async inspect(sheet: SheetSummary): Promise<SheetInfo> {
+    const ws = this.worksheets[sheet.index - 1]!;
+    const rows = this.rowsOf(sheet);
+    let formulas = 0;
+    for (const cells of ws['!data'] ?? []) for (const cell of cells ?? []) if (cell?.f) formulas++;
+    const lastColumn = Math.max(0, ...rows.map((row) => row.cells[row.cells.length - 1]!.column));
+    const merges = (ws['!merges'] ?? []).map((range) => this.xlsx.utils.encode_range(range));
+    return {
+      summary: sheet,
+      rowsWithData: rows.length,
+      lastRow: rows[rows.length - 1]?.row ?? 0,
+      lastColumn,
+      hiddenRows: rows.filter((row) => row.hidden).map((row) => row.row),
+      hiddenColumns: clipRanges(this.hiddenColumns(sheet), lastColumn),
+      mergedRanges: merges.length > MAX_MERGED_RANGES_LISTED ? [...merges.slice(0, MAX_MERGED_RANGES_LISTED), `… ${merges.length - MAX_MERGED_RANGES_LISTED} more`] : merges,
+      formulas,
+      formulasWithoutValue: 0,
+    };
+  }
+}
+
+/** Parses a legacy workbook held in memory; encrypted or damaged files become WorkbookErrors. */
+export async function openXls(bytes: Buffer): Promise<OpenWorkbook> {
+  const xlsx: SheetJs = await import('@e965/xlsx');
+  let workbook;
+  try {
+    workbook = xlsx.read(bytes, { type: 'buffer', dense: true, cellFormula: true, cellNF: true, cellStyles: true, cellDates: false });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (/password|encrypt/i.test(message)) throw new WorkbookError('the workbook is password-protected (encrypted); save an unprotected copy to read it', 'encrypted');
+    throw new WorkbookError(`the file could not be read as an Excel workbook (${message})`, 'corrupt');
+  }
+  const sheetInfo = workbook.Workbook?.Sheets ?? [];
+  const worksheets: WorkSheet[] = [];
+  const sheets: SheetSummary[] = [];
+  workbook.SheetNames.forEach((name, i) => {
+    const ws = workbook.Sheets[name];
+    if (!ws) return;
+    worksheets.push(ws);
+    sheets.push({ index: sheets.length + 1, name, visibility: VISIBILITY[sheetInfo[i]?.Hidden ?? 0] ?? 'visible', dimension: ws['!ref'] ?? null });
+  });
+  return new XlsWorkbook(xlsx, worksheets, sheets, workbook.Workbook?.WBProps?.date1904 === true);
+}

@@ -1,0 +1,130 @@
+import { extname } from 'node:path';
+import { WorkbookError } from './excel/errors.js';
+import { MAX_CELL_CHARS } from './excel/cell-values.js';
+import { HIDDEN_MARK, MAX_COLUMNS, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
+import type { OpenWorkbook, SheetSummary } from './excel/model.js';
+import { openXls } from './excel/xls-reader.js';
+import { openXlsx } from './excel/xlsx-reader.js';
+import { readFileEnds } from './excel/zip-stream.js';
+import { formatCount } from './long-lines.js';
+import { resolveExistingPath } from './existing-path.js';
+import { success, ToolError, type Tool, type ToolContext } from './types.js';
+
+/** Rows shown by read_sheet when end_row is not given. */
+export const READ_EXCEL_DEFAULT_ROWS = 500;
+/** The most rows one read_sheet call shows, whatever end_row says. */
+export const READ_EXCEL_MAX_ROWS = 2000;
+
+const XLSX_EXTENSIONS = new Set(['.xlsx', '.xlsm', '.xltx', '.xltm']);
+const TEXT_TABLE_EXTENSIONS = new Set(['.csv', '.tsv', '.txt']);
+const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+const OLE2_SIGNATURE = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
+
+export interface ReadExcelArgs {
+  path: string;
+  action: 'list_sheets' | 'get_info' | 'read_sheet';
+  sheet?: string;
+  start_row?: number;
+  end_row?: number;
+  show_hidden?: boolean;
+}
+
+function checkExtension(path: string, shown: string): void {
+  const extension = extname(path).toLowerCase();
+  if (XLSX_EXTENSIONS.has(extension) || extension === '.xls') return;
+  if (TEXT_TABLE_EXTENSIONS.has(extension)) throw new ToolError(`${shown} is a text file, not a workbook; read it with the read tool`, { error: 'not_a_workbook' });
+  if (extension === '.xlsb' || extension === '.ods' || extension === '.numbers') {
+    throw new ToolError(`${shown}: ${extension} files are not supported; read_excel reads .xlsx, .xlsm and .xls (save the file as .xlsx)`, { error: 'unsupported_format' });
+  }
+  throw new ToolError(`${shown} is not an Excel workbook (expected .xlsx, .xlsm or .xls, got ${extension || 'no extension'})`, { error: 'not_a_workbook' });
+}
+
+async function openWorkbook(context: ToolContext, path: string): Promise<OpenWorkbook> {
+  const ends = await readFileEnds(context.backend, path, context.signal);
+  if (ends.size === 0) throw new WorkbookError('the file is empty (0 bytes)', 'corrupt');
+  if (ends.head.subarray(0, 4).equals(ZIP_SIGNATURE)) return openXlsx(context.backend, path, ends, context.signal);
+  // OLE2: a legacy .xls, or an encrypted (password-protected) .xlsx, which Excel stores this way.
+  if (ends.head.equals(OLE2_SIGNATURE)) return openXls(await context.backend.readFile(path));
+  throw new WorkbookError('not a valid Excel file: .xlsx files are zip archives and .xls files OLE2 documents, and this is neither (damaged, or another format renamed)', 'corrupt');
+}
+
+function describeSheets(sheets: SheetSummary[]): string {
+  return sheets.map((s) => `${s.index}. "${s.name}"${s.visibility === 'visible' ? '' : ` (${s.visibility})`}`).join(', ');
+}
+
+function pickSheet(workbook: OpenWorkbook, requested: string | undefined): SheetSummary {
+  const { sheets } = workbook;
+  if (sheets.length === 0) throw new WorkbookError('the workbook has no worksheets', 'no_sheets');
+  if (requested === undefined) return sheets.find((s) => s.visibility === 'visible') ?? sheets[0]!;
+  const found =
+    sheets.find((s) => s.name === requested) ??
+    sheets.find((s) => s.name.toLowerCase() === requested.trim().toLowerCase()) ??
+    (/^\d+$/.test(requested.trim()) ? sheets[Number(requested.trim()) - 1] : undefined);
+  if (!found) throw new WorkbookError(`no sheet "${requested}"; the sheets are: ${describeSheets(sheets)} (give a name or a 1-based index)`, 'sheet_not_found');
+  return found;
+}
+
+async function readSheet(workbook: OpenWorkbook, args: ReadExcelArgs) {
+  const sheet = pickSheet(workbook, args.sheet);
+  const firstRow = args.start_row ?? 1;
+  const requestedLast = args.end_row ?? firstRow + READ_EXCEL_DEFAULT_ROWS - 1;
+  if (requestedLast < firstRow) throw new WorkbookError(`end_row (${requestedLast}) is before start_row (${firstRow})`, 'bad_range');
+  const lastRow = Math.min(requestedLast, firstRow + READ_EXCEL_MAX_ROWS - 1);
+  const slice = await workbook.readRows(sheet, firstRow, lastRow);
+  if (slice.lastRow === 0) return { text: `sheet "${sheet.name}" is empty: no values`, metadata: { sheet: sheet.name, totalRows: 0, rowsShown: 0 } };
+  if (firstRow > slice.lastRow) throw new WorkbookError(`start_row ${formatCount(firstRow)} is beyond the last row (${formatCount(slice.lastRow)}) of sheet "${sheet.name}"`, 'bad_range');
+  return renderSlice(slice, { sheet, firstRow, lastRow, showHidden: args.show_hidden === true, date1904: workbook.date1904 });
+}
+
+async function getInfo(workbook: OpenWorkbook, args: ReadExcelArgs) {
+  const sheets = args.sheet === undefined ? workbook.sheets : [pickSheet(workbook, args.sheet)];
+  const blocks: string[] = [];
+  for (const sheet of sheets) blocks.push(renderSheetInfo(await workbook.inspect(sheet)));
+  return { text: blocks.join('\n'), metadata: { sheets: sheets.length } };
+}
+
+export const readExcelTool: Tool<ReadExcelArgs> = {
+  name: 'read_excel',
+  description:
+    'Read an Excel workbook (.xlsx, .xlsm or legacy .xls). Actions: list_sheets (names, visibility, used range); ' +
+    'get_info (per sheet, or for `sheet` only: rows, columns, hidden rows and columns, merged ranges, formulas; scans whole sheets); ' +
+    `read_sheet (rows start_row..end_row of \`sheet\`, ${READ_EXCEL_DEFAULT_ROWS} rows by default and at most ${formatCount(READ_EXCEL_MAX_ROWS)} per call; ` +
+    'sheet is a name or a 1-based index, default the first visible sheet). Output: a header of column letters, then tab-separated ' +
+    `rows prefixed with their row number; at most ${MAX_COLUMNS} columns, cells cut at ${MAX_CELL_CHARS} characters, tabs and newlines in cells ` +
+    'shown as \\t and \\n. Values appear as Excel shows them: dates as ISO dates, formulas as their cached results, errors such as #DIV/0! as written, ' +
+    `merged cells' value in their top-left cell. Hidden rows and columns are skipped and counted in the footer; show_hidden=true shows them marked ${HIDDEN_MARK}. ` +
+    'The footer gives the sheet\'s row count and the start_row to read on. Large .xlsx files are streamed: reading the first rows is fast. For .csv use read.',
+  parameters: {
+    type: 'object',
+    properties: {
+      path: { type: 'string', description: 'Workbook path; relative paths resolve against the working directory.' },
+      action: { type: 'string', enum: ['list_sheets', 'get_info', 'read_sheet'], description: 'What to do.' },
+      sheet: { type: 'string', description: 'Sheet name or 1-based index (read_sheet, get_info). Default for read_sheet: the first visible sheet.' },
+      start_row: { type: 'integer', minimum: 1, description: 'First row to show (1-based, as numbered in Excel). Default 1.' },
+      end_row: { type: 'integer', minimum: 1, description: `Last row to show (inclusive). Default start_row + ${READ_EXCEL_DEFAULT_ROWS - 1}.` },
+      show_hidden: { type: 'boolean', description: `Show hidden rows and columns, marked ${HIDDEN_MARK}. Default false.` },
+    },
+    required: ['path', 'action'],
+    additionalProperties: false,
+  },
+  readOnly: true,
+  async run(args, context) {
+    const { path, shown, stat } = await resolveExistingPath(context, args.path);
+    if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; use the list or glob tool to find workbooks in it`, { error: 'is_directory' });
+    if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file`, { error: 'not_a_file' });
+    checkExtension(path, shown);
+    try {
+      const workbook = await openWorkbook(context, path);
+      const base = { path: shown, format: workbook.format, action: args.action };
+      if (args.action === 'list_sheets') {
+        await workbook.loadDimensions();
+        return success(renderSheetList(shown, workbook.sheets), { ...base, sheets: workbook.sheets.length });
+      }
+      const result = args.action === 'get_info' ? await getInfo(workbook, args) : await readSheet(workbook, args);
+      return success(result.text, { ...base, ...result.metadata });
+    } catch (error) {
+      if (error instanceof WorkbookError) throw new ToolError(`${shown}: ${error.message}`, { error: error.code });
+      throw error;
+    }
+  },
+};
