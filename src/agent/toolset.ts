@@ -7,6 +7,7 @@ import { globTool } from '../tools/glob.js';
 import { grepTool } from '../tools/grep.js';
 import { listTool } from '../tools/list.js';
 import { readTool } from '../tools/read.js';
+import { readExcelTool } from '../tools/read-excel.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { Tool } from '../tools/types.js';
 import { writeTool } from '../tools/write.js';
@@ -31,7 +32,7 @@ function reasonUnavailable(tool: Tool, profile: Profile): string | null {
 }
 
 export function allBuiltinTools(): Tool[] {
-  return [readTool, grepTool, globTool, listTool, writeTool, editTool] as Tool[];
+  return [readTool, readExcelTool, grepTool, globTool, listTool, writeTool, editTool] as Tool[];
 }
 
 export function toolAvailability(profile: Profile): ToolAvailability[] {
