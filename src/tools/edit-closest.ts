@@ -1,4 +1,4 @@
-import { normalizeIndentation } from './edit-match.js';
+import { longestToken, NormalizedLines, normalizeIndentation } from './edit-match.js';
 
 /**
  * When old_string is not found: the region of the file that most resembles it, with line numbers
@@ -15,47 +15,69 @@ const MAX_SHOWN_LINE_CHARS = 300;
 const MAX_OCCURRENCES_TO_VOTE = 100;
 /** Below this similarity (0..1) nothing in the file is shown as "closest". */
 const MIN_SIMILARITY = 0.5;
+/** Dice is at most 2·min/(a+b): lengths further apart than this ratio cannot reach MIN_SIMILARITY. */
+const LENGTH_RATIO = (2 - MIN_SIMILARITY) / MIN_SIMILARITY;
 
-function bigrams(text: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (let i = 0; i + 1 < text.length; i++) {
-    const pair = text.slice(i, i + 2);
-    counts.set(pair, (counts.get(pair) ?? 0) + 1);
-  }
-  return counts;
-}
+/** Character pairs of a target line, numbered, with their counts: Dice similarity against many lines. */
+class PairProfile {
+  private readonly ids = new Map<number, number>();
+  private readonly counts: number[] = [];
+  private readonly used: Int32Array;
+  readonly pairs: number;
 
-/** Dice coefficient over character pairs: 1 for equal strings, 0 for nothing in common. */
-function similarity(a: Map<string, number>, aLength: number, b: string): number {
-  if (b.length < 2 || aLength < 2) return a.size === 0 && b.length < 2 ? 1 : 0;
-  let shared = 0;
-  const seen = new Map<string, number>();
-  for (let i = 0; i + 1 < b.length; i++) {
-    const pair = b.slice(i, i + 2);
-    const used = seen.get(pair) ?? 0;
-    if (used < (a.get(pair) ?? 0)) shared++;
-    seen.set(pair, used + 1);
+  constructor(readonly text: string) {
+    for (let i = 0; i + 1 < text.length; i++) {
+      const key = text.charCodeAt(i) * 65536 + text.charCodeAt(i + 1);
+      let id = this.ids.get(key);
+      if (id === undefined) {
+        id = this.counts.length;
+        this.ids.set(key, id);
+        this.counts.push(0);
+      }
+      this.counts[id]!++;
+    }
+    this.pairs = Math.max(0, text.length - 1);
+    this.used = new Int32Array(this.counts.length);
   }
-  return (2 * shared) / (aLength - 1 + b.length - 1);
+
+  /** Dice coefficient over character pairs: 1 for equal strings, 0 for nothing in common. */
+  similarity(line: string): number {
+    const linePairs = Math.max(0, line.length - 1);
+    if (this.pairs === 0 || linePairs === 0) return this.text === line ? 1 : 0;
+    this.used.fill(0);
+    let shared = 0;
+    for (let i = 0; i < linePairs; i++) {
+      const id = this.ids.get(line.charCodeAt(i) * 65536 + line.charCodeAt(i + 1));
+      if (id !== undefined && this.used[id]! < this.counts[id]!) {
+        this.used[id]!++;
+        shared++;
+      }
+    }
+    return (2 * shared) / (this.pairs + linePairs);
+  }
 }
 
 /** The 0-based file line where old_string's first line most plausibly sits, or null. */
-function closestStart(fileNorm: readonly string[], oldNorm: readonly string[]): number | null {
-  const where = new Map<string, number[]>();
-  const wanted = new Set(oldNorm.filter((line) => line !== ''));
-  fileNorm.forEach((line, index) => {
-    if (!wanted.has(line)) return;
-    const list = where.get(line);
-    if (list) list.push(index);
-    else where.set(line, [index]);
-  });
-  // Lines of old_string found verbatim (up to indentation) vote for a start; longer lines weigh more.
-  const votes = new Map<number, number>();
+function closestStart(file: NormalizedLines, oldNorm: readonly string[]): number | null {
+  // Lines of old_string found verbatim (up to whitespace) vote for a start; longer lines weigh more.
+  const wanted = new Map<string, number[]>();
   oldNorm.forEach((line, k) => {
-    const found = where.get(line);
-    if (!found || line === '' || found.length > MAX_OCCURRENCES_TO_VOTE) return;
-    for (const index of found) votes.set(index - k, (votes.get(index - k) ?? 0) + line.length);
+    if (line !== '') wanted.set(line, [...(wanted.get(line) ?? []), k]);
   });
+  const tokens = [...new Set([...wanted.keys()].map(longestToken))];
+  const occurrences = new Map<string, number[]>();
+  file.lines.forEach((raw, index) => {
+    if (!tokens.some((token) => raw.includes(token))) return;
+    const line = file.get(index);
+    if (wanted.has(line)) occurrences.set(line, [...(occurrences.get(line) ?? []), index]);
+  });
+  const votes = new Map<number, number>();
+  for (const [line, found] of occurrences) {
+    if (found.length > MAX_OCCURRENCES_TO_VOTE) continue;
+    for (const k of wanted.get(line)!) {
+      for (const index of found) votes.set(index - k, (votes.get(index - k) ?? 0) + line.length);
+    }
+  }
   let best: number | null = null;
   for (const [start, weight] of votes) {
     if (best === null || weight > votes.get(best)! || (weight === votes.get(best)! && start < best)) best = start;
@@ -65,13 +87,15 @@ function closestStart(fileNorm: readonly string[], oldNorm: readonly string[]): 
   // Nothing verbatim: the file line most similar to old_string's longest line.
   let anchor = 0;
   oldNorm.forEach((line, k) => { if (line.length > oldNorm[anchor]!.length) anchor = k; });
-  const target = oldNorm[anchor]!;
-  const targetPairs = bigrams(target);
+  const target = new PairProfile(oldNorm[anchor]!);
+  const length = target.text.length;
   let bestIndex = -1;
   let bestScore = MIN_SIMILARITY;
-  fileNorm.forEach((line, index) => {
-    if (line.length * 2 < target.length || line.length > target.length * 2) return; // cannot reach the threshold
-    const score = similarity(targetPairs, target.length, line);
+  file.lines.forEach((raw, index) => {
+    // Ranking on the trimmed line is close enough and spares normalising every line.
+    const line = raw.trim();
+    if (line.length * LENGTH_RATIO < length || line.length > length * LENGTH_RATIO) return; // cannot reach the threshold
+    const score = target.similarity(line);
     if (score > bestScore) { bestScore = score; bestIndex = index; }
   });
   return bestIndex === -1 ? null : bestIndex - anchor;
@@ -82,13 +106,13 @@ function shown(line: string): string {
 }
 
 export function numberedLines(lines: readonly string[], firstLineNumber: number): string {
-  const width = String(firstLineNumber + lines.length - 1).length;
+  const width = Math.max(6, String(firstLineNumber + lines.length - 1).length); // as read shows them
   return lines.map((line, i) => `${String(firstLineNumber + i).padStart(width)}\t${shown(line)}`).join('\n');
 }
 
 /** Model-facing text: where the file is closest to old_string, and the first line that differs. */
 export function describeClosestRegion(fileLines: readonly string[], oldLines: readonly string[]): string {
-  const fileNorm = fileLines.map(normalizeIndentation);
+  const fileNorm = new NormalizedLines(fileLines, normalizeIndentation);
   const oldNorm = oldLines.map(normalizeIndentation);
   const start = closestStart(fileNorm, oldNorm);
   if (start === null) return 'Nothing in the file resembles old_string; read the file again to see its current content.';
@@ -103,7 +127,7 @@ export function describeClosestRegion(fileLines: readonly string[], oldLines: re
       parts.push(`old_string line ${k + 1} would lie past the end of the file (it has ${fileLines.length} lines).`);
       break;
     }
-    if (fileNorm[index] !== oldNorm[k]) {
+    if (fileNorm.get(index) !== oldNorm[k]) {
       parts.push(`First difference: file line ${index + 1} is ${JSON.stringify(shown(fileLines[index]!))} but old_string line ${k + 1} is ${JSON.stringify(shown(oldLines[k]!))}.`);
       break;
     }

@@ -41,6 +41,28 @@ export function normalizeIndentation(line: string): string {
   return normalizeWhitespace(line).trimStart();
 }
 
+/**
+ * A file's lines in normalised form, computed only for the lines asked about: most lines are
+ * ruled out by a cheap substring test first, which keeps large files fast.
+ */
+export class NormalizedLines {
+  private readonly cache = new Map<number, string>();
+  constructor(readonly lines: readonly string[], private readonly normalize: (line: string) => string) {}
+  get(index: number): string {
+    let value = this.cache.get(index);
+    if (value === undefined) {
+      value = this.normalize(this.lines[index] ?? '');
+      this.cache.set(index, value);
+    }
+    return value;
+  }
+}
+
+/** The longest run of non-whitespace in a line: normalisation keeps it, so a matching line contains it. */
+export function longestToken(line: string): string {
+  return line.split(/\s+/).reduce((best, token) => (token.length > best.length ? token : best), '');
+}
+
 /** Line starts of a text: lineStarts[i] is the offset of line i (0-based). */
 export function lineStarts(text: string): number[] {
   const starts = [0];
@@ -133,12 +155,20 @@ function fileIndentUnit(fileLines: readonly string[], fallback: string): string 
   return ' '.repeat(indentStep(fileLines.filter((line) => !line.startsWith('\t'))) ?? 4);
 }
 
+/** How old_string and new_string are indented: their step in columns, and their unit of indentation. */
+function modelIndentation(oldLines: readonly string[], newLines: readonly string[]): { step: number; unit: string } {
+  const lines = [...oldLines, ...newLines];
+  const step = indentStep(lines) ?? TAB_WIDTH;
+  return { step, unit: lines.some((line) => line.startsWith('\t')) ? '\t' : ' '.repeat(step) };
+}
+
 /**
  * Re-indents new_string for a stage-3 match. Indentation strings that old_string used map to the
  * file's indentation of the same line (exact, also for tabs); other levels are the file's base
- * indentation shifted by the same number of steps new_string moved relative to old_string's base.
+ * indentation shifted by the same number of steps new_string moved relative to old_string's base,
+ * in the file's unit of indentation.
  */
-export function reindent(newLines: readonly string[], oldLines: readonly string[], matchedLines: readonly string[], allFileLines: readonly string[]): string[] {
+export function reindent(newLines: readonly string[], oldLines: readonly string[], matchedLines: readonly string[], unit: string): string[] {
   const known = new Map<string, string>();
   let baseIndex = -1;
   for (let k = 0; k < oldLines.length; k++) {
@@ -149,9 +179,7 @@ export function reindent(newLines: readonly string[], oldLines: readonly string[
   }
   const oldBase = leadingWhitespace(oldLines[baseIndex] ?? '');
   const fileBase = leadingWhitespace(matchedLines[baseIndex] ?? '');
-  const modelStep = indentStep([...oldLines, ...newLines]) ?? TAB_WIDTH;
-  const modelUsesTabs = [...oldLines, ...newLines].some((line) => line.startsWith('\t'));
-  const unit = fileIndentUnit(allFileLines, modelUsesTabs ? '\t' : ' '.repeat(modelStep));
+  const modelStep = modelIndentation(oldLines, newLines).step;
   const baseLevels = Math.floor(indentWidth(fileBase) / indentWidth(unit));
 
   return newLines.map((line) => {
@@ -175,23 +203,25 @@ function findByLines(view: string, oldText: string, newText: string, replaceAll:
   if (anchor === -1) return { kind: 'not_found' };
 
   const fileLines = view.split('\n');
-  const starts = lineStarts(view);
-  const normalized = fileLines.map(normalize);
+  const normalized = new NormalizedLines(fileLines, normalize);
+  const token = longestToken(wanted[anchor]!);
   const found: number[] = [];
   for (let i = 0; i + wanted.length <= fileLines.length; i++) {
-    if (normalized[i + anchor] !== wanted[anchor]) continue;
-    if (wanted.every((line, k) => normalized[i + k] === line)) found.push(i);
+    if (!fileLines[i + anchor]!.includes(token) || normalized.get(i + anchor) !== wanted[anchor]) continue;
+    if (wanted.every((line, k) => normalized.get(i + k) === line)) found.push(i);
   }
   if (found.length === 0) return { kind: 'not_found' };
   if (found.length > 1 && !replaceAll) return { kind: 'ambiguous', stage, lines: found.map((i) => i + 1) };
 
+  const starts = lineStarts(view);
   const newEndsWithNewline = newText.endsWith('\n');
   const newLines = (old.endsWithNewline && newEndsWithNewline ? newText.slice(0, -1) : newText).split('\n');
+  const unit = stage === 'indentation' ? fileIndentUnit(fileLines, modelIndentation(old.lines, newLines).unit) : '';
   const replacements = nonOverlapping(found, wanted.length).map((first): ViewReplacement => {
     const last = first + wanted.length - 1;
     const start = starts[first]!;
     let end = starts[last]! + fileLines[last]!.length;
-    const lines = stage === 'indentation' ? reindent(newLines, old.lines, fileLines.slice(first, last + 1), fileLines) : newLines;
+    const lines = stage === 'indentation' ? reindent(newLines, old.lines, fileLines.slice(first, last + 1), unit) : newLines;
     let text = lines.join('\n');
     // old_string's final newline takes the line break after the match with it; new_string's gives it back.
     if (old.endsWithNewline && last + 1 < fileLines.length) {

@@ -56,7 +56,9 @@ function notFoundMessage(shown: string, file: TextFile, oldText: string): string
   if (oldLines.filter((line) => line.trim() !== '').every((line) => /^\s*\d+(\t|: |\| )/.test(line))) {
     parts.push('old_string seems to start its lines with line numbers from read: leave them out.');
   }
-  parts.push(describeClosestRegion(file.view.split('\n'), oldLines));
+  const fileLines = file.view.split('\n');
+  if (file.view.endsWith('\n')) fileLines.pop(); // the final newline ends the last line; it starts none
+  parts.push(describeClosestRegion(fileLines, oldLines));
   return parts.join('\n');
 }
 
