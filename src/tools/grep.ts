@@ -23,7 +23,7 @@ export interface GrepArgs {
 
 type Engine = 'ripgrep' | 'grep';
 
-interface SearchPlan {
+export interface SearchPlan {
   /** Where the engine runs; the operand is relative to it. */
   cwd: string;
   operand: string;
@@ -49,8 +49,11 @@ export function expandBraces(glob: string): string[] {
   return [glob];
 }
 
-/** The same search as argument vectors; the pattern is always one `--regexp=` argument, paths follow `--`. */
-function ripgrepArgv(rg: string, args: GrepArgs, plan: SearchPlan): string[] {
+/**
+ * The same search as argument vectors; the pattern is always one `--regexp=` argument, paths
+ * follow `--`. Exported for the benchmark, which runs the engines directly with these flags.
+ */
+export function ripgrepArgv(rg: string, args: GrepArgs, plan: SearchPlan): string[] {
   const argv = [rg, '--no-config', '--hidden', '--no-ignore', '--no-heading', '--with-filename', '--line-number', '--null', '--color=never'];
   if (args.ignore_case) argv.push('--ignore-case');
   if (args.context_lines) argv.push(`--context=${args.context_lines}`);
@@ -61,7 +64,7 @@ function ripgrepArgv(rg: string, args: GrepArgs, plan: SearchPlan): string[] {
   return argv;
 }
 
-function grepArgv(args: GrepArgs, plan: SearchPlan, regexFlag: '-P' | '-E'): string[] {
+export function grepArgv(args: GrepArgs, plan: SearchPlan, regexFlag: '-P' | '-E'): string[] {
   // The C locale treats every byte as a character: lines in other encodings are searched and
   // printed like ripgrep does, instead of being taken for binary data.
   const argv = ['env', '-u', 'GREP_OPTIONS', 'LC_ALL=C', 'grep', '-r', '-n', '-H', '-Z', '-I', regexFlag, '--color=never'];
