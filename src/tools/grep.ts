@@ -5,7 +5,7 @@ import { countOf, formatCount, MAX_LINE_CHARS, showLine } from './long-lines.js'
 import { displayPath, SKIPPED_DIRECTORIES } from './paths.js';
 import { resolveExistingPath } from './existing-path.js';
 import { decodeBytesVisibly } from './sanitize.js';
-import { failure, success, ToolError, type Tool, type ToolContext } from './types.js';
+import { failure, success, ToolError, type Tool, type ToolContext, type ToolResult } from './types.js';
 
 export const GREP_DEFAULT_MAX_MATCHES = 100;
 export const GREP_MAX_MATCHES_LIMIT = 1000;
@@ -67,7 +67,7 @@ export function ripgrepArgv(rg: string, args: GrepArgs, plan: SearchPlan): strin
 export function grepArgv(args: GrepArgs, plan: SearchPlan, regexFlag: '-P' | '-E'): string[] {
   // The C locale treats every byte as a character: lines in other encodings are searched and
   // printed like ripgrep does, instead of being taken for binary data.
-  const argv = ['env', '-u', 'GREP_OPTIONS', 'LC_ALL=C', 'grep', '-r', '-n', '-H', '-Z', '-I', regexFlag, '--color=never'];
+  const argv = ['env', '-u', 'GREP_OPTIONS', 'LC_ALL=C', 'grep', '-r', '-n', '-H', '-Z', '-I', '--devices=skip', regexFlag, '--color=never'];
   if (args.ignore_case) argv.push('--ignore-case');
   if (args.context_lines) argv.push(`--context=${args.context_lines}`);
   if (plan.glob) {
@@ -185,7 +185,27 @@ async function planSearch(context: ToolContext, args: GrepArgs): Promise<{ plan:
     throw new ToolError(`glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`, { error: 'bad_glob' });
   }
   if (stat.type === 'directory') return { plan: { cwd: target, operand: '.', glob: args.glob || null }, shown };
+  // Reading a pipe or device could block until the time limit.
+  if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file or directory (a device, socket or pipe); grep searches files`, { error: 'not_a_file' });
   return { plan: { cwd: dirname(target), operand: basename(target), glob: null }, shown };
+}
+
+/** The engine's outcome as a failed result, or null when its output is usable. */
+function searchFailure({ engine, result, parser }: EngineRun, matches: number, stderrLines: string[], metadata: Record<string, unknown>): ToolResult | null {
+  const fail = (message: string, error: string) => failure(message, { ...metadata, files: 0, error });
+  const stderrText = stderrLines.slice(0, 20).join('\n');
+  if (result.exitCode === 2 && matches === 0 && !stderrLines.every((line) => FILE_ACCESS_ERROR.test(line))) {
+    return fail(`grep failed (${engine}): ${stderrText || 'exit status 2'}`, 'search_failed');
+  }
+  const stoppedByUs = parser.overLimit || result.timedOut;
+  if (!stoppedByUs && result.exitCode !== 0 && result.exitCode !== 1 && result.exitCode !== 2) {
+    const how = result.exitCode === null ? 'was killed' : `exited with status ${result.exitCode}`;
+    return fail(`grep failed (${engine}): the search ${how}${stderrText ? `: ${stderrText}` : ''}`, 'search_failed');
+  }
+  if (result.timedOut && matches === 0) {
+    return fail(`grep: no matches found before the ${GREP_TIMEOUT_MS / 1000} s limit; search a smaller path or add a glob`, 'timeout');
+  }
+  return null;
 }
 
 export const grepTool: Tool<GrepArgs> = {
@@ -216,7 +236,8 @@ export const grepTool: Tool<GrepArgs> = {
     const maxMatches = args.max_matches ?? GREP_DEFAULT_MAX_MATCHES;
     const contextLines = args.context_lines ?? 0;
     const { plan, shown } = await planSearch(context, args);
-    const { engine, result, parser } = await runEngine(context.backend, args, plan, maxMatches, context.signal);
+    const run = await runEngine(context.backend, args, plan, maxMatches, context.signal);
+    const { engine, result, parser } = run;
     if (context.signal.aborted) throw new ToolError('grep: cancelled', { error: 'cancelled' });
 
     const stderrLines = decodeBytesVisibly(result.stderr).split('\n').map((line) => line.trim()).filter(Boolean);
@@ -227,12 +248,8 @@ export const grepTool: Tool<GrepArgs> = {
     }));
     const matches = records.filter((record) => record.isMatch);
     const metadataBase = { engine, matches: matches.length, truncated, timedOut: result.timedOut };
-    if (result.exitCode === 2 && matches.length === 0 && !stderrLines.every((line) => FILE_ACCESS_ERROR.test(line))) {
-      return failure(`grep failed (${engine}): ${stderrLines.slice(0, 20).join('\n') || 'exit status 2'}`, { ...metadataBase, files: 0, error: 'search_failed' });
-    }
-    if (result.timedOut && matches.length === 0) {
-      return failure(`grep: no matches found before the ${GREP_TIMEOUT_MS / 1000} s limit; search a smaller path or add a glob`, { ...metadataBase, files: 0, error: 'timeout' });
-    }
+    const failed = searchFailure(run, matches.length, stderrLines, metadataBase);
+    if (failed) return failed;
 
     const matchedFiles = [...new Set(matches.map((record) => record.shownPath))];
     await recordReads(context, plan.cwd, matches);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -178,6 +179,18 @@ describe.each(engines)('grep with $engine', ({ engine, Backend, backend }) => {
     expect(context.fileReads!.checkUnchanged(join(dir, 'src/util.js'), statSync(join(dir, 'src/util.js')))).toContain('has not been read');
   });
 
+  it('skips pipes inside a tree instead of blocking on them, and refuses a pipe as path', async () => {
+    put('a.txt', 'needle\n');
+    execFileSync('mkfifo', [join(dir, 'pipe')]);
+    const started = performance.now();
+    const result = await grep({ pattern: 'needle' }).result;
+    expect(result.output).toBe('a.txt:1:needle\n[1 matching line in 1 file]');
+    expect(performance.now() - started).toBeLessThan(5000);
+    const pipe = await grep({ pattern: 'needle', path: 'pipe' }).result;
+    expect(pipe.ok).toBe(false);
+    expect(pipe.output).toBe('pipe is not a regular file or directory (a device, socket or pipe); grep searches files');
+  });
+
   it('refuses a glob with a directory part, a multi-line pattern and too many matches', async () => {
     put('a.txt', 'x\n');
     expect((await grep({ pattern: 'x', glob: 'src/*.ts' }).result).output).toContain('glob matches file names only');
@@ -185,6 +198,40 @@ describe.each(engines)('grep with $engine', ({ engine, Backend, backend }) => {
     const tooMany = await grep({ pattern: 'x', max_matches: GREP_MAX_MATCHES_LIMIT + 1 }).result;
     expect(tooMany.ok).toBe(false);
     expect(tooMany.output).toContain('max_matches');
+  });
+});
+
+/** The local backend with a stand-in for the ripgrep binary: a script that misbehaves. */
+function backendWithFakeRipgrep(script: string): LocalBackend {
+  const fake = join(dir, 'fake-rg');
+  writeFileSync(fake, `#!/bin/sh\n${script}\n`);
+  chmodSync(fake, 0o755);
+  return new (class extends LocalBackend {
+    override ripgrepPath(): Promise<string | null> {
+      return Promise.resolve(fake);
+    }
+  })();
+}
+
+describe('grep when the engine misbehaves', () => {
+  it('stops the engine and reports cancelled when the session cancels', async () => {
+    const controller = new AbortController();
+    const context = makeToolContext({ workingDir: dir, backend: backendWithFakeRipgrep('sleep 30'), signal: controller.signal });
+    const started = performance.now();
+    setTimeout(() => controller.abort(), 200);
+    const result = await registry.run('grep', { pattern: 'x' }, context);
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(result.ok).toBe(false);
+    expect(result.output).toBe('grep: cancelled');
+  });
+
+  it('reports an engine that dies or exits oddly as a failure, with its stderr', async () => {
+    const context = makeToolContext({ workingDir: dir, backend: backendWithFakeRipgrep('echo boom >&2; exit 3') });
+    const result = await registry.run('grep', { pattern: 'x' }, context);
+    expect(result.ok).toBe(false);
+    expect(result.output).toBe('grep failed (ripgrep): the search exited with status 3: boom');
+    const killed = makeToolContext({ workingDir: dir, backend: backendWithFakeRipgrep('kill -9 $$') });
+    expect((await registry.run('grep', { pattern: 'x' }, killed)).output).toBe('grep failed (ripgrep): the search was killed');
   });
 });
 

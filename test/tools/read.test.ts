@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createWriteStream, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -144,6 +145,13 @@ describe('read', () => {
     expect(readme.output).toContain('README.md');
     const nowhere = await read({ path: 'no/such/dir/file.txt' }).result;
     expect(nowhere.output).toBe(`no such file or directory: no/such/dir/file.txt (its directory ${join(dir, 'no/such/dir')} does not exist either)`);
+  });
+
+  it('refuses a pipe instead of blocking on it', async () => {
+    execFileSync('mkfifo', [join(dir, 'pipe')]);
+    const result = await read({ path: 'pipe' }).result;
+    expect(result.ok).toBe(false);
+    expect(result.output).toBe('pipe is not a regular file (a device, socket or pipe); read only reads files');
   });
 
   it('says an empty file is empty', async () => {
