@@ -20,6 +20,8 @@ export type MatchOutcome =
 
 /** Columns a tab counts for when comparing indentation widths. */
 const TAB_WIDTH = 4;
+/** Spaces per indentation level when nothing shows one. */
+const DEFAULT_INDENT_STEP = 4;
 
 export function leadingWhitespace(line: string): string {
   return /^[ \t]*/.exec(line)![0];
@@ -152,13 +154,13 @@ function fileIndentUnit(fileLines: readonly string[], fallback: string): string 
   }
   if (tabs === 0 && spaces === 0) return fallback;
   if (tabs >= spaces) return '\t';
-  return ' '.repeat(indentStep(fileLines.filter((line) => !line.startsWith('\t'))) ?? 4);
+  return ' '.repeat(indentStep(fileLines.filter((line) => !line.startsWith('\t'))) ?? DEFAULT_INDENT_STEP);
 }
 
 /** How old_string and new_string are indented: their step in columns, and their unit of indentation. */
 function modelIndentation(oldLines: readonly string[], newLines: readonly string[]): { step: number; unit: string } {
   const lines = [...oldLines, ...newLines];
-  const step = indentStep(lines) ?? TAB_WIDTH;
+  const step = indentStep(lines) ?? DEFAULT_INDENT_STEP;
   return { step, unit: lines.some((line) => line.startsWith('\t')) ? '\t' : ' '.repeat(step) };
 }
 
@@ -170,12 +172,20 @@ function modelIndentation(oldLines: readonly string[], newLines: readonly string
  */
 export function reindent(newLines: readonly string[], oldLines: readonly string[], matchedLines: readonly string[], unit: string): string[] {
   const known = new Map<string, string>();
+  // When old_string lost the file's nesting (one indentation for lines the file indents
+  // differently), lines new_string keeps from old_string take the indentation of their original.
+  const byContent = new Map<string, string>();
+  let flattened = false;
   let baseIndex = -1;
   for (let k = 0; k < oldLines.length; k++) {
     if (isBlank(oldLines[k]!)) continue;
     if (baseIndex === -1) baseIndex = k;
     const indent = leadingWhitespace(oldLines[k]!);
-    if (!known.has(indent)) known.set(indent, leadingWhitespace(matchedLines[k]!));
+    const fileIndent = leadingWhitespace(matchedLines[k]!);
+    if (!known.has(indent)) known.set(indent, fileIndent);
+    else if (known.get(indent) !== fileIndent) flattened = true;
+    const content = normalizeIndentation(oldLines[k]!);
+    if (!byContent.has(content)) byContent.set(content, fileIndent);
   }
   const oldBase = leadingWhitespace(oldLines[baseIndex] ?? '');
   const fileBase = leadingWhitespace(matchedLines[baseIndex] ?? '');
@@ -186,7 +196,7 @@ export function reindent(newLines: readonly string[], oldLines: readonly string[
     if (isBlank(line)) return '';
     const indent = leadingWhitespace(line);
     const body = line.slice(indent.length);
-    const mapped = known.get(indent);
+    const mapped = (flattened ? byContent.get(normalizeIndentation(line)) : undefined) ?? known.get(indent);
     if (mapped !== undefined) return mapped + body;
     const steps = Math.round((indentWidth(indent) - indentWidth(oldBase)) / modelStep);
     if (steps >= 0) return fileBase + unit.repeat(steps) + body;

@@ -21,7 +21,7 @@ export type EditArgs = {
 
 /** Larger files are refused: an edit reads and rewrites the whole file in memory. */
 export const MAX_EDIT_FILE_BYTES = 10 * 1024 * 1024;
-/** Match lines listed when old_string is ambiguous. */
+/** Match lines listed (in the output and metadata) when old_string is ambiguous or replaced many times. */
 const MAX_LISTED_MATCHES = 20;
 /** Lines of the result shown after a single replacement. */
 const MAX_RESULT_LINES = 12;
@@ -109,7 +109,7 @@ export const editTool: Tool<EditArgs> = {
 
     const file = toTextFile(decodeText(await context.backend.readFile(target.real), shown));
     const outcome = locateEdit(file.view, oldText, newText, args.replace_all === true);
-    if (outcome.kind === 'ambiguous') throw new ToolError(ambiguityMessage(shown, outcome.stage, outcome.lines), { error: 'ambiguous', stage: outcome.stage, lines: outcome.lines });
+    if (outcome.kind === 'ambiguous') throw new ToolError(ambiguityMessage(shown, outcome.stage, outcome.lines), { error: 'ambiguous', stage: outcome.stage, matches: outcome.lines.length, lines: outcome.lines.slice(0, MAX_LISTED_MATCHES) });
     if (outcome.kind === 'not_found') throw new ToolError(notFoundMessage(shown, file, oldText), { error: 'not_found' });
 
     const { content, view } = applyReplacements(file, outcome.replacements);
@@ -133,7 +133,7 @@ export const editTool: Tool<EditArgs> = {
       path: target.real,
       stage: outcome.stage,
       replacements: count,
-      lines: landed.map((l) => l.first),
+      lines: landed.slice(0, MAX_LISTED_MATCHES).map((l) => l.first),
       linesBefore: before,
       linesAfter: after,
       bytes: data.length,

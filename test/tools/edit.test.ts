@@ -142,6 +142,19 @@ describe('edit: indentation-flexible stage', () => {
     expect(text).toBe('root:\n\tchild:\n\t\tleaf: 1\nsibling: 2\n');
   });
 
+  it('nests kept lines deeper when new_string wraps them in a block', async () => {
+    const content = 'def run():\n  load()\n  save()\n';
+    const { text } = await editFile(content, { old_string: 'load()\nsave()', new_string: 'if ready:\n    load()\n    save()' });
+    expect(text).toBe('def run():\n  if ready:\n    load()\n    save()\n');
+  });
+
+  it('restores the file\'s nesting when old_string and new_string lost all indentation', async () => {
+    const content = 'def f():\n\tif x:\n\t\tgo()\n\treturn 1\n';
+    const { text, result } = await editFile(content, { old_string: 'if x:\ngo()\nreturn 1', new_string: 'if x:\ngo()\nlog()\nreturn 1' });
+    expect(result.metadata.stage).toBe('indentation');
+    expect(text).toBe('def f():\n\tif x:\n\t\tgo()\n\tlog()\n\treturn 1\n');
+  });
+
   it('does not match an old_string of blank lines loosely', async () => {
     const content = 'a\n\n\nb\n';
     const { result, text } = await editFile(content, { old_string: '   \n   ', new_string: 'x' });
