@@ -191,6 +191,15 @@ describe('write in full profiles', () => {
     expect(result.metadata.path).toBe(target);
   });
 
+  it('refuses a symlink whose target does not exist instead of replacing the link', async () => {
+    const world = makeWorld();
+    symlinkSync(join(world.outside, 'missing.txt'), join(world.work, 'dangling.txt'));
+    const result = await harness(world, { mode: 'full', session: false }).call('write', { path: 'dangling.txt', content: 'x' });
+    expect(result.output).toBe('refused: dangling.txt is a symbolic link whose target does not exist');
+    expect(lstatSync(join(world.work, 'dangling.txt')).isSymbolicLink()).toBe(true);
+    expect(entriesUnder(world.outside)).toEqual([]);
+  });
+
   it('refuses a directory path with a clear message', async () => {
     const world = makeWorld();
     mkdirSync(join(world.work, 'data'));
