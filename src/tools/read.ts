@@ -1,9 +1,10 @@
 import { extname } from 'node:path';
 import type { Backend } from '../backends/types.js';
-import { LineScanner } from './line-scanner.js';
+import { LineScanner, type ScannedLine } from './line-scanner.js';
 import { formatCount, MAX_LINE_CHARS, showLine } from './long-lines.js';
 import { resolveExistingPath } from './existing-path.js';
 import { formatBytes } from './paths.js';
+import { MAX_TOOL_OUTPUT_BYTES, sanitizeOutput } from './sanitize.js';
 import { success, ToolError, type Tool } from './types.js';
 
 /** Lines shown by one read call (the default and the most). */
@@ -77,6 +78,24 @@ function footer(first: number, lastShown: number, total: number, crlf: boolean, 
   return `[${notes.join('; ')}]`;
 }
 
+/** Room left for the registry's cut marker when estimating which lines survive the output cap. */
+const CUT_MARKER_ROOM = 512;
+
+/**
+ * Long lines can make the output exceed the registry's cap, which cuts the tail (footer
+ * included). Tell the model exactly where to go on: the first line not surely shown in full.
+ */
+function hintPastOutputCap(body: string[], lines: ScannedLine[], total: number): string {
+  let bytes = 0;
+  let lastWhole = lines[0]!.number - 1;
+  for (let i = 0; i < lines.length; i++) {
+    bytes += Buffer.byteLength(sanitizeOutput(body[i]!), 'utf8') + 1;
+    if (bytes > MAX_TOOL_OUTPUT_BYTES - CUT_MARKER_ROOM) break;
+    lastWhole = lines[i]!.number;
+  }
+  return `call read with start_line=${lastWhole + 1} to go on (the file has ${formatCount(total)} lines)`;
+}
+
 export const readTool: Tool<ReadArgs> = {
   name: 'read',
   description:
@@ -135,7 +154,7 @@ export const readTool: Tool<ReadArgs> = {
       endLine: lastShown,
       linesShown: scanner.lines.length,
       cutLines,
-      moreHint: `call read with start_line=${first} and a smaller end_line, then go on from there`,
+      moreHint: hintPastOutputCap(body, scanner.lines, total),
     });
   },
 };

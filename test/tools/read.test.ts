@@ -81,6 +81,20 @@ describe('read', () => {
     expect(result.metadata.cutLines).toBe(1);
   });
 
+  it('says where to go on when long lines make the output exceed the registry cap', async () => {
+    const lines = Array.from({ length: 300 }, (_, i) => `${String(i + 1).padStart(4, '0')} ${'y'.repeat(400)}`);
+    writeFileSync(join(dir, 'dense.txt'), lines.join('\n') + '\n');
+    const result = await read({ path: 'dense.txt' }).result;
+    expect(result.metadata.outputCut).toBe(true);
+    const next = /start_line=(\d+) to go on \(the file has 300 lines\)\.\]$/.exec(result.output);
+    expect(next).not.toBeNull();
+    const nextLine = Number(next![1]);
+    // Every line before nextLine is shown whole; nothing is skipped by going on from there.
+    const shownWhole = result.output.split('\n').filter((line) => /^ +\d+\t\d{4} y{400}$/.test(line)).length;
+    expect(nextLine).toBeGreaterThan(100);
+    expect(nextLine).toBeLessThanOrEqual(shownWhole + 1);
+  });
+
   it('reports the true line count of a big file while keeping memory flat', async () => {
     const path = join(dir, 'big.log');
     const stream = createWriteStream(path);
