@@ -5,6 +5,7 @@ import { chmod, link, lstat, mkdir, readdir, readFile, realpath, rename, stat, u
 import type { Stats } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join } from 'node:path';
+import { globFiles } from './glob-files.js';
 import type { Backend, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
 
 const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -203,17 +204,7 @@ export class LocalBackend implements Backend {
     return entries.filter((entry): entry is DirEntry => entry !== null);
   }
 
-  async glob(pattern: string, options: GlobOptions): Promise<GlobResult> {
-    const { glob } = await import('tinyglobby');
-    const paths = await glob(pattern, {
-      cwd: options.cwd,
-      dot: options.includeHidden,
-      onlyFiles: true,
-      followSymbolicLinks: false,
-      ignore: options.skipDirs.map((dir) => `**/${dir}/**`),
-      expandDirectories: false,
-    });
-    paths.sort();
-    return { paths: paths.slice(0, options.limit), truncated: paths.length > options.limit, total: paths.length };
+  glob(pattern: string, options: GlobOptions): Promise<GlobResult> {
+    return globFiles(pattern, options);
   }
 }
