@@ -2,6 +2,7 @@ import { createDaytonaBackend } from '../backends/daytona.js';
 import { LocalBackend } from '../backends/local.js';
 import type { Backend } from '../backends/types.js';
 import type { Profile } from '../profiles/schema.js';
+import { bashTool } from '../tools/bash.js';
 import { editTool } from '../tools/edit.js';
 import { globTool } from '../tools/glob.js';
 import { grepTool } from '../tools/grep.js';
@@ -32,7 +33,7 @@ function reasonUnavailable(tool: Tool, profile: Profile): string | null {
 }
 
 export function allBuiltinTools(): Tool[] {
-  return [readTool, readExcelTool, grepTool, globTool, listTool, writeTool, editTool] as Tool[];
+  return [readTool, readExcelTool, grepTool, globTool, listTool, bashTool, writeTool, editTool] as Tool[];
 }
 
 export function toolAvailability(profile: Profile): ToolAvailability[] {

@@ -1,0 +1,56 @@
+/**
+ * The environment a shell command gets (SPEC §11.4). In restricted mode it holds no secrets
+ * (so `env`/`printenv` print none) and none of the variables that make programs run other
+ * programs, load code or read configuration we have not checked; a few are set to make
+ * inspection tools behave (no pagers, no optional git locks, less without shell escapes).
+ * Unrestricted mode keeps the environment as it is: any command may read secrets there anyway
+ * (files, credentials helpers), and developers' tools need their tokens.
+ */
+
+/** Names that hold credentials: API keys, tokens, passwords, database and cloud credentials. */
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN|DATABASE_URL|CONNECTION_STRING|_PWD$|^PGPASS|^PGSERVICE|^AWS_|^AZURE_|^GOOGLE_APPLICATION|^GCLOUD_|^VAULT_|^OP_|^ORACLE_PASS|^SNOWFLAKE_/i;
+/** A URL with a password in it (scheme://user:password@host), whatever the variable is called. */
+const URL_WITH_PASSWORD = /[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:[^/\s@]+@/i;
+/** Variables that make shells and tools run code, load libraries or read unchecked configuration. */
+const BEHAVIOUR_NAME = /^(BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|CDPATH|GLOBIGNORE|IFS|PS4|PROMPT_COMMAND|LD_.*|GCONV_PATH|GIT_.*|PAGER|MANPAGER|SYSTEMD_PAGER|LESS.*|MORE|EDITOR|VISUAL|BROWSER|TAR_OPTIONS|GREP_OPTIONS|RIPGREP_CONFIG_PATH|AWKPATH|AWKLIBPATH|PYTHON.*|PERL5?LIB|PERL5OPT|RUBYOPT|NODE_OPTIONS|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_.*|SSH_ASKPASS|SUDO_ASKPASS|JQ_COLORS|JQ_LIBRARY_PATH|MAGIC|TMPDIR)$/;
+
+/** Set in restricted mode: no pagers, no git config beyond the repository's own and no locks, less without escapes. */
+const RESTRICTED_SETTINGS: Record<string, string> = {
+  PAGER: 'cat',
+  GIT_PAGER: 'cat',
+  LESSSECURE: '1',
+  GIT_OPTIONAL_LOCKS: '0',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  // Command-line-strength overrides of any repository config: no fsmonitor program, no pager,
+  // and repositories owned by other users stay readable.
+  GIT_CONFIG_COUNT: '3',
+  GIT_CONFIG_KEY_0: 'core.fsmonitor',
+  GIT_CONFIG_VALUE_0: 'false',
+  GIT_CONFIG_KEY_1: 'core.pager',
+  GIT_CONFIG_VALUE_1: 'cat',
+  GIT_CONFIG_KEY_2: 'safe.directory',
+  GIT_CONFIG_VALUE_2: '*',
+};
+
+export function isSecretVariable(name: string, value: string): boolean {
+  return SECRET_NAME.test(name) || URL_WITH_PASSWORD.test(value);
+}
+
+export function restrictedEnvironment(source: NodeJS.ProcessEnv, extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(source)) {
+    if (value === undefined || isSecretVariable(name, value) || BEHAVIOUR_NAME.test(name)) continue;
+    env[name] = value;
+  }
+  // Only absolute PATH entries: an empty or relative one would find programs in the working directory.
+  env.PATH = (source.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':').filter((dir) => dir.startsWith('/')).join(':');
+  return { ...env, ...RESTRICTED_SETTINGS, ...extra };
+}
+
+export function unrestrictedEnvironment(source: NodeJS.ProcessEnv): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(source)) if (value !== undefined) env[name] = value;
+  return { ...env, PAGER: 'cat', GIT_PAGER: 'cat' };
+}

@@ -1,0 +1,110 @@
+/**
+ * Reading a command's options the way GNU getopt does, so that a guard cannot be dodged by
+ * clustering (`-ni`), attaching values (`-ofile`), abbreviating long options (`--out=x` for
+ * `--output`) or putting options after operands (GNU permutes them).
+ */
+
+export interface OptionSpec {
+  /** Short options that take a value: the rest of the cluster, or the next argument. */
+  shortWithValue?: string;
+  /** Short options whose value is optional and can only be attached (`-Iseconds`): the rest of the cluster. */
+  shortWithOptionalValue?: string;
+  /** Long options that take the next argument as their value when written without "=". */
+  longWithValue?: readonly string[];
+  /** Short options refused, with why. */
+  deniedShort?: Record<string, string>;
+  /** Long options refused (also any abbreviation of them), with why. */
+  deniedLong?: Record<string, string>;
+  /** When set, only these short options are accepted. */
+  allowedShort?: string;
+  /** When set, only these long options are accepted (written in full). */
+  allowedLong?: readonly string[];
+  /** Options stop at the first operand (POSIX), instead of GNU permutation. */
+  stopAtOperand?: boolean;
+  /** Words like "-5" are operands or numbers (head -5), not option clusters. */
+  numericShortIsValue?: boolean;
+}
+
+export interface ScannedOptions {
+  /** Every short option letter seen. */
+  short: Set<string>;
+  /** Every long option seen, without its value. */
+  long: string[];
+  /** Values of options, in order, keyed by option ("-o", "--output"). */
+  values: Array<[string, string]>;
+  operands: string[];
+}
+
+export class OptionRefusal extends Error {
+  override name = 'OptionRefusal';
+}
+
+/** Whether `name` (like "--out") may stand for `full` (like "--output"), or contains it. */
+function longMatches(name: string, full: string): boolean {
+  return (full.startsWith(name) && name.length >= 3) || name.startsWith(full);
+}
+
+export function scanOptions(command: string, args: readonly string[], spec: OptionSpec): ScannedOptions {
+  const result: ScannedOptions = { short: new Set(), long: [], values: [], operands: [] };
+  let onlyOperands = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (onlyOperands || arg === '-' || !arg.startsWith('-')) {
+      result.operands.push(arg);
+      if (spec.stopAtOperand) onlyOperands = true;
+      continue;
+    }
+    if (arg === '--') {
+      onlyOperands = true;
+      continue;
+    }
+    if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=');
+      const name = eq < 0 ? arg : arg.slice(0, eq);
+      for (const [denied, why] of Object.entries(spec.deniedLong ?? {})) {
+        if (longMatches(name, denied)) throw new OptionRefusal(`${command}: the option ${name} (${denied}) is refused: ${why}`);
+      }
+      if (spec.allowedLong && !spec.allowedLong.includes(name)) {
+        throw new OptionRefusal(`${command}: the option ${name} is not among the options allowed in the restricted shell (${spec.allowedLong.join(' ') || 'none'})`);
+      }
+      result.long.push(name);
+      if (eq >= 0) result.values.push([name, arg.slice(eq + 1)]);
+      else if (spec.longWithValue?.includes(name)) {
+        const value = args[i + 1];
+        if (value === undefined) throw new OptionRefusal(`${command}: the option ${name} needs a value`);
+        result.values.push([name, value]);
+        i += 1;
+      }
+      continue;
+    }
+    if (spec.numericShortIsValue && /^-\d+$/.test(arg)) {
+      result.values.push(['-', arg.slice(1)]);
+      continue;
+    }
+    for (let k = 1; k < arg.length; k++) {
+      const letter = arg[k]!;
+      const denied = spec.deniedShort?.[letter];
+      if (denied) throw new OptionRefusal(`${command}: the option -${letter} is refused: ${denied}`);
+      if (spec.allowedShort !== undefined && !spec.allowedShort.includes(letter)) {
+        throw new OptionRefusal(`${command}: the option -${letter} is not among the options allowed in the restricted shell (${[...spec.allowedShort].map((l) => `-${l}`).join(' ') || 'none'})`);
+      }
+      result.short.add(letter);
+      if (spec.shortWithOptionalValue?.includes(letter)) {
+        if (k + 1 < arg.length) result.values.push([`-${letter}`, arg.slice(k + 1)]);
+        break;
+      }
+      if (spec.shortWithValue?.includes(letter)) {
+        let value = arg.slice(k + 1);
+        if (value === '') {
+          const next = args[i + 1];
+          if (next === undefined) throw new OptionRefusal(`${command}: the option -${letter} needs a value`);
+          value = next;
+          i += 1;
+        }
+        result.values.push([`-${letter}`, value]);
+        break;
+      }
+    }
+  }
+  return result;
+}

@@ -1,0 +1,49 @@
+import { probeBubblewrap, type BubblewrapSupport } from '../backends/bubblewrap-probe.js';
+
+/**
+ * The restricted shell's OS layer (SPEC §11.1), independent of the policy: allowed commands run
+ * under bubblewrap with every file system read-only, the network off, a private process
+ * namespace (host processes can be listed through a read-only /proc, never signalled), no
+ * capabilities beyond reading, and a private writable scratch directory.
+ *
+ * Decision (issue 6): bwrap is invoked directly rather than through @anthropic-ai/sandbox-runtime.
+ * sandbox-runtime (0.0.83 when checked) requires Node >= 22.12 (quarry targets Node 20), wraps bwrap on Linux too, but adds a network proxy, socat
+ * and seccomp helpers and a settings file we do not need, is built for the opposite default
+ * (a writable project folder), and would put an unstable dependency in front of a security
+ * boundary; the flags below are few and each is tested.
+ *
+ * /tmp stays the host's (read-only, so logs and dumps there can be inspected); programs that need
+ * scratch space (sort) get TMPDIR on a private tmpfs at /dev/shm.
+ */
+
+export const SANDBOX_TMPDIR = '/dev/shm';
+
+function sandboxFlags(cwd: string): string[] {
+  const flags = [
+    '--ro-bind', '/', '/',
+    '--dev', '/dev',
+    '--tmpfs', SANDBOX_TMPDIR,
+    '--ro-bind', '/proc', '/proc',
+    '--unshare-pid',
+    '--unshare-net',
+    '--unshare-ipc',
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop', 'ALL',
+  ];
+  // As root, keep only the right to read every file (production logs are often root:adm 0640).
+  if (process.getuid?.() === 0) flags.push('--cap-add', 'CAP_DAC_READ_SEARCH');
+  flags.push('--chdir', cwd);
+  return flags;
+}
+
+export function bubblewrapSupport(): BubblewrapSupport {
+  return probeBubblewrap(sandboxFlags('/'));
+}
+
+/** The argument vector that runs `argv` inside the sandbox, or null when the OS layer is unavailable. */
+export function sandboxedArgv(argv: readonly string[], cwd: string): string[] | null {
+  const support = bubblewrapSupport();
+  if (!support.path) return null;
+  return [support.path, ...sandboxFlags(cwd), '--', ...argv];
+}
