@@ -17,5 +17,5 @@ export async function globFiles(pattern: string, options: GlobOptions, fs?: File
     ...(fs ? { fs } : {}),
   });
   paths.sort();
-  return { paths: paths.slice(0, options.limit), truncated: paths.length > options.limit };
+  return { paths: paths.slice(0, options.limit), truncated: paths.length > options.limit, total: paths.length };
 }
