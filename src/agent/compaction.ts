@@ -8,6 +8,8 @@ import type { Message } from '../model/types.js';
 export const COMPACTION_THRESHOLD = 0.8;
 /** Automatic compaction keeps recent messages up to this share of the window. */
 export const KEEP_RECENT_FRACTION = 0.3;
+/** Automatic compaction is skipped when the older part is too small for a summary to free anything. */
+export const MIN_SUMMARISED_FRACTION = 0.1;
 /** A rough, provider-independent count; real counts from the provider are used when larger. */
 const CHARS_PER_TOKEN = 4;
 /** What of each older message the summariser sees (tool outputs can be 64 KiB each). */

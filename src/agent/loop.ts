@@ -9,7 +9,7 @@ import { isReadOnlyCall, type Tool, type ToolContext } from '../tools/types.js';
 import { approvalReason } from './approval.js';
 import type { Approver } from './approver.js';
 import {
-  COMPACTION_THRESHOLD, KEEP_RECENT_FRACTION, SUMMARY_SYSTEM_PROMPT, compactedConversation, compactionSplit,
+  COMPACTION_THRESHOLD, KEEP_RECENT_FRACTION, MIN_SUMMARISED_FRACTION, SUMMARY_SYSTEM_PROMPT, compactedConversation, compactionSplit,
   estimateTokens, manualCompactionSplit, renderForSummary,
 } from './compaction.js';
 import type { Session, SessionStatus } from './session.js';
@@ -240,7 +240,8 @@ export class Agent {
   private async compactIfNeeded(signal: AbortSignal): Promise<void> {
     if (this.conversationTokens() <= COMPACTION_THRESHOLD * this.options.contextWindow) return;
     const split = compactionSplit(this.messages, Math.floor(KEEP_RECENT_FRACTION * this.options.contextWindow));
-    if (split !== null) await this.compactAt(split, signal);
+    if (split === null || estimateTokens(this.messages.slice(0, split)) < MIN_SUMMARISED_FRACTION * estimateTokens(this.messages)) return;
+    await this.compactAt(split, signal);
   }
 
   /** /compact. A failure keeps the history as it was. */

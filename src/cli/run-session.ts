@@ -25,9 +25,10 @@ export interface RunSetup {
   info(session: Session): RunInfo;
 }
 
-function modelConfig<T>(build: () => T): T {
+/** Model configuration mistakes are usage errors (exit 2). */
+async function modelConfig<T>(build: () => T | Promise<T>): Promise<T> {
   try {
-    return build();
+    return await build();
   } catch (error) {
     if (error instanceof ModelError) throw new UsageError(error.message);
     throw error;
@@ -60,7 +61,7 @@ export function exitCodeFor(status: string): number {
 }
 
 export async function runAgentCommand(options: RunCommandOptions): Promise<number> {
-  const choice: ModelChoice = modelConfig(() => chooseModel({ model: options.model, baseUrl: options.baseUrl }));
+  const choice: ModelChoice = await modelConfig(() => chooseModel({ model: options.model, baseUrl: options.baseUrl }));
   const resumed = options.resume ? Session.open(options.resume) : undefined;
   const workspace = await openWorkspace({
     profile: !options.profileGiven && resumed ? resumed.info.profile : options.profile,
