@@ -20,14 +20,15 @@ const TEXT_TABLE_EXTENSIONS = new Set(['.csv', '.tsv', '.txt']);
 const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 const OLE2_SIGNATURE = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
 
-export interface ReadExcelArgs {
+// A type alias, not an interface: it must be assignable to the registry's Record<string, unknown>.
+export type ReadExcelArgs = {
   path: string;
   action: 'list_sheets' | 'get_info' | 'read_sheet';
   sheet?: string;
   start_row?: number;
   end_row?: number;
   show_hidden?: boolean;
-}
+};
 
 function checkExtension(path: string, shown: string): void {
   const extension = extname(path).toLowerCase();
@@ -72,7 +73,7 @@ async function readSheet(workbook: OpenWorkbook, args: ReadExcelArgs) {
   const lastRow = Math.min(requestedLast, firstRow + READ_EXCEL_MAX_ROWS - 1);
   const slice = await workbook.readRows(sheet, firstRow, lastRow);
   if (slice.lastRow === 0) return { text: `sheet "${sheet.name}" is empty: no values`, metadata: { sheet: sheet.name, totalRows: 0, rowsShown: 0 } };
-  if (firstRow > slice.lastRow) throw new WorkbookError(`start_row ${formatCount(firstRow)} is beyond the last row (${formatCount(slice.lastRow)}) of sheet "${sheet.name}"`, 'bad_range');
+  if (slice.lastRow !== null && firstRow > slice.lastRow) throw new WorkbookError(`start_row ${formatCount(firstRow)} is beyond the last row (${formatCount(slice.lastRow)}) of sheet "${sheet.name}"`, 'bad_range');
   return renderSlice(slice, { sheet, firstRow, lastRow, showHidden: args.show_hidden === true, date1904: workbook.date1904 });
 }
 

@@ -53,7 +53,8 @@ export interface RenderedSlice {
 export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedSlice {
   const { sheet, firstRow, showHidden } = request;
   const hiddenColumn = (column: number) => slice.hiddenColumns.some((r) => column >= r.min && column <= r.max);
-  const lastRowShown = Math.min(request.lastRow, slice.lastRow);
+  const lastRowShown = slice.lastRow === null ? request.lastRow : Math.min(request.lastRow, slice.lastRow);
+  const moreRows = slice.lastRow === null || lastRowShown < slice.lastRow;
   const hiddenRows = slice.rows.filter((row) => row.hidden).length;
   const rows = showHidden ? slice.rows : slice.rows.filter((row) => !row.hidden);
   let lastColumn = 0;
@@ -76,14 +77,15 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
     lines.push([`${row.row}${row.hidden ? HIDDEN_MARK : ''}`, ...fields].join('\t'));
   }
 
-  const notes: string[] = [`rows ${formatCount(firstRow)}-${formatCount(lastRowShown)} of ${formatCount(slice.lastRow)}`];
+  const total = slice.lastRow === null ? 'more (the file does not declare the sheet\'s size; get_info counts its rows)' : formatCount(slice.lastRow);
+  const notes: string[] = [`rows ${formatCount(firstRow)}-${formatCount(lastRowShown)} of ${total}`];
   if (rows.length === 0) notes.push('no values in these rows');
   const hiddenParts: string[] = [];
   if (hiddenRows > 0) hiddenParts.push(plural(hiddenRows, 'hidden row'));
   if (hiddenColumns > 0) hiddenParts.push(plural(hiddenColumns, 'hidden column'));
   if (hiddenParts.length > 0) notes.push(`${hiddenParts.join(', ')} ${showHidden ? `shown, marked ${HIDDEN_MARK}` : 'skipped (show_hidden=true shows them)'}`);
   if (cutColumns.length > 0) notes.push(`${plural(cutColumns.length, 'more column')} (${columnLetters(cutColumns[0]!)}-${columnLetters(cutColumns[cutColumns.length - 1]!)}) not shown: at most ${MAX_COLUMNS} columns`);
-  if (lastRowShown < slice.lastRow) notes.push(`more rows: call read_excel with start_row=${lastRowShown + 1}`);
+  if (moreRows) notes.push(`more rows: call read_excel with start_row=${lastRowShown + 1}`);
   lines.push(`[${notes.join('; ')}]`);
   return {
     text: lines.join('\n'),

@@ -46,8 +46,13 @@ export interface ColumnRange {
 export interface SheetSlice {
   rows: SheetRow[];
   hiddenColumns: ColumnRange[];
-  /** The sheet's last row (declared or seen), for "rows 1-500 of N". */
-  lastRow: number;
+  /**
+   * The sheet's last row (declared or seen), for "rows 1-500 of N"; null when the file declares no
+   * size and reading stopped after the range (counting would mean reading the whole sheet).
+   */
+  lastRow: number | null;
+  /** The last row seen (the end of the range or of the sheet). */
+  lastRowSeen: number;
 }
 
 export interface SheetInfo {

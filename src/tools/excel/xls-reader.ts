@@ -73,6 +73,7 @@ class XlsWorkbook implements OpenWorkbook {
       rows: all.filter((row) => row.row >= firstRow && row.row <= lastRow),
       hiddenColumns: this.hiddenColumns(sheet),
       lastRow: Math.max(declared, all[all.length - 1]?.row ?? 0),
+      lastRowSeen: all[all.length - 1]?.row ?? 0,
     };
   }
 

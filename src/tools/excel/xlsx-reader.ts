@@ -73,12 +73,17 @@ class XlsxWorkbook implements OpenWorkbook {
     const neededStrings = new Set<number>();
     let declaredLastRow = 0;
     let seenLastRow = 0;
+    let stoppedEarly = false;
     const events: SheetEvents = {
       dimension: (ref) => { declaredLastRow = lastRowOfRange(ref); },
       column: (min, max, hidden) => { if (hidden) hiddenColumns.push({ min, max }); },
       row: (row) => {
         seenLastRow = Math.max(seenLastRow, row.row);
-        if (row.row > lastRow) return declaredLastRow === 0; // past the range: go on only to find the sheet's end
+        if (row.row > lastRow) {
+          // Past the range: stop, even when the file declares no size (counting would read it all).
+          stoppedEarly = true;
+          return false;
+        }
         if (row.row < firstRow) return true;
         rows.push(row);
         for (const cell of row.cells) if (cell.type === 's' && cell.value !== null) neededStrings.add(Number(cell.value));
@@ -100,7 +105,8 @@ class XlsxWorkbook implements OpenWorkbook {
       hidden: row.hidden,
       cells: row.cells.map((cell) => ({ column: cell.column, value: resolveCell(cell, strings.strings, styles) })),
     }));
-    return { rows: resolved, hiddenColumns, lastRow: Math.max(declaredLastRow, seenLastRow) };
+    const known = declaredLastRow > 0 || !stoppedEarly;
+    return { rows: resolved, hiddenColumns, lastRow: known ? Math.max(declaredLastRow, seenLastRow) : null, lastRowSeen: seenLastRow };
   }
 
   async inspect(sheet: SheetSummary): Promise<SheetInfo> {
