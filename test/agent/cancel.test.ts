@@ -1,4 +1,5 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cliEnv, collect, runCli, spawnCli, waitForOutput } from '../support/cli.js';
@@ -13,12 +14,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function start(replies: ReplySource, extraArgs: string[] = []) {
+async function start(replies: ReplySource, extraArgs: (work: string) => string[] = () => []) {
   server = await startOpenAIServer(replies);
   const home = makeTempDir('quarry-home-');
   const work = makeTempDir('quarry-work-');
   const env = cliEnv(home);
-  const child = spawnCli(['--base-url', server.url, '--model', 'm', '-w', work, '--format', 'stream-json', ...extraArgs, 'go'], { env });
+  const child = spawnCli(['--base-url', server.url, '--model', 'm', '-w', work, '--format', 'stream-json', ...extraArgs(work), 'go'], { env });
   child.stdin?.end();
   return { home, work, env, child, done: collect(child) };
 }
@@ -32,7 +33,43 @@ function onlySession(home: string): { meta: Record<string, unknown>; trace: Reco
   };
 }
 
+/** Processes whose command line contains the marker (pgrep exits 1 when there are none). */
+function processesMatching(marker: string): string[] {
+  try {
+    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
 describe('cancelling a run', () => {
+  it('SIGINT during a running bash sleep kills its process group and answers every call (exit 130)', async () => {
+    const marker = `sleep 37.${process.pid}`;
+    const run = await start(
+      [{ toolCalls: [{ id: 's1', name: 'bash', arguments: JSON.stringify({ command: `${marker}; echo never` }) }, { id: 's2', name: 'bash', arguments: '{"command":"echo second"}' }] }],
+      (work) => {
+        const profile = join(work, 'shell.yaml');
+        writeFileSync(profile, 'name: shell\ndescription: unrestricted shell, no approval\nshell: unrestricted\napproval:\n  mode: none\n');
+        return ['--profile', profile];
+      },
+    );
+    await waitForOutput(run.child, /"type":"tool_start"/);
+    for (let i = 0; i < 50 && processesMatching(marker).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(processesMatching(marker).length).toBeGreaterThan(0);
+    run.child.kill('SIGINT');
+    const result = await run.done;
+    expect(result.code).toBe(130);
+    expect(processesMatching(marker)).toEqual([]);
+    const { meta, trace } = onlySession(run.home);
+    expect(meta.status).toBe('cancelled');
+    const results = trace.filter((e) => e.type === 'message' && (e.message as { role: string }).role === 'tool').map((e) => e.message as { toolCallId: string; content: string; isError?: boolean });
+    expect(results.map((r) => r.toolCallId)).toEqual(['s1', 's2']);
+    expect(results.every((r) => r.isError === true)).toBe(true);
+    expect(results[1]?.content).toMatch(/cancelled/);
+    expect(results[0]?.content).not.toMatch(/never/);
+    expect(trace.at(-1)).toMatchObject({ type: 'run_end', status: 'cancelled' });
+  });
+
   it('SIGINT while the model is streaming aborts the stream, saves the session and exits 130', async () => {
     const run = await start(() => ({ text: 'Thinking about it', hang: true }));
     await waitForOutput(run.child, /"type":"text"/);
