@@ -202,13 +202,17 @@ describe.each(engines)('grep with $engine', ({ engine, Backend, backend }) => {
 });
 
 /** The local backend with a stand-in for the ripgrep binary: a script that misbehaves. */
-function backendWithFakeRipgrep(script: string): LocalBackend {
+function backendWithFakeRipgrep(script: string, timeoutMs?: number): LocalBackend {
   const fake = join(dir, 'fake-rg');
   writeFileSync(fake, `#!/bin/sh\n${script}\n`);
   chmodSync(fake, 0o755);
   return new (class extends LocalBackend {
     override ripgrepPath(): Promise<string | null> {
       return Promise.resolve(fake);
+    }
+    // Stands in for the 30 s limit, so that a test need not wait for it.
+    override execFile(argv: readonly string[], options: ExecOptions) {
+      return super.execFile(argv, timeoutMs === undefined ? options : { ...options, timeoutMs });
     }
   })();
 }
@@ -223,6 +227,18 @@ describe('grep when the engine misbehaves', () => {
     expect(performance.now() - started).toBeLessThan(5000);
     expect(result.ok).toBe(false);
     expect(result.output).toBe('grep: cancelled');
+  });
+
+  it('keeps what was found when the time limit stops the engine, and fails when nothing was', async () => {
+    const partial = makeToolContext({ workingDir: dir, backend: backendWithFakeRipgrep("printf 'a.txt\\000'; printf '3:hit\\n'; sleep 30", 300) });
+    const found = await registry.run('grep', { pattern: 'hit' }, partial);
+    expect(found.ok).toBe(true);
+    expect(found.output).toBe('a.txt:3:hit\n[1 matching line in 1 file before the search was stopped at 30 s; there may be more: narrow path or glob]');
+    expect(found.metadata).toMatchObject({ timedOut: true, matches: 1 });
+    const nothing = makeToolContext({ workingDir: dir, backend: backendWithFakeRipgrep('sleep 30', 300) });
+    const none = await registry.run('grep', { pattern: 'hit' }, nothing);
+    expect(none.ok).toBe(false);
+    expect(none.output).toBe('grep: no matches found before the 30 s limit; search a smaller path or add a glob');
   });
 
   it('reports an engine that dies or exits oddly as a failure, with its stderr', async () => {
