@@ -1,19 +1,36 @@
-#!/usr/bin/env node
-// `npm run demo`: quarry's tools on the bundled sample data (fixtures/). Each step is a real
-// `quarry tool` call, exactly as the agent would make it, under the default readonly profile.
+// `npm run demo`: an analyst question answered end to end on the bundled sample database.
+// The model is scripted (fixtures/demo/analyst.json: no LLM, no API key); the sqlite tool,
+// the read-only checks, the CSV export, the trace and the session are all real.
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const steps = [
-  ['What is in the sample folder?', 'list', { path: 'fixtures', recursive: true }],
-  ['Which errors did the order service log?', 'grep', { pattern: 'ERROR .*payment', path: 'fixtures/files/logs', max_matches: 5 }],
-  ['What does the configuration say?', 'read', { path: 'fixtures/files/config/settings.yaml' }],
-];
-let failed = 0;
-for (const [question, tool, args] of steps) {
-  process.stdout.write(`\n## ${question}\n$ quarry tool ${tool} --args '${JSON.stringify(args)}'\n`);
-  const result = spawnSync(process.execPath, [`${root}/dist/cli.js`, 'tool', tool, '--args', JSON.stringify(args), '-w', root], { stdio: 'inherit' });
-  if (result.status !== 0) failed++;
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const database = join(root, 'fixtures', 'sample.db');
+const script = join(root, 'fixtures', 'demo', 'analyst.json');
+const question = 'Which 5 customers spent the most in 2024? Export all their 2024 orders to CSV.';
+if (!existsSync(database)) {
+  console.error(`demo: ${database} is missing; run npm run fixtures first`);
+  process.exit(2);
 }
-process.exitCode = failed ? 1 : 0;
+// A fresh folder for the CSV, so the demo can run again (exports never overwrite).
+const workDir = mkdtempSync(join(tmpdir(), 'quarry-demo-'));
+const args = [
+  join(root, 'dist', 'cli.js'),
+  '--model', `script:${script}`,
+  '--db', `sales=${database}`,
+  '--working-dir', workDir,
+  // The readonly profile asks before an export writes a file; --yes is the user's approval.
+  '--yes',
+  question,
+];
+console.error(`$ quarry --model script:fixtures/demo/analyst.json --db sales=fixtures/sample.db --working-dir ${workDir} --yes "${question}"\n`);
+const run = spawnSync(process.execPath, args, { stdio: 'inherit' });
+const csv = join(workDir, 'top5_orders_2024.csv');
+if (run.status === 0 && existsSync(csv)) {
+  const lines = readFileSync(csv, 'utf8').trimEnd().split('\n');
+  console.error(`\n${csv}: ${lines.length - 1} rows; first lines:\n${lines.slice(0, 4).join('\n')}`);
+}
+process.exit(run.status ?? 1);
