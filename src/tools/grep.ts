@@ -88,6 +88,8 @@ const FILE_ACCESS_ERROR = /(Permission denied|No such file or directory|Input\/o
 
 interface EngineRun {
   engine: Engine;
+  /** The regular-expression dialect the engine used. */
+  syntax: 'rust' | 'pcre' | 'extended';
   result: ExecResult;
   parser: GrepOutputParser;
 }
@@ -118,12 +120,12 @@ async function runEngine(backend: Backend, args: GrepArgs, plan: SearchPlan, max
       signal.removeEventListener('abort', onCancel);
     }
   };
-  if (rg) return { engine: 'ripgrep', ...(await attempt(ripgrepArgv(rg, args, plan))) };
+  if (rg) return { engine: 'ripgrep', syntax: 'rust', ...(await attempt(ripgrepArgv(rg, args, plan))) };
   const pcre = await attempt(grepArgv(args, plan, '-P'));
   if (pcre.result.exitCode === 2 && pcre.parser.matches === 0 && NO_PCRE.test(pcre.result.stderr.toString('utf8'))) {
-    return { engine: 'grep', ...(await attempt(grepArgv(args, plan, '-E'))) };
+    return { engine: 'grep', syntax: 'extended', ...(await attempt(grepArgv(args, plan, '-E'))) };
   }
-  return { engine: 'grep', ...pcre };
+  return { engine: 'grep', syntax: 'pcre', ...pcre };
 }
 
 interface ShownRecord extends GrepRecord {
@@ -247,7 +249,7 @@ export const grepTool: Tool<GrepArgs> = {
       shownPath: displayPath(context.workingDir, resolve(plan.cwd, decodeBytesVisibly(record.path))),
     }));
     const matches = records.filter((record) => record.isMatch);
-    const metadataBase = { engine, matches: matches.length, truncated, timedOut: result.timedOut };
+    const metadataBase = { engine, regexSyntax: run.syntax, matches: matches.length, truncated, timedOut: result.timedOut };
     const failed = searchFailure(run, matches.length, stderrLines, metadataBase);
     if (failed) return failed;
 

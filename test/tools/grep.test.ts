@@ -266,8 +266,26 @@ describe('grep engines agree', () => {
         engines.map(({ backend }) => registry.run('grep', args, makeToolContext({ workingDir: dir, backend: backend() }))),
       );
       expect(outputs[1]!.output, JSON.stringify(args)).toBe(outputs[0]!.output);
-      expect(outputs[0]!.metadata.engine).toBe('ripgrep');
-      expect(outputs[1]!.metadata.engine).toBe('grep');
+      expect(outputs[0]!.metadata).toMatchObject({ engine: 'ripgrep', regexSyntax: 'rust' });
+      expect(outputs[1]!.metadata).toMatchObject({ engine: 'grep', regexSyntax: 'pcre' });
+    }
+  });
+
+  it('uses extended regexps with a grep that has no -P (BusyBox, --disable-perl-regexp)', async () => {
+    put('a.txt', 'needle 42\n');
+    const bin = makeTempDir('quarry-fake-bin-');
+    const realGrep = execFileSync('sh', ['-c', 'command -v grep']).toString().trim();
+    writeFileSync(join(bin, 'grep'), `#!/bin/sh\nfor arg in "$@"; do [ "$arg" = -P ] && { echo 'grep: support for the -P option is not compiled into this --disable-perl-regexp binary' >&2; exit 2; }; done\nexec ${realGrep} "$@"\n`);
+    chmodSync(join(bin, 'grep'), 0o755);
+    const savedPath = process.env.PATH;
+    process.env.PATH = `${bin}:${savedPath}`;
+    try {
+      const context = makeToolContext({ workingDir: dir, backend: new NoRipgrepBackend() });
+      const result = await registry.run('grep', { pattern: 'needle [0-9]+' }, context);
+      expect(result.output).toBe('a.txt:1:needle 42\n[1 matching line in 1 file]');
+      expect(result.metadata).toMatchObject({ engine: 'grep', regexSyntax: 'extended' });
+    } finally {
+      process.env.PATH = savedPath;
     }
   });
 
