@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Real PostgreSQL and MariaDB for the database tests (started once, stopped at the end).
+    globalSetup: ['test/support/database-servers.global.ts'],
   },
 });

@@ -3,6 +3,8 @@ import { LocalBackend } from '../backends/local.js';
 import type { Backend } from '../backends/types.js';
 import type { Profile } from '../profiles/schema.js';
 import { bashTool } from '../tools/bash.js';
+import { createDatabaseTools } from '../tools/database/tool.js';
+import type { DatabaseConfig } from '../tools/database/types.js';
 import { editTool } from '../tools/edit.js';
 import { globTool } from '../tools/glob.js';
 import { grepTool } from '../tools/grep.js';
@@ -28,8 +30,17 @@ export interface ToolAvailability {
 function reasonUnavailable(tool: Tool, profile: Profile): string | null {
   if (tool.name === 'write' && profile.file_write === 'off') return 'file_write is off in this profile';
   if (tool.name === 'edit' && profile.file_write !== 'full') return `edit needs file_write: full (this profile has ${profile.file_write})`;
-  if (profile.tools && !profile.tools.includes(tool.name)) return "the profile's tools list does not include it";
+  if (!profileAllowsTool(profile, tool.name)) return "the profile's tools list does not include it";
   return null;
+}
+
+/**
+ * The profile's `tools` allow-list: exact names, or a prefix ending in `*` (e.g. `mcp__files__*`
+ * for every tool of one MCP server, `mcp__*` for all of them). No list: every tool.
+ */
+export function profileAllowsTool(profile: Profile, name: string): boolean {
+  if (!profile.tools) return true;
+  return profile.tools.some((entry) => entry === name || (entry.endsWith('*') && name.startsWith(entry.slice(0, -1))));
 }
 
 export function allBuiltinTools(): Tool[] {
@@ -40,10 +51,23 @@ export function toolAvailability(profile: Profile): ToolAvailability[] {
   return allBuiltinTools().map((tool) => ({ tool, unavailableReason: reasonUnavailable(tool, profile) }));
 }
 
-export function buildToolRegistry(profile: Profile): ToolRegistry {
+export interface ToolRegistryOptions {
+  /** Configured databases: each engine with at least one gets its database tool. */
+  databases?: readonly DatabaseConfig[];
+  /** Tools of the MCP servers started for this session (src/mcp/servers.ts). */
+  mcpTools?: readonly Tool[];
+}
+
+export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions = {}): ToolRegistry {
   const registry = new ToolRegistry();
   for (const { tool, unavailableReason } of toolAvailability(profile)) {
     if (unavailableReason === null) registry.register(tool);
+  }
+  for (const tool of createDatabaseTools(options.databases ?? [], profile)) {
+    if (!profile.tools || profile.tools.includes(tool.name)) registry.register(tool as Tool);
+  }
+  for (const tool of options.mcpTools ?? []) {
+    if (profileAllowsTool(profile, tool.name)) registry.register(tool);
   }
   return registry;
 }

@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { CellValue, CsvSink } from './types.js';
+import { valueToText } from './values.js';
+
+/**
+ * CSV export files (SPEC §5.4): RFC 4180 with a header row, written to a temporary file beside
+ * the target and linked into place only when complete, so an error or a cancel leaves no file
+ * and a file that appears meanwhile is never replaced. Memory stays constant: rows are encoded
+ * into one buffer that is written out whenever it passes WRITE_CHUNK_CHARS.
+ */
+
+/** Database tools run on this machine whatever the backend (SPEC §7), so exports use node:fs. */
+const WRITE_CHUNK_CHARS = 1 << 20;
+export const EXPORT_PREVIEW_ROWS = 5;
+/** Bytes of engine-encoded CSV kept to build the preview from. */
+const PREVIEW_BYTES = 64 * 1024;
+const PROGRESS_INTERVAL_MS = 500;
+const NEEDS_QUOTES = /[",\r\n]/;
+
+export function csvField(value: CellValue): string {
+  const text = valueToText(value);
+  if (text === null) return '';
+  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+export function csvLine(values: readonly CellValue[]): string {
+  let line = values.length ? csvField(values[0]) : '';
+  for (let i = 1; i < values.length; i++) line += `,${csvField(values[i])}`;
+  return `${line}\r\n`;
+}
+
+/** Parses up to `limit` records of RFC 4180 text (for previews); an incomplete last record is dropped. */
+export function parseCsvRecords(text: string, limit: number): string[][] {
+  const records: string[][] = [];
+  let record: string[] = [];
+  let field = '';
+  let quoted = false;
+  let i = 0;
+  while (i < text.length && records.length < limit) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 2;
+        continue;
+      }
+      if (ch === '"') quoted = false;
+      else field += ch;
+      i++;
+      continue;
+    }
+    if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      record.push(field);
+      field = '';
+    } else if (ch === '\n' || ch === '\r') {
+      if (ch === '\r' && text[i + 1] === '\n') i++;
+      record.push(field);
+      records.push(record);
+      record = [];
+      field = '';
+    } else field += ch;
+    i++;
+  }
+  return records;
+}
+
+/** The index just after the line break that ends the first record (quotes respected), or -1. */
+export function firstRecordEnd(text: string): number {
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '"') quoted = !quoted;
+    else if (ch === '\n' && !quoted) return i + 1;
+  }
+  return -1;
+}
+
+export interface ExportSummary {
+  path: string;
+  rows: number;
+  bytes: number;
+  columns: string[];
+  preview: CellValue[][];
+}
+
+export class CsvExportFile implements CsvSink {
+  private columns: string[] | null = null;
+  private pending = '';
+  private rows = 0;
+  private bytes = 0;
+  private preview: CellValue[][] = [];
+  private encodedHead = '';
+  private lastProgress = 0;
+
+  private constructor(
+    readonly target: string,
+    private readonly tempPath: string,
+    private readonly handle: FileHandle,
+    private readonly showProgress: boolean,
+  ) {}
+
+  static async create(target: string, options: { showProgress: boolean }): Promise<CsvExportFile> {
+    await mkdir(dirname(target), { recursive: true });
+    const tempPath = join(dirname(target), `.${basename(target)}.quarry-${randomBytes(6).toString('hex')}.tmp`);
+    const handle = await open(tempPath, 'wx', 0o644);
+    return new CsvExportFile(target, tempPath, handle, options.showProgress);
+  }
+
+  setColumns(columns: string[], encodedHeader?: string): void {
+    if (this.columns) return;
+    this.columns = columns;
+    this.pending += encodedHeader ?? csvLine(columns);
+  }
+
+  async writeRows(rows: CellValue[][]): Promise<void> {
+    for (const row of rows) {
+      if (this.preview.length < EXPORT_PREVIEW_ROWS) this.preview.push(row);
+      this.pending += csvLine(row);
+      if (this.pending.length >= WRITE_CHUNK_CHARS) await this.flush();
+    }
+    this.rows += rows.length;
+    this.progress();
+  }
+
+  async writeEncoded(chunk: Buffer | string, rowCount: number): Promise<void> {
+    const text = typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+    if (this.encodedHead.length < PREVIEW_BYTES) this.encodedHead += text.slice(0, PREVIEW_BYTES - this.encodedHead.length);
+    this.pending += text;
+    this.rows += rowCount;
+    if (this.pending.length >= WRITE_CHUNK_CHARS) await this.flush();
+    this.progress();
+  }
+
+  /** The row count, for engines that report it at the end instead of per chunk. */
+  setRowCount(rows: number): void {
+    this.rows = rows;
+  }
+
+  private async flush(): Promise<void> {
+    if (!this.pending) return;
+    const data = Buffer.from(this.pending, 'utf8');
+    this.pending = '';
+    let offset = 0;
+    while (offset < data.length) {
+      const { bytesWritten } = await this.handle.write(data, offset);
+      offset += bytesWritten;
+    }
+    this.bytes += data.length;
+  }
+
+  private progress(): void {
+    if (!this.showProgress) return;
+    const now = Date.now();
+    if (now - this.lastProgress < PROGRESS_INTERVAL_MS) return;
+    this.lastProgress = now;
+    process.stderr.write(`\rexport: ${this.rows.toLocaleString('en-US')} rows, ${(this.bytes / 1e6).toFixed(1)} MB`);
+  }
+
+  /** Finishes the file and links it into place; fails (and cleans up) if the target appeared meanwhile. */
+  async commit(): Promise<ExportSummary> {
+    try {
+      if (!this.columns) throw new Error('the statement returned no columns');
+      await this.flush();
+      await this.handle.close();
+      await link(this.tempPath, this.target);
+    } finally {
+      await this.discard();
+    }
+    if (this.showProgress) process.stderr.write('\r\x1b[K');
+    const columns = this.columns;
+    const preview = this.preview.length ? this.preview : parseCsvRecords(this.encodedHead, EXPORT_PREVIEW_ROWS + 1).slice(1);
+    return { path: this.target, rows: this.rows, bytes: this.bytes, columns, preview };
+  }
+
+  /** Removes the temporary file (after a commit it is the extra link; after a failure, all there is). */
+  async discard(): Promise<void> {
+    await this.handle.close().catch(() => undefined);
+    await unlink(this.tempPath).catch(() => undefined);
+    if (this.showProgress) process.stderr.write('\r\x1b[K');
+  }
+}

@@ -1,0 +1,233 @@
+import mysql from 'mysql2';
+import { ToolError } from '../types.js';
+import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, splitQualifiedName } from './server-support.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+
+/**
+ * MySQL and MariaDB through mysql2. Read-only mode: the session's transactions default to READ
+ * ONLY, every statement runs inside `START TRANSACTION READ ONLY` ... `ROLLBACK`, and the driver
+ * never sends multiple statements. Rows stream from the server; a query stops reading after
+ * limit+1 rows by dropping the connection (the server aborts the statement; the next call
+ * reconnects). Decimals, big integers and dates arrive as strings.
+ */
+
+/** sql_mode flags that would make the server read quotes differently from the statement check. */
+const QUOTING_MODES = new Set(['NO_BACKSLASH_ESCAPES', 'ANSI_QUOTES', 'ANSI']);
+
+type Connection = mysql.Connection;
+
+export class MysqlDriver implements DatabaseDriver {
+  readonly engine = 'mysql' as const;
+  private connection: Connection | null = null;
+  private readonly health = new ConnectionHealth();
+
+  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
+
+  private connectionOptions(): mysql.ConnectionOptions {
+    return {
+      host: this.config.host,
+      port: this.config.port,
+      database: this.config.database,
+      user: this.config.user,
+      password: this.config.password,
+      connectTimeout: this.config.connectTimeoutMs,
+      multipleStatements: false,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      decimalNumbers: false,
+      dateStrings: true,
+      rowsAsArray: true,
+    };
+  }
+
+  private open(): Promise<Connection> {
+    return new Promise((resolve, reject) => {
+      const connection = mysql.createConnection(this.connectionOptions());
+      connection.on('error', () => {
+        this.health.broken = true;
+      });
+      connection.connect((error) => (error ? reject(error) : resolve(connection)));
+    });
+  }
+
+  private static exec(connection: Connection, sql: string, values: unknown[] = []): Promise<unknown[][]> {
+    return new Promise((resolve, reject) => {
+      connection.query({ sql, values, rowsAsArray: true }, (error, rows) => (error ? reject(error) : resolve(rows as unknown[][])));
+    });
+  }
+
+  async connect(signal: AbortSignal): Promise<void> {
+    const current = this.connection;
+    if (await this.health.reusable(current !== null, () => MysqlDriver.exec(current!, 'SELECT 1'))) return;
+    await this.close();
+    const connection = await runCancellable(signal, () => undefined, () => this.open());
+    try {
+      const [[version, sqlMode] = []] = (await MysqlDriver.exec(connection, 'SELECT VERSION(), @@SESSION.sql_mode')) as [string, string][];
+      const mode = String(sqlMode ?? '').split(',').filter((flag) => flag && !QUOTING_MODES.has(flag.toUpperCase())).join(',');
+      await MysqlDriver.exec(connection, 'SET SESSION sql_mode = ?', [mode]);
+      if (/mariadb/i.test(String(version))) await MysqlDriver.exec(connection, `SET SESSION max_statement_time = ${this.config.statementTimeoutMs / 1000}`);
+      else await MysqlDriver.exec(connection, `SET SESSION max_execution_time = ${Math.round(this.config.statementTimeoutMs)}`);
+      if (this.readOnly) await MysqlDriver.exec(connection, 'SET SESSION TRANSACTION READ ONLY');
+    } catch (error) {
+      connection.destroy();
+      throw error;
+    }
+    this.connection = connection;
+    this.health.reset();
+  }
+
+  /** KILL QUERY from a second connection: the running statement fails promptly. */
+  private async cancelRunning(connection: Connection): Promise<void> {
+    const killer = await this.open();
+    try {
+      await MysqlDriver.exec(killer, `KILL QUERY ${Number(connection.threadId)}`);
+    } finally {
+      killer.destroy();
+    }
+  }
+
+  private async run<T>(options: RunOptions, work: (connection: Connection) => Promise<T>): Promise<T> {
+    const connection = this.connection;
+    if (!connection) throw new Error('not connected');
+    this.health.touch();
+    if (!options.readOnly) return runCancellable(options.signal, () => this.cancelRunning(connection), () => work(connection));
+    await MysqlDriver.exec(connection, 'START TRANSACTION READ ONLY');
+    try {
+      return await runCancellable(options.signal, () => this.cancelRunning(connection), () => work(connection));
+    } finally {
+      if (this.connection === connection) {
+        await MysqlDriver.exec(connection, 'ROLLBACK').catch(() => {
+          this.health.broken = true;
+        });
+      }
+    }
+  }
+
+  /** Drops a connection whose result is not needed any more; the server aborts the statement. */
+  private abandon(connection: Connection): void {
+    if (this.connection === connection) this.connection = null;
+    connection.destroy();
+  }
+
+  async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
+    return this.run(options, (connection) => new Promise<QueryResult>((resolve, reject) => {
+      let columns: string[] | null = null;
+      const rows: CellValue[][] = [];
+      let settled = false;
+      const settle = (result: QueryResult | Error) => {
+        if (settled) return;
+        settled = true;
+        if (result instanceof Error) reject(result);
+        else resolve(result);
+      };
+      const query = connection.query({ sql, rowsAsArray: true });
+      query.on('fields', (fields: { name: string }[]) => {
+        columns = fields.map((field) => field.name);
+      });
+      query.on('result', (row: unknown) => {
+        if (settled) return;
+        if (!columns) {
+          settle({ columns: [], rows: [], more: false, affectedRows: Number((row as { affectedRows?: number }).affectedRows ?? 0) });
+          return;
+        }
+        if (rows.length === limit) {
+          this.abandon(connection);
+          settle({ columns, rows, more: true });
+          return;
+        }
+        rows.push(row as CellValue[]);
+      });
+      query.on('error', (error: Error) => settle(error));
+      query.on('end', () => settle({ columns: columns ?? [], rows, more: false }));
+    }));
+  }
+
+  async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
+    await this.run(options, (connection) => new Promise<void>((resolve, reject) => {
+      let batch: CellValue[][] = [];
+      let failed = false;
+      let writing = Promise.resolve();
+      const query = connection.query({ sql, rowsAsArray: true });
+      const fail = (error: unknown) => {
+        if (failed) return;
+        failed = true;
+        reject(error);
+      };
+      query.on('fields', (fields: { name: string }[]) => sink.setColumns(fields.map((field) => field.name)));
+      query.on('result', (row: unknown) => {
+        batch.push(row as CellValue[]);
+        if (batch.length < EXPORT_BATCH_ROWS) return;
+        const full = batch;
+        batch = [];
+        connection.pause();
+        writing = writing.then(() => sink.writeRows(full)).then(() => connection.resume(), fail);
+      });
+      query.on('error', fail);
+      query.on('end', () => {
+        writing.then(() => sink.writeRows(batch)).then(() => (failed ? undefined : resolve()), fail);
+      });
+    }));
+  }
+
+  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
+    return this.run(options, async (connection) => {
+      const rows = (await MysqlDriver.exec(
+        connection,
+        `SELECT table_schema, table_name, LOWER(table_type) FROM information_schema.tables
+         WHERE table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') AND table_name LIKE ?
+         ORDER BY table_schema, table_name`,
+        [pattern ?? '%'],
+      )) as [string, string, string][];
+      return rows.map(([schema, name, type]) => ({ schema, name, type: type === 'base table' ? 'table' : type }));
+    });
+  }
+
+  async describe(table: string, options: RunOptions): Promise<TableDescription> {
+    const { schema, table: name } = splitQualifiedName(table.replaceAll('`', '"'));
+    return this.run(options, async (connection) => {
+      const where = 'table_schema = COALESCE(?, DATABASE()) AND table_name = ?';
+      const found = (await MysqlDriver.exec(connection, `SELECT table_schema FROM information_schema.tables WHERE ${where}`, [schema, name])) as [string][];
+      if (!found[0]) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+      const actualSchema = found[0][0];
+      const columns = (await MysqlDriver.exec(
+        connection,
+        `SELECT column_name, column_type, is_nullable, column_default, column_key FROM information_schema.columns WHERE ${where} ORDER BY ordinal_position`,
+        [actualSchema, name],
+      )) as [string, string, string, string | null, string][];
+      const foreignKeys = (await MysqlDriver.exec(
+        connection,
+        `SELECT constraint_name, column_name, referenced_table_schema, referenced_table_name, referenced_column_name FROM information_schema.key_column_usage
+         WHERE ${where} AND referenced_table_name IS NOT NULL ORDER BY constraint_name, ordinal_position`,
+        [actualSchema, name],
+      )) as [string, string, string, string, string][];
+      const indexes = (await MysqlDriver.exec(
+        connection,
+        `SELECT index_name, MIN(non_unique), GROUP_CONCAT(column_name ORDER BY seq_in_index SEPARATOR ', ') FROM information_schema.statistics
+         WHERE ${where} GROUP BY index_name ORDER BY index_name`,
+        [actualSchema, name],
+      )) as [string, string | number, string][];
+      return {
+        schema: actualSchema,
+        name,
+        columns: columns.map(([column, type, nullable, defaultValue, key]) => ({ name: column, type, nullable: nullable === 'YES', default: defaultValue, primaryKey: key === 'PRI' })),
+        primaryKey: columns.filter((column) => column[4] === 'PRI').map(([column]) => column),
+        foreignKeys: foreignKeys.map(([constraint, column, refSchema, refTable, refColumn]) => `${constraint}: ${column} -> ${refSchema}.${refTable}(${refColumn})`),
+        indexes: indexes.map(([index, nonUnique, indexColumns]) => `${index}${Number(nonUnique) === 0 ? ' UNIQUE' : ''} (${indexColumns})`),
+      };
+    });
+  }
+
+  async ping(options: RunOptions): Promise<string> {
+    return this.run(options, async (connection) => {
+      const rows = (await MysqlDriver.exec(connection, 'SELECT VERSION()')) as [string][];
+      return `MySQL/MariaDB ${rows[0]?.[0] ?? ''}`.trim();
+    });
+  }
+
+  async close(): Promise<void> {
+    const connection = this.connection;
+    this.connection = null;
+    if (!connection) return;
+    await new Promise<void>((resolve) => connection.end(() => resolve()));
+  }
+}

@@ -1,0 +1,226 @@
+import pg from 'pg';
+import Cursor from 'pg-cursor';
+import { to as copyTo } from 'pg-copy-streams';
+import { ToolError } from '../types.js';
+import { firstRecordEnd, parseCsvRecords } from './csv.js';
+import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable } from './server-support.js';
+import type { CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+
+/**
+ * PostgreSQL through pg. Read-only mode: the session defaults to read-only transactions and
+ * every statement runs inside `BEGIN READ ONLY` ... `ROLLBACK`. Queries go through the extended
+ * protocol (a cursor), which takes exactly one statement and fetches only limit+1 rows.
+ * Exports are written by PostgreSQL itself: `COPY (query) TO STDOUT WITH (FORMAT csv, HEADER)`.
+ * Every value arrives as the server's text, so numerics, big integers and dates stay exact.
+ */
+
+/** Server text for every type: nothing is parsed into a lossy JavaScript number or Date. */
+const RAW_TYPES = { getTypeParser: () => (value: string) => value };
+/** Statements COPY can wrap; others are exported through a cursor. */
+const COPYABLE = /^\s*(\(\s*)*(SELECT|WITH|VALUES|TABLE)\b/i;
+
+export class PostgresDriver implements DatabaseDriver {
+  readonly engine = 'postgres' as const;
+  private client: pg.Client | null = null;
+  private readonly health = new ConnectionHealth();
+
+  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
+
+  private clientConfig(): pg.ClientConfig {
+    return {
+      host: this.config.host,
+      port: this.config.port,
+      database: this.config.database,
+      user: this.config.user,
+      password: this.config.password,
+      connectionTimeoutMillis: this.config.connectTimeoutMs,
+      statement_timeout: this.config.statementTimeoutMs,
+      application_name: 'quarry',
+      types: RAW_TYPES,
+    };
+  }
+
+  async connect(signal: AbortSignal): Promise<void> {
+    const current = this.client;
+    if (await this.health.reusable(current !== null, () => current!.query('SELECT 1'))) return;
+    await this.close();
+    const client = new pg.Client(this.clientConfig());
+    client.on('error', () => {
+      this.health.broken = true;
+    });
+    await runCancellable(signal, () => client.end(), () => client.connect());
+    // The statement check reads strings the standard way; make sure the server does too.
+    await client.query('SET standard_conforming_strings = on');
+    if (this.readOnly) await client.query('SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY');
+    this.client = client;
+    this.health.reset();
+  }
+
+  /** Asks the server to cancel this connection's running statement (from a second connection). */
+  private async cancelRunning(): Promise<void> {
+    const pid = (this.client as unknown as { processID: number | null } | null)?.processID;
+    if (!pid) return;
+    const canceller = new pg.Client(this.clientConfig());
+    canceller.on('error', () => undefined);
+    try {
+      await canceller.connect();
+      await canceller.query('SELECT pg_cancel_backend($1)', [pid]);
+    } finally {
+      await canceller.end().catch(() => undefined);
+    }
+  }
+
+  /** Runs work inside a read-only transaction that is always rolled back (autocommit in mutations mode). */
+  private async run<T>(options: RunOptions, work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = this.client;
+    if (!client) throw new Error('not connected');
+    this.health.touch();
+    if (!options.readOnly) return runCancellable(options.signal, () => this.cancelRunning(), () => work(client));
+    await client.query('BEGIN READ ONLY');
+    try {
+      return await runCancellable(options.signal, () => this.cancelRunning(), () => work(client));
+    } finally {
+      await client.query('ROLLBACK').catch(() => {
+        this.health.broken = true;
+      });
+    }
+  }
+
+  async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
+    return this.run(options, async (client) => {
+      const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: RAW_TYPES }));
+      try {
+        const { rows, fields } = await new Promise<{ rows: unknown[][]; fields: { name: string }[] }>((resolve, reject) => {
+          cursor.read(limit + 1, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result.fields ?? [] })));
+        });
+        const more = rows.length > limit;
+        return { columns: fields.map((field) => field.name), rows: (more ? rows.slice(0, limit) : rows) as QueryResult['rows'], more };
+      } finally {
+        await new Promise<void>((resolve) => cursor.close(() => resolve()));
+      }
+    });
+  }
+
+  async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
+    if (!COPYABLE.test(sql)) {
+      await this.exportThroughCursor(sql, sink, options);
+      return;
+    }
+    await this.run(options, async (client) => {
+      const stream = client.query(copyTo(`COPY (${sql}) TO STDOUT WITH (FORMAT csv, HEADER true)`));
+      let head = '';
+      let headerDone = false;
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        if (headerDone) {
+          await sink.writeEncoded(chunk, 0);
+          continue;
+        }
+        // The header is the first CSV record; quarry writes it through the sink with the column names.
+        head += chunk.toString('utf8');
+        const end = firstRecordEnd(head);
+        if (end < 0) continue;
+        sink.setColumns(parseCsvRecords(head.slice(0, end), 1)[0] ?? [], head.slice(0, end));
+        headerDone = true;
+        if (end < head.length) await sink.writeEncoded(head.slice(end), 0);
+      }
+      if (!headerDone) throw new ToolError('PostgreSQL returned no header for the export');
+      sink.setRowCount(stream.rowCount);
+    });
+  }
+
+  private async exportThroughCursor(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
+    await this.run(options, async (client) => {
+      const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: RAW_TYPES }));
+      try {
+        for (;;) {
+          const { rows, fields } = await new Promise<{ rows: unknown[][]; fields: { name: string }[] }>((resolve, reject) => {
+            cursor.read(EXPORT_BATCH_ROWS, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result.fields ?? [] })));
+          });
+          sink.setColumns(fields.map((field) => field.name));
+          if (rows.length === 0) return;
+          await sink.writeRows(rows as QueryResult['rows']);
+        }
+      } finally {
+        await new Promise<void>((resolve) => cursor.close(() => resolve()));
+      }
+    });
+  }
+
+  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
+    return this.run(options, async (client) => {
+      const result = await client.query<[string, string, string]>({
+        text: `SELECT n.nspname, c.relname,
+                 CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table' WHEN 'v' THEN 'view'
+                   WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table' END
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                 AND n.nspname NOT LIKE 'pg\\_toast%' AND c.relname LIKE $1
+               ORDER BY 1, 2`,
+        values: [pattern ?? '%'],
+        rowMode: 'array',
+      });
+      return result.rows.map(([schema, name, type]) => ({ schema, name, type }));
+    });
+  }
+
+  async describe(table: string, options: RunOptions): Promise<TableDescription> {
+    return this.run(options, async (client) => {
+      const found = await client.query<[string, string, string]>({
+        text: `SELECT c.oid::text, n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`,
+        values: [table],
+        rowMode: 'array',
+      });
+      const row = found.rows[0];
+      if (!row) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+      const [oid, schema, name] = row;
+      const columns = await client.query<[string, string, string, string | null, string]>({
+        text: `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull::text, pg_get_expr(d.adbin, d.adrelid),
+                 (EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY (i.indkey)))::text
+               FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+               WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+        values: [oid],
+        rowMode: 'array',
+      });
+      const primaryKey = await client.query<[string]>({
+        text: `SELECT a.attname FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, position)
+               JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+               WHERE i.indrelid = $1::oid AND i.indisprimary ORDER BY k.position`,
+        values: [oid],
+        rowMode: 'array',
+      });
+      const foreignKeys = await client.query<[string, string]>({
+        text: `SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::oid AND contype = 'f' ORDER BY conname`,
+        values: [oid],
+        rowMode: 'array',
+      });
+      const indexes = await client.query<[string, string]>({
+        text: `SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1::oid ORDER BY c.relname`,
+        values: [oid],
+        rowMode: 'array',
+      });
+      return {
+        schema,
+        name,
+        columns: columns.rows.map(([column, type, notNull, defaultValue, primary]) => ({
+          name: column, type, nullable: notNull !== 'true', default: defaultValue, primaryKey: primary === 'true',
+        })),
+        primaryKey: primaryKey.rows.map(([column]) => column),
+        foreignKeys: foreignKeys.rows.map(([constraint, definition]) => `${constraint}: ${definition}`),
+        indexes: indexes.rows.map(([index, definition]) => `${index}: ${definition}`),
+      };
+    });
+  }
+
+  async ping(options: RunOptions): Promise<string> {
+    return this.run(options, async (client) => {
+      const result = await client.query<[string]>({ text: 'SELECT version()', rowMode: 'array' });
+      return result.rows[0]?.[0] ?? 'PostgreSQL';
+    });
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    if (client) await client.end().catch(() => undefined);
+  }
+}

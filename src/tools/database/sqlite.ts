@@ -1,0 +1,173 @@
+import Database from 'better-sqlite3';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { ToolError } from '../types.js';
+import { ReadOnlyViolation } from './statement-check.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+
+/**
+ * SQLite through better-sqlite3. Read-only mode opens the file read-only and sets
+ * `PRAGMA query_only`; on top, every prepared statement must be one SQLite itself calls
+ * read-only and row-returning, which refuses ATTACH, DETACH and VACUUM INTO (SQLite counts
+ * ATTACH as read-only because it does not change the file). better-sqlite3 prepares exactly
+ * one statement, so multiple statements are refused by the driver too.
+ *
+ * better-sqlite3 is synchronous: rows are read in chunks, yielding to the event loop between
+ * them so a cancel or the statement timeout is noticed; a single long step (a big sort before
+ * the first row) cannot be interrupted.
+ */
+
+/** Rows read between two checks of the abort signal. */
+const ROWS_PER_CHUNK = 5000;
+/** Leading keywords whose statement can be wrapped in a CTE so that SQLite writes the CSV itself. */
+const WRAPPABLE = /^\s*(\(\s*)*(SELECT|WITH|VALUES)\b/i;
+
+type SqliteStatement = Database.Statement<unknown[], unknown>;
+
+export class SqliteDriver implements DatabaseDriver {
+  readonly engine = 'sqlite' as const;
+  private db: Database.Database | null = null;
+
+  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
+
+  async connect(): Promise<void> {
+    if (this.db?.open) return;
+    try {
+      this.db = new Database(this.config.path!, { readonly: this.readOnly, fileMustExist: true, timeout: this.config.connectTimeoutMs });
+    } catch (error) {
+      throw new ToolError(`cannot open SQLite database ${this.config.path}: ${(error as Error).message}`);
+    }
+    if (this.readOnly) this.db.pragma('query_only = ON');
+  }
+
+  private prepare(sql: string, options: RunOptions): SqliteStatement {
+    if (!this.db) throw new Error('not connected');
+    const statement = this.db.prepare(sql);
+    if (options.readOnly && !(statement.readonly && statement.reader)) {
+      throw new ReadOnlyViolation('refused by SQLite: this statement is not a read-only query (SQLite reports it can change the database or its attachments)');
+    }
+    return statement;
+  }
+
+  async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
+    const statement = this.prepare(sql, options);
+    if (!statement.reader) {
+      const info = statement.run();
+      return { columns: [], rows: [], more: false, affectedRows: info.changes };
+    }
+    statement.raw(true).safeIntegers(true);
+    const columns = statement.columns().map((column) => column.name);
+    const rows: CellValue[][] = [];
+    const deadline = Date.now() + this.config.statementTimeoutMs;
+    const iterator = statement.iterate() as IterableIterator<CellValue[]>;
+    try {
+      for (;;) {
+        const next = iterator.next();
+        if (next.done) return { columns, rows, more: false };
+        if (rows.length === limit) return { columns, rows, more: true };
+        rows.push(next.value);
+        if (rows.length % ROWS_PER_CHUNK === 0) await this.checkpoint(options.signal, deadline);
+      }
+    } finally {
+      iterator.return?.();
+    }
+  }
+
+  private async checkpoint(signal: AbortSignal, deadline: number): Promise<void> {
+    await yieldToEventLoop();
+    if (signal.aborted) throw new ToolError('cancelled: the SQLite statement was stopped', { error: 'cancelled' });
+    if (Date.now() > deadline) {
+      throw new ToolError(`the statement ran longer than the statement timeout (${this.config.statementTimeoutMs / 1000} s) and was stopped`, { error: 'timeout' });
+    }
+  }
+
+  async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
+    const statement = this.prepare(sql, options);
+    if (!statement.reader) throw new ToolError('export_query needs a statement that returns rows');
+    const columns = statement.columns().map((column) => column.name);
+    sink.setColumns(columns);
+    const deadline = Date.now() + this.config.statementTimeoutMs;
+    if (WRAPPABLE.test(sql) && columns.length > 0) {
+      await this.exportEncodedBySqlite(sql, columns.length, sink, options, deadline);
+      return;
+    }
+    statement.raw(true).safeIntegers(true);
+    let batch: CellValue[][] = [];
+    for (const row of statement.iterate() as IterableIterator<CellValue[]>) {
+      batch.push(row);
+      if (batch.length === ROWS_PER_CHUNK) {
+        await sink.writeRows(batch);
+        batch = [];
+        await this.checkpoint(options.signal, deadline);
+      }
+    }
+    await sink.writeRows(batch);
+  }
+
+  /**
+   * SQLite builds each CSV line itself (one string per row instead of one value per column
+   * crossing into JavaScript): the fastest way through better-sqlite3. The statement is the
+   * body of a CTE whose columns are renamed c0..cN, so duplicate or odd column names do not matter.
+   */
+  private async exportEncodedBySqlite(sql: string, columnCount: number, sink: CsvSink, options: RunOptions, deadline: number): Promise<void> {
+    const names = Array.from({ length: columnCount }, (_, i) => `c${i}`);
+    const line = names.map(csvExpression).join(`||','||`);
+    const wrapped = `WITH quarry_export(${names.join(',')}) AS (\n${sql}\n) SELECT ${line}||char(13,10) FROM quarry_export`;
+    const statement = this.prepare(wrapped, options).pluck(true);
+    let chunk = '';
+    let count = 0;
+    for (const text of statement.iterate() as IterableIterator<string>) {
+      chunk += text;
+      count++;
+      if (count === ROWS_PER_CHUNK) {
+        await sink.writeEncoded(chunk, count);
+        chunk = '';
+        count = 0;
+        await this.checkpoint(options.signal, deadline);
+      }
+    }
+    await sink.writeEncoded(chunk, count);
+  }
+
+  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
+    const statement = this.prepare(
+      `SELECT schema, name, type FROM pragma_table_list WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name LIKE ? ORDER BY schema, name`,
+      options,
+    );
+    return (statement.all(pattern ?? '%') as { schema: string; name: string; type: string }[]).map((row) => ({ schema: row.schema, name: row.name, type: row.type }));
+  }
+
+  async describe(table: string, options: RunOptions): Promise<TableDescription> {
+    const exists = this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table) as { schema: string; name: string } | undefined;
+    if (!exists) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+    const columns = this.prepare(`SELECT name, type, "notnull" AS notnull, dflt_value, pk FROM pragma_table_xinfo(?) WHERE hidden = 0 ORDER BY cid`, options)
+      .all(table) as { name: string; type: string; notnull: number; dflt_value: string | null; pk: number }[];
+    const foreignKeys = this.prepare(`SELECT "from" AS source, "table" AS target, "to" AS target_column, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq`, options)
+      .all(table) as { source: string; target: string; target_column: string | null; on_delete: string }[];
+    const indexes = this.prepare(
+      `SELECT il.name, il."unique" AS is_unique, group_concat(ii.name, ', ') AS columns FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii GROUP BY il.name ORDER BY il.name`,
+      options,
+    ).all(table) as { name: string; is_unique: number; columns: string }[];
+    return {
+      schema: exists.schema,
+      name: exists.name,
+      columns: columns.map((column) => ({ name: column.name, type: column.type || '(none)', nullable: !column.notnull && !column.pk, default: column.dflt_value, primaryKey: column.pk > 0 })),
+      primaryKey: columns.filter((column) => column.pk > 0).sort((a, b) => a.pk - b.pk).map((column) => column.name),
+      foreignKeys: foreignKeys.map((fk) => `${fk.source} -> ${fk.target}(${fk.target_column ?? 'primary key'})${fk.on_delete !== 'NO ACTION' ? ` ON DELETE ${fk.on_delete}` : ''}`),
+      indexes: indexes.map((index) => `${index.name}${index.is_unique ? ' UNIQUE' : ''} (${index.columns})`),
+    };
+  }
+
+  async ping(options: RunOptions): Promise<string> {
+    return `SQLite ${String(this.prepare('SELECT sqlite_version()', options).pluck(true).get())}`;
+  }
+
+  async close(): Promise<void> {
+    this.db?.close();
+    this.db = null;
+  }
+}
+
+/** One column as a CSV field, computed by SQLite (RFC 4180 quoting; exact numbers; blobs as \x hex). */
+function csvExpression(column: string): string {
+  return `CASE typeof(${column}) WHEN 'null' THEN '' WHEN 'text' THEN CASE WHEN instr(${column},'"') THEN '"'||replace(${column},'"','""')||'"' WHEN instr(${column},',') OR instr(${column},char(10)) OR instr(${column},char(13)) THEN '"'||${column}||'"' ELSE ${column} END WHEN 'blob' THEN '\\x'||lower(hex(${column})) ELSE ${column} END`;
+}

@@ -1,0 +1,97 @@
+/** Shared database types: engines, configured databases and the per-engine driver interface. */
+
+export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica'] as const;
+export type Engine = (typeof ENGINES)[number];
+
+/** A configured database (SPEC §6). The password is kept apart so it can be scrubbed everywhere. */
+export interface DatabaseConfig {
+  alias: string;
+  engine: Engine;
+  /** sqlite: the database file (absolute). */
+  path?: string;
+  host?: string;
+  port?: number;
+  database?: string;
+  user?: string;
+  password?: string;
+  /** oracle: an Easy Connect string or TNS alias (host:port/service). */
+  dsn?: string;
+  connectTimeoutMs: number;
+  statementTimeoutMs: number;
+  /** Where it was configured, for `quarry db list` and error messages. */
+  source: string;
+}
+
+/** A value as drivers hand it over: already exact (decimals, big integers and dates arrive as strings). */
+export type CellValue = string | number | bigint | boolean | Buffer | Date | null | undefined | object;
+
+export interface QueryResult {
+  columns: string[];
+  rows: CellValue[][];
+  /** True when the statement had more rows than the limit (only limit+1 were fetched). */
+  more: boolean;
+  /** For statements without a result set (mutations mode): rows changed. */
+  affectedRows?: number;
+}
+
+export interface RunOptions {
+  /** Read-only mode: the engine's own read-only guard around the statement. */
+  readOnly: boolean;
+  /** Aborting cancels the running statement at the server. */
+  signal: AbortSignal;
+}
+
+/** Where an export's CSV goes: either the engine's own CSV bytes or rows for quarry to encode. */
+export interface CsvSink {
+  /** The column names, once known (before any row); the header line as the engine wrote it, if it did. */
+  setColumns(columns: string[], encodedHeader?: string): void;
+  /** Rows to encode (values as a query returns them). */
+  writeRows(rows: CellValue[][]): Promise<void>;
+  /** Already-encoded CSV lines (no header), e.g. from the engine itself. */
+  writeEncoded(chunk: Buffer | string, rowCount: number): Promise<void>;
+  /** The final row count, for engines that report it only at the end. */
+  setRowCount(rows: number): void;
+}
+
+export interface TableEntry {
+  schema: string | null;
+  name: string;
+  type: string;
+}
+
+export interface ColumnInfo {
+  name: string;
+  type: string;
+  nullable: boolean;
+  default: string | null;
+  primaryKey: boolean;
+}
+
+export interface TableDescription {
+  schema: string | null;
+  name: string;
+  columns: ColumnInfo[];
+  primaryKey: string[];
+  foreignKeys: string[];
+  indexes: string[];
+}
+
+/**
+ * What differs per engine. The shared tool (tool.ts) owns the statement check, formatting,
+ * limits and export files; a driver only talks to its engine. Every method runs the engine's
+ * own read-only guard when `readOnly` is set.
+ */
+export interface DatabaseDriver {
+  readonly engine: Engine;
+  /** Opens the connection (or re-opens a dead one); cheap when already open and healthy. */
+  connect(signal: AbortSignal): Promise<void>;
+  /** Runs one statement and returns at most `limit` rows; fetches no more than limit+1. */
+  query(sql: string, limit: number, options: RunOptions): Promise<QueryResult>;
+  /** Streams the whole result into the sink with constant memory. */
+  exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void>;
+  listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]>;
+  describe(table: string, options: RunOptions): Promise<TableDescription>;
+  /** A trivial round trip (`quarry db check`); returns the server's version text. */
+  ping(options: RunOptions): Promise<string>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,37 @@
+import { startMariadb, startPostgres, type RunningServer } from './servers.js';
+
+/**
+ * vitest globalSetup: starts PostgreSQL and MariaDB once for the whole suite and stops them at
+ * the end. Test files read the URLs from the environment (QUARRY_TEST_PG_URL, ...).
+ * When vitest is given file filters and none of them is a database test, the servers are not
+ * started, so running one unrelated test file stays fast.
+ */
+
+const DATABASE_TEST_FILTER = /database|db|servers/i;
+
+function wantsServers(argv: readonly string[]): boolean {
+  const runIndex = argv.findIndex((arg) => arg === 'run' || arg.endsWith('vitest.mjs') || arg.endsWith('/vitest'));
+  const filters = argv.slice(runIndex + 1).filter((arg) => !arg.startsWith('-') && arg !== 'run');
+  return filters.length === 0 || filters.some((filter) => DATABASE_TEST_FILTER.test(filter));
+}
+
+export default async function setup(): Promise<() => Promise<void>> {
+  if (!wantsServers(process.argv)) return async () => undefined;
+  const started: RunningServer[] = [];
+  try {
+    const postgres = await startPostgres();
+    started.push(postgres);
+    process.env.QUARRY_TEST_PG_URL = postgres.url;
+    process.env.QUARRY_TEST_PG_ADMIN_URL = postgres.adminUrl;
+    const mariadb = await startMariadb();
+    started.push(mariadb);
+    process.env.QUARRY_TEST_MYSQL_URL = mariadb.url;
+    process.env.QUARRY_TEST_MYSQL_ADMIN_URL = mariadb.adminUrl;
+  } catch (error) {
+    await Promise.allSettled(started.map((server) => server.stop()));
+    throw new Error(`could not start the test database servers: ${(error as Error).message}`);
+  }
+  return async () => {
+    await Promise.allSettled(started.map((server) => server.stop()));
+  };
+}
