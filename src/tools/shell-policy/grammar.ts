@@ -115,6 +115,23 @@ function collectCommand(node: SyntaxNode, out: SimpleCommand[]): void {
   out.push({ words, text: node.text });
 }
 
+/** The grammar reads `[ ... ]` as a test expression; it is the harmless `[` builtin with plain words. */
+const TEST_PARTS = new Set(['unary_expression', 'binary_expression', 'parenthesized_expression', 'test_operator']);
+function collectSingleBracketTest(node: SyntaxNode, out: SimpleCommand[]): void {
+  if (!node.text.startsWith('[') || node.text.startsWith('[[')) refuse(node);
+  const words: WordValue[] = [{ value: '[', glob: false }];
+  const walk = (n: SyntaxNode) => {
+    for (const child of n.namedChildren) {
+      if (!child) continue;
+      if (WORD_NODES.has(child.type)) words.push(wordOf(child));
+      else if (TEST_PARTS.has(child.type)) { if (child.type === 'test_operator') words.push({ value: child.text, glob: false }); else walk(child); }
+      else refuse(child);
+    }
+  };
+  walk(node);
+  out.push({ words, text: node.text });
+}
+
 /** Redirections that cannot change anything: output to /dev/null, and joining stderr and stdout. */
 function checkRedirect(node: SyntaxNode): void {
   if (node.type !== 'file_redirect') refuse(node);
@@ -141,6 +158,9 @@ function walkStatement(node: SyntaxNode, out: SimpleCommand[]): void {
       return;
     case 'command':
       collectCommand(node, out);
+      return;
+    case 'test_command':
+      collectSingleBracketTest(node, out);
       return;
     case 'redirected_statement': {
       const [body, ...redirects] = node.namedChildren.filter((child): child is SyntaxNode => child !== null);

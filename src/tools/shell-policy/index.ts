@@ -17,10 +17,21 @@ const GLOB_MARK = '\0';
 const NO_PATTERNS = new Set(['env', 'timeout', 'nice', 'command', 'xargs', 'uniq', 'xxd', 'hostname', 'date', 'cd']);
 const MAX_NESTING = 8;
 
-/** Words that reach other processes' environments or memory through /proc. */
+/** Per-process files under /proc that hold no secrets (environ, mem, fd/ and the like do). */
+const HARMLESS_PROCESS_FILES = new Set(['status', 'stat', 'statm', 'cmdline', 'comm', 'limits', 'io', 'cgroup', 'mounts', 'mountinfo', 'oom_score', 'sched', 'wchan', 'maps', 'loginuid']);
+
+/** Words that reach other processes' environments, memory or open files through /proc. */
 function sensitivePathRefusal(word: WordValue): string | null {
   if (/environ/i.test(word.value)) return `the word ${JSON.stringify(word.value)} refers to a process environment (secrets)`;
   const components = word.value.split('/');
+  const proc = components.indexOf('proc');
+  if (proc >= 0) {
+    const [owner, file, ...deeper] = components.slice(proc + 1).filter((part) => part !== '');
+    const perProcess = owner === undefined || /^(\d+|self|thread-self)$/.test(owner);
+    if (perProcess && (file === undefined || deeper.length > 0 || !HARMLESS_PROCESS_FILES.has(file))) {
+      return `the path ${JSON.stringify(word.value)} reaches into /proc processes (environments, memory and open files hold secrets); name a file such as /proc/PID/status`;
+    }
+  }
   if (word.glob && (components.includes('proc') || components.includes('..') || (word.value.startsWith('/') && /[*?[]/.test(components[1] ?? '')))) {
     return `the pattern ${JSON.stringify(word.value)} may reach /proc (process environments); name the files without a pattern`;
   }

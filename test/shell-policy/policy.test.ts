@@ -1,0 +1,71 @@
+import { describe, expect, test } from 'vitest';
+import { checkRestrictedCommand } from '../../src/tools/shell-policy/index.js';
+import { awkProgramRefusal } from '../../src/tools/shell-policy/awk.js';
+import { sedScriptRefusal } from '../../src/tools/shell-policy/sed.js';
+import { BENIGN, ESCAPES } from './corpus.js';
+
+const allEscapes = Object.entries(ESCAPES).flatMap(([category, commands]) => commands.map((command) => ({ category, command: command.replaceAll('{PID}', '4242') })));
+
+describe('restricted shell policy', () => {
+  test('the corpus is as large as the issue asks', () => {
+    expect(allEscapes.length).toBeGreaterThanOrEqual(150);
+    expect(BENIGN.length).toBeGreaterThanOrEqual(60);
+  });
+
+  test.each(allEscapes)('refuses [$category] $command', async ({ command }) => {
+    const decision = await checkRestrictedCommand(command);
+    expect(decision).toMatchObject({ allowed: false });
+  });
+
+  test.each(BENIGN.map((c) => c.command))('allows %s', async (command) => {
+    expect(await checkRestrictedCommand(command)).toEqual({ allowed: true });
+  });
+
+  test('refusals name the word or option and say why', async () => {
+    const cases: Array<[string, RegExp]> = [
+      ['ls; rm -rf x', /"rm" is not allowed.*can change files.*\(in: rm -rf x\)/],
+      ['find . -name x -delete', /find: -delete is refused: it deletes files/],
+      ['sed -ni p x', /sed: the option -i is refused: it edits files in place/],
+      ['sort --out=y x', /sort: the option --out \(--output\) is refused/],
+      ["awk '{print > \"f\"}'", /awk: output redirection/],
+      ['git -c core.pager=x log', /git: the global option -c is refused/],
+      ['echo $(id)', /command substitution/],
+      ['cat x > y', /redirection other than to \/dev\/null/],
+      ['echo x | xargs sed -n', /xargs: may only run commands that are harmless.*"sed" is not one of them/],
+      ['/bin/cat x', /without a path/],
+      ['cat <<EOF\nx\nEOF', /here-document/],
+    ];
+    for (const [command, pattern] of cases) {
+      const decision = await checkRestrictedCommand(command);
+      expect(decision.allowed ? 'allowed' : decision.reason).toMatch(pattern);
+    }
+  });
+
+  test('only the first command checked (§14): every command of a line is checked', async () => {
+    for (const command of ['ls && rm x', 'ls || rm x', 'ls | rm x', 'ls\nrm x', 'cat x; sed -i s/a/b/ x', 'grep a x | xargs rm']) {
+      expect(await checkRestrictedCommand(command)).toMatchObject({ allowed: false });
+    }
+  });
+
+  test('awk programs: printing and comparisons pass, system/pipes/redirection do not', () => {
+    expect(awkProgramRefusal('{ print $1, $2 }')).toBeNull();
+    expect(awkProgramRefusal('$3 > 100 { n++ } END { print n }')).toBeNull();
+    expect(awkProgramRefusal('/a|b/ { print }')).toBeNull();
+    expect(awkProgramRefusal('{ print ($1 > 2) }')).toBeNull();
+    expect(awkProgramRefusal('{ x = a / 2; y = b / 3 }')).toBeNull();
+    expect(awkProgramRefusal('{ print "system" }')).toBeNull();
+    expect(awkProgramRefusal('{ x = a / 2; system("id"); y = b / 3 }')).toMatch(/system/);
+    expect(awkProgramRefusal('{ print $1 > 2 }')).toMatch(/redirection/);
+    expect(awkProgramRefusal('{ printf("%s", $1) >> "f" }')).toMatch(/redirection/);
+    expect(awkProgramRefusal('{ "date" | getline d }')).toMatch(/pipe/);
+  });
+
+  test('sed scripts: reading commands pass, w/W/e and the w/e flags do not', () => {
+    for (const ok of ['p', '1,5p', '/x/d', 's/a/b/g', 's|a|b|2p', 'y/abc/xyz/', ':a;N;ba', '$!N;P;D', '1i\\header', '/start/,/end/{s/x/y/;p}', '0~2d', '5q', 'r other.txt']) {
+      expect(sedScriptRefusal(ok), ok).toBeNull();
+    }
+    for (const bad of ['w out', '1w out', 's/a/b/w out', 's/a/b/e', 'e id', '/x/W out', '$!{w out\n}', 's/a/b/;w out', 'b end w x', '1a foo\nw out']) {
+      expect(sedScriptRefusal(bad), bad).not.toBeNull();
+    }
+  });
+});

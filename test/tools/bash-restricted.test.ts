@@ -1,0 +1,155 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { ChildProcess } from 'node:child_process';
+import { LocalBackend } from '../../src/backends/local.js';
+import { buildToolRegistry } from '../../src/agent/toolset.js';
+import { loadProfile } from '../../src/profiles/load.js';
+import { createBashTool } from '../../src/tools/bash.js';
+import { ToolRegistry } from '../../src/tools/registry.js';
+import type { Tool } from '../../src/tools/types.js';
+import { restrictedEnvironment } from '../../src/tools/shell-environment.js';
+import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from '../../src/tools/shell-sandbox.js';
+import { makeToolContext } from '../support/context.js';
+import { BENIGN, ESCAPES } from '../shell-policy/corpus.js';
+import { isAlive, makeCanaryDir, snapshot, startCanaryProcess } from '../shell-policy/canary.js';
+
+/**
+ * Effect-based checks of the restricted shell (issue 6): every escape of the corpus is refused
+ * and leaves the canary directory (names, sizes, hashes, modes) and the canary process as they
+ * were; every benign command prints exactly what it should; with and without the OS layer.
+ */
+
+const SECRET = 'sk-canary-secret-0123456789';
+const DB_PASSWORD = 'canary-db-password';
+const POOL = 4;
+
+let dir: string;
+let before: Record<string, string>;
+let canary: ChildProcess;
+
+beforeAll(() => {
+  process.env.QUARRY_TEST_API_KEY = SECRET;
+  process.env.QUARRY_TEST_DB = `postgres://app:${DB_PASSWORD}@db.internal/prod`;
+  process.env.PGPASSWORD = DB_PASSWORD;
+  dir = makeCanaryDir();
+  before = snapshot(dir);
+  canary = startCanaryProcess();
+});
+
+afterAll(() => {
+  canary.kill('SIGKILL');
+  delete process.env.QUARRY_TEST_API_KEY;
+  delete process.env.QUARRY_TEST_DB;
+  delete process.env.PGPASSWORD;
+});
+
+async function runPool<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: POOL }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]!);
+    }
+  }));
+  return results;
+}
+
+const layers = [
+  { name: 'with the OS layer', registry: () => buildToolRegistry(loadProfile('readonly')) },
+  {
+    name: 'with the policy layer only',
+    registry: () => {
+      const registry = new ToolRegistry();
+      registry.register(createBashTool({ osLayer: false }) as unknown as Tool);
+      return registry;
+    },
+  },
+];
+
+test('bubblewrap works on this machine (the OS layer is active)', () => {
+  expect(bubblewrapSupport()).toMatchObject({ reason: '' });
+  expect(bubblewrapSupport().path).toMatch(/bwrap$/);
+  expect(buildToolRegistry(loadProfile('readonly')).get('bash')?.description).toContain('OS layer active');
+  expect(createBashTool({ osLayer: false }).description).toContain('OS layer NOT active');
+});
+
+describe.each(layers)('restricted bash $name', ({ registry: makeRegistry }) => {
+  const escapes = Object.entries(ESCAPES).flatMap(([category, commands]) => commands.map((command) => ({ category, command })));
+
+  test(`${escapes.length} escape attempts are refused and change nothing`, async () => {
+    const registry = makeRegistry();
+    const context = makeToolContext({ workingDir: dir });
+    const results = await runPool(escapes, async ({ category, command }) => {
+      const result = await registry.run('bash', { command: command.replaceAll('{PID}', String(canary.pid)) }, context);
+      return { category, command, ok: result.ok, output: result.output };
+    });
+    const escaped = results.filter((result) => result.ok || !result.output.includes('refused'));
+    expect(escaped).toEqual([]);
+    const leaked = results.filter((result) => result.output.includes(SECRET) || result.output.includes(DB_PASSWORD));
+    expect(leaked).toEqual([]);
+    expect(snapshot(dir)).toEqual(before);
+    expect(isAlive(canary.pid!)).toBe(true);
+  });
+
+  test(`${BENIGN.length} inspection commands run and print the right output`, async () => {
+    const registry = makeRegistry();
+    const context = makeToolContext({ workingDir: dir });
+    const results = await runPool(BENIGN, async ({ command, expect: expected }) => {
+      const result = await registry.run('bash', { command }, context);
+      const parsed = result.ok ? (JSON.parse(result.output) as { output: string }) : { output: `NOT OK: ${result.output}` };
+      const good = typeof expected === 'string' ? parsed.output === expected : expected.test(parsed.output);
+      return { command, good, output: parsed.output };
+    });
+    expect(results.filter((result) => !result.good)).toEqual([]);
+    expect(snapshot(dir)).toEqual(before);
+    expect(isAlive(canary.pid!)).toBe(true);
+  });
+
+  test('env and printenv never print secrets (§14)', async () => {
+    const registry = makeRegistry();
+    const context = makeToolContext({ workingDir: dir });
+    for (const command of ['env', 'printenv', 'env -0', 'printenv QUARRY_TEST_API_KEY PGPASSWORD QUARRY_TEST_DB']) {
+      const result = await registry.run('bash', { command }, context);
+      expect(result.ok).toBe(true);
+      expect(result.output).not.toContain(SECRET);
+      expect(result.output).not.toContain(DB_PASSWORD);
+    }
+    const env = JSON.parse((await registry.run('bash', { command: 'env' }, context)).output) as { output: string };
+    expect(env.output).toMatch(/^PATH=/m);
+    expect(env.output).not.toMatch(/^(QUARRY_TEST_API_KEY|PGPASSWORD|QUARRY_TEST_DB)=/m);
+  });
+});
+
+describe('the OS layer on its own (policy bypassed)', () => {
+  const backend = new LocalBackend();
+  const runSandboxed = async (script: string) => {
+    const argv = sandboxedArgv(['/bin/bash', '-c', `exec 2>&1; ${script}`], dir);
+    expect(argv).not.toBeNull();
+    return backend.execFile(argv!, { cwd: dir, env: restrictedEnvironment(process.env, { TMPDIR: SANDBOX_TMPDIR }), timeoutMs: 20_000 });
+  };
+
+  test('destructive commands fail with a read-only file system and change nothing', async () => {
+    const result = await runSandboxed('rm -rf notes.txt logs; echo x > data.csv; chmod 777 readonly.txt; touch new; mkdir d; ln -s a b; mv data.json moved; echo done');
+    const text = result.stdout.toString();
+    expect(text).toContain('Read-only file system');
+    expect(text).toContain('done');
+    expect(snapshot(dir)).toEqual(before);
+  });
+
+  test('host processes cannot be signalled, their environments cannot be read, and the network is off', async () => {
+    const pid = canary.pid!;
+    const result = await runSandboxed(`kill -9 ${pid}; echo kill=$?; cat /proc/${pid}/environ >/dev/null; echo environ=$?; ps -e | grep -c sleep; cat < /dev/tcp/127.0.0.1/22; echo net=$?; ls /sys/class/net`);
+    const text = result.stdout.toString();
+    expect(text).toMatch(/kill=1/);
+    expect(text).toMatch(/environ=1/);
+    expect(text).toMatch(/net=1/);
+    expect(text.trim().split('\n').at(-1)).toBe('lo');
+    expect(isAlive(pid)).toBe(true);
+  });
+
+  test('a private scratch directory (TMPDIR) is writable; the host /tmp is not', async () => {
+    const result = await runSandboxed('echo scratch > "$TMPDIR/x"; cat "$TMPDIR/x"; touch /tmp/quarry-sandbox-probe; echo tmp=$?');
+    expect(result.stdout.toString()).toMatch(/^scratch\n/);
+    expect(result.stdout.toString()).toMatch(/tmp=1/);
+  });
+});
