@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Backend } from '../backends/types.js';
 import { UsageError } from '../cli/errors.js';
+import { loadMcpServers, McpConfigError, type McpServerConfig } from '../mcp/config.js';
 import { loadProfile } from '../profiles/load.js';
 import type { Profile } from '../profiles/schema.js';
 import type { ToolRegistry } from '../tools/registry.js';
@@ -25,6 +26,10 @@ export interface WorkspaceOptions {
   profile?: string;
   workingDir?: string;
   cwd?: string;
+  /** `--config FILE`; default `$QUARRY_HOME/config.yaml` (MCP servers). */
+  configFile?: string;
+  /** Start the configured MCP servers (default true; `quarry tool` skips them unless it runs an MCP tool). */
+  mcp?: boolean;
 }
 
 export function resolveWorkingDir(requested: string | undefined, cwd: string): string {
@@ -38,13 +43,34 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   const cwd = options.cwd ?? process.cwd();
   const profile = loadProfile(options.profile, cwd);
   const workingDir = resolveWorkingDir(options.workingDir, cwd);
-  const backend = createBackend(profile);
-  const registry = buildToolRegistry(profile);
+  const mcpConfigs = options.mcp === false ? [] : mcpServerConfigs(options.configFile, cwd);
+  // Loaded only when servers are configured: the MCP SDK costs about 0.25 s to import.
+  const mcp = mcpConfigs.length > 0 ? await (await import('../mcp/servers.js')).startMcpServers(mcpConfigs) : undefined;
+  let backend: Backend;
+  let registry: ToolRegistry;
+  try {
+    backend = createBackend(profile);
+    registry = buildToolRegistry(profile, { mcpTools: mcp?.tools ?? [] });
+  } catch (error) {
+    await mcp?.close();
+    throw error;
+  }
+  let closing: Promise<void> | undefined;
   return {
     profile,
     workingDir,
     backend,
     registry,
-    close: async () => undefined,
+    // Stops MCP servers and deletes a sandbox; safe to call twice.
+    close: () => (closing ??= Promise.all([mcp?.close(), backend.dispose?.()]).then(() => undefined)),
   };
+}
+
+function mcpServerConfigs(configFile: string | undefined, cwd: string): McpServerConfig[] {
+  try {
+    return loadMcpServers(configFile, process.env, cwd);
+  } catch (error) {
+    if (error instanceof McpConfigError) throw new UsageError(error.message);
+    throw error;
+  }
 }

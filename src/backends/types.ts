@@ -88,6 +88,8 @@ export interface Backend {
   writeFileAtomic(path: string, data: Buffer, options: WriteOptions): Promise<void>;
   listDir(path: string): Promise<DirEntry[]>;
   glob(pattern: string, options: GlobOptions): Promise<GlobResult>;
+  /** Releases what the backend holds (the daytona backend deletes its sandbox); the workspace calls it at session end. */
+  dispose?(): Promise<void>;
 }
 
 /** Thrown by a backend that cannot serve requests (e.g. not configured); tools report its message. */

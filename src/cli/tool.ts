@@ -2,6 +2,7 @@ import type { Argv } from 'yargs';
 import { approvalReason } from '../agent/approval.js';
 import { toolAvailability } from '../agent/toolset.js';
 import { openWorkspace } from '../agent/workspace.js';
+import { MCP_TOOL_PREFIX } from '../mcp/names.js';
 import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
 import { withCommonOptions } from './options.js';
 
@@ -28,6 +29,7 @@ export function registerToolCommand(parser: Argv, setExit: (code: number) => voi
         yes: argv.yes,
         profile: argv.profile,
         workingDir: argv['working-dir'],
+        configFile: argv.config,
       }));
     },
   );
@@ -40,6 +42,7 @@ interface ToolCommandOptions {
   yes: boolean;
   profile: string;
   workingDir: string | undefined;
+  configFile?: string | undefined;
 }
 
 function parseArgsJson(text: string): Record<string, unknown> {
@@ -66,7 +69,13 @@ function print(format: 'text' | 'json', ok: boolean, output: string, metadata: R
 
 export async function runToolCommand(options: ToolCommandOptions): Promise<number> {
   const args = parseArgsJson(options.argsJson);
-  const workspace = await openWorkspace({ profile: options.profile, ...(options.workingDir ? { workingDir: options.workingDir } : {}) });
+  const workspace = await openWorkspace({
+    profile: options.profile,
+    ...(options.workingDir ? { workingDir: options.workingDir } : {}),
+    ...(options.configFile ? { configFile: options.configFile } : {}),
+    // MCP servers take time to start: only when this call is for one of their tools.
+    mcp: options.name.startsWith(MCP_TOOL_PREFIX),
+  });
   try {
     const tool = workspace.registry.get(options.name);
     if (!tool) {
