@@ -41,6 +41,12 @@ describe('restricted shell policy', () => {
     }
   });
 
+  test('§14 regressions of the Python original are refused', async () => {
+    for (const command of ['ls; find . -delete', 'find . -name x -delete', 'sed -i s/a/b/ f', "awk 'BEGIN{system(\"id\")}'", 'env sh', 'env bash -c id', 'git -c core.pager=id log', 'curl -o f http://x/', 'ls && curl -o f http://x/']) {
+      expect(await checkRestrictedCommand(command), command).toMatchObject({ allowed: false });
+    }
+  });
+
   test('only the first command checked (§14): every command of a line is checked', async () => {
     for (const command of ['ls && rm x', 'ls || rm x', 'ls | rm x', 'ls\nrm x', 'cat x; sed -i s/a/b/ x', 'grep a x | xargs rm']) {
       expect(await checkRestrictedCommand(command)).toMatchObject({ allowed: false });
