@@ -8,21 +8,23 @@ export const BENCH_ROWS = 200_000;
 const REGIONS = ['North', 'South', 'East', 'West', 'Central'];
 const PRODUCTS = Array.from({ length: 400 }, (_, i) => `Product ${String(i + 1).padStart(4, '0')}`);
 
-function mulberry32(seed) {
-  let a = seed >>> 0;
+/** A deterministic pseudo-random sequence in [0, 1) (a 32-bit xorshift). */
+function xorshift(seed) {
+  let x = seed >>> 0 || 1;
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 4294967296;
   };
 }
 
 /** Writes the workbook unless it is already there; returns its path. */
 export async function ensureBenchWorkbook(path) {
   if (existsSync(path)) return path;
-  const random = mulberry32(7);
+  const random = xorshift(7);
   const partial = `${path}.partial`;
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: partial, useSharedStrings: true, useStyles: true });
   const sheet = workbook.addWorksheet('Orders');

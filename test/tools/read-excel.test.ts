@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { classifyFormat, cleanNumber, serialToIso } from '../../src/tools/excel/cell-values.js';
+import { attributeValue, XmlScanner } from '../../src/tools/excel/xml-scanner.js';
 import { READ_EXCEL_MAX_ROWS, readExcelTool } from '../../src/tools/read-excel.js';
 import { ToolRegistry, type ToolCallResult } from '../../src/tools/registry.js';
 import { makeTempDir, makeToolContext } from '../support/context.js';
@@ -342,6 +343,27 @@ describe('cell values as Excel shows them', () => {
     expect(cleanNumber(0.1 + 0.2)).toBe('0.3');
     expect(cleanNumber(-1234567.891)).toBe('-1234567.891');
     expect(cleanNumber(123456789012)).toBe('123456789012');
+  });
+});
+
+describe('the streaming XML scanner', () => {
+  it('finds tags split across chunks, > inside quoted values, entities, CDATA and comments', () => {
+    const events: string[] = [];
+    const scanner = new XmlScanner({
+      open: (name, raw, selfClosing) => events.push(`open ${name}${selfClosing ? '/' : ''} ${attributeValue(raw, 'formatCode') ?? attributeValue(raw, 'r') ?? ''}`.trim()),
+      close: (name) => events.push(`close ${name}`),
+      text: (text) => events.push(`text ${text}`),
+    });
+    const xml = `<?xml version="1.0"?><x:numFmt numFmtId="164" formatCode="[>100]0;'a'"/><!-- <c r="Z9"> --><c r='B2'><t>a &amp; b &#x1F4C8;</t><t><![CDATA[<raw>]]></t></c>`;
+    for (let i = 0; i < xml.length; i += 7) scanner.feed(xml.slice(i, i + 7));
+    // Text may arrive in pieces: join neighbouring text events before comparing.
+    const merged = events.reduce<string[]>((all, e) => {
+      const last = all[all.length - 1];
+      if (e.startsWith('text ') && last?.startsWith('text ')) all[all.length - 1] = last + e.slice(5);
+      else all.push(e);
+      return all;
+    }, []);
+    expect(merged).toEqual(["open numFmt/ [>100]0;'a'", 'close numFmt', 'open c B2', 'open t', 'text a & b 📈', 'close t', 'open t', 'text <raw>', 'close t', 'close c']);
   });
 });
 

@@ -1,4 +1,4 @@
-import { parseAttributes, type XmlHandler } from './xml-scanner.js';
+import { attributeValue, parseAttributes, type XmlHandler } from './xml-scanner.js';
 
 /**
  * Streaming parse of one worksheet part (xl/worksheets/sheetN.xml): the declared dimension, column
@@ -68,10 +68,11 @@ export class SheetXmlHandler implements XmlHandler {
     switch (name) {
       case 'c': {
         if (!this.row) return;
-        const a = parseAttributes(raw);
-        const column = a.r ? columnOfReference(a.r) : this.lastColumn + 1;
+        const ref = attributeValue(raw, 'r');
+        const style = attributeValue(raw, 's');
+        const column = ref ? columnOfReference(ref) : this.lastColumn + 1;
         this.lastColumn = column;
-        this.cell = { column, type: a.t, style: a.s ? Number(a.s) : 0, value: null, inline: null, hasFormula: false, formula: '' };
+        this.cell = { column, type: attributeValue(raw, 't'), style: style ? Number(style) : 0, value: null, inline: null, hasFormula: false, formula: '' };
         return;
       }
       case 'v':
@@ -94,11 +95,11 @@ export class SheetXmlHandler implements XmlHandler {
         return;
       case 'row': {
         if (!this.inSheetData) return;
-        const a = parseAttributes(raw);
-        const number = a.r ? Number(a.r) : this.lastRowNumber + 1;
+        const ref = attributeValue(raw, 'r');
+        const number = ref ? Number(ref) : this.lastRowNumber + 1;
         this.lastRowNumber = number;
         this.lastColumn = 0;
-        this.row = { row: number, hidden: isTrue(a.hidden), cells: [] };
+        this.row = { row: number, hidden: isTrue(attributeValue(raw, 'hidden')), cells: [] };
         return;
       }
       case 'sheetData':

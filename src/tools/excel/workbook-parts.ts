@@ -82,7 +82,8 @@ export function parseStyles(text: string): string[] {
 
 /**
  * The shared string table, as plain text (rich-text runs joined, phonetic hints dropped). When
- * `wanted` says which indexes matter, only those are kept, so a huge table costs little memory.
+ * `wanted` says which indexes matter, only those are kept and reading stops after the highest,
+ * so a huge table costs little time or memory.
  */
 export class SharedStringsHandler implements XmlHandler {
   readonly strings = new Map<number, string>();
@@ -91,12 +92,27 @@ export class SharedStringsHandler implements XmlHandler {
   private inText = false;
   private phonetic = 0;
   private current = '';
+  private selection: Set<number> | null | undefined;
+  private highestWanted = Infinity;
+  stopped = false;
 
-  constructor(private readonly wanted: () => ((index: number) => boolean) | null) {}
+  constructor(private readonly wanted: () => Set<number> | null) {}
 
   open(name: string): void {
     if (name === 'si') {
+      if (this.selection === undefined) {
+        // Asked once, when the table starts: by then the sheet has been read, or never will be first.
+        this.selection = this.wanted();
+        if (this.selection) {
+          this.highestWanted = -1;
+          for (const index of this.selection) if (index > this.highestWanted) this.highestWanted = index;
+        }
+      }
       this.index++;
+      if (this.index > this.highestWanted) {
+        this.stopped = true;
+        return;
+      }
       this.inItem = true;
       this.current = '';
     } else if (name === 't' && this.inItem && this.phonetic === 0) this.inText = true;
@@ -108,8 +124,7 @@ export class SharedStringsHandler implements XmlHandler {
     else if (name === 'rPh') this.phonetic--;
     else if (name === 'si') {
       this.inItem = false;
-      const keep = this.wanted();
-      if (!keep || keep(this.index)) this.strings.set(this.index, decodeOoxmlEscapes(this.current));
+      if (!this.selection || this.selection.has(this.index)) this.strings.set(this.index, decodeOoxmlEscapes(this.current));
     }
   }
 

@@ -5,7 +5,7 @@ import type { CellValue, ColumnRange, OpenWorkbook, SheetInfo, SheetRow, SheetSl
 import { SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
 import { parseRelationships, parseStyles, parseWorkbook, relationshipsPartOf, SharedStringsHandler, type Relationship } from './workbook-parts.js';
 import { XmlScanner, type XmlHandler } from './xml-scanner.js';
-import { parseCentralDirectory, streamEntries, TextCollector, type FileEnds, type TextSink, type ZipEntry } from './zip-stream.js';
+import { parseCentralDirectory, streamEntries, TextCollector, type FileEnds, type KnownBytes, type TextSink, type ZipEntry } from './zip-stream.js';
 
 /**
  * .xlsx / .xlsm reading, streamed: the rows of a range are read without inflating the rest of
@@ -44,6 +44,7 @@ class XlsxWorkbook implements OpenWorkbook {
     private readonly backend: Backend,
     private readonly path: string,
     private readonly signal: AbortSignal,
+    private readonly known: KnownBytes,
     readonly sheets: XlsxSheet[],
     readonly date1904: boolean,
     private readonly stylesPart: ZipEntry | undefined,
@@ -51,7 +52,7 @@ class XlsxWorkbook implements OpenWorkbook {
   ) {}
 
   private stream(wanted: Array<{ entry: ZipEntry; sink: TextSink }>): Promise<void> {
-    return streamEntries(this.backend, this.path, wanted, this.signal);
+    return streamEntries(this.backend, this.path, wanted, this.signal, this.known);
   }
 
   async loadDimensions(): Promise<void> {
@@ -93,7 +94,7 @@ class XlsxWorkbook implements OpenWorkbook {
     const wanted: Array<{ entry: ZipEntry; sink: TextSink }> = [{ entry: part, sink: new XmlSink(new SheetXmlHandler(events)) }];
     // Whether the sheet was read before the string table: then only the strings it uses are kept.
     const sheetFirst = this.sharedStringsPart ? part.localHeaderOffset < this.sharedStringsPart.localHeaderOffset : false;
-    const strings = new SharedStringsHandler(() => (sheetFirst ? (index) => neededStrings.has(index) : null));
+    const strings = new SharedStringsHandler(() => (sheetFirst ? neededStrings : null));
     if (this.sharedStringsPart) wanted.push({ entry: this.sharedStringsPart, sink: new XmlSink(strings) });
     let styles: string[] = [];
     const stylesText = new TextCollector();
@@ -199,6 +200,7 @@ function resolveCell(cell: RawCell, strings: Map<number, string>, styles: string
 /** Opens an .xlsx from its central directory: reads the workbook's small parts, not its sheets. */
 export async function openXlsx(backend: Backend, path: string, ends: FileEnds, signal: AbortSignal): Promise<OpenWorkbook> {
   const entries = new Map(parseCentralDirectory(ends).map((entry) => [entry.name, entry]));
+  const known: KnownBytes = { bytes: ends.tail, start: ends.size - ends.tail.length };
   const readParts = async (names: string[]): Promise<Map<string, string>> => {
     const collectors = new Map<string, TextCollector>();
     const wanted: Array<{ entry: ZipEntry; sink: TextSink }> = [];
@@ -209,7 +211,7 @@ export async function openXlsx(backend: Backend, path: string, ends: FileEnds, s
       collectors.set(name, collector);
       wanted.push({ entry, sink: collector });
     }
-    await streamEntries(backend, path, wanted, signal);
+    await streamEntries(backend, path, wanted, signal, known);
     return new Map([...collectors].map(([name, collector]) => [name, collector.text()]));
   };
 
@@ -237,5 +239,5 @@ export async function openXlsx(backend: Backend, path: string, ends: FileEnds, s
     const rel = relationships.find((r) => type.test(r.type));
     return rel ? entries.get(rel.path) : undefined;
   };
-  return new XlsxWorkbook(backend, path, signal, xlsxSheets, date1904, partOfType(REL_STYLES), partOfType(REL_SHARED_STRINGS));
+  return new XlsxWorkbook(backend, path, signal, known, xlsxSheets, date1904, partOfType(REL_STYLES), partOfType(REL_SHARED_STRINGS));
 }

@@ -63,7 +63,6 @@ export class XmlScanner {
     if (this.stopped) return;
     const text = this.pending === '' ? chunk : this.pending + chunk;
     let i = 0;
-    const length = text.length;
     while (!this.stopped) {
       if (this.handler.stopped) {
         this.stop();
@@ -80,17 +79,10 @@ export class XmlScanner {
         i = end;
         continue;
       }
-      // Find the closing '>' outside quoted attribute values.
-      let j = lt + 1;
-      let quote = 0;
-      for (; j < length; j++) {
-        const c = text.charCodeAt(j);
-        if (quote !== 0) {
-          if (c === quote) quote = 0;
-        } else if (c === 0x22 || c === 0x27) quote = c;
-        else if (c === 0x3e) break;
-      }
-      if (j >= length) break;
+      // The closing '>' is the first one outside quoted attribute values.
+      let j = text.indexOf('>', lt + 1);
+      while (j >= 0 && !quotesBalanced(text, lt, j)) j = text.indexOf('>', j + 1);
+      if (j < 0) break;
       i = j + 1;
       if (next === 0x3f /* ? */) continue;
       if (next === 0x2f /* / */) {
@@ -124,6 +116,34 @@ export class XmlScanner {
     const end = text.indexOf('>', lt);
     return end < 0 ? -1 : end + 1;
   }
+}
+
+/** Whether text[from..to) holds an even number of each quote character (no '>' inside a value). */
+function quotesBalanced(text: string, from: number, to: number): boolean {
+  const tag = text.slice(from, to);
+  for (const quote of ['"', "'"]) {
+    let count = 0;
+    for (let k = tag.indexOf(quote); k >= 0; k = tag.indexOf(quote, k + 1)) count++;
+    if (count % 2 !== 0) return false;
+  }
+  return true;
+}
+
+/**
+ * One attribute's value without parsing the others: the hot path for the millions of <c> and
+ * <row> elements of a large sheet. Falls back to parseAttributes for unusual spacing.
+ */
+export function attributeValue(raw: string, name: string): string | undefined {
+  const key = `${name}=`;
+  for (let i = raw.indexOf(key); i >= 0; i = raw.indexOf(key, i + 1)) {
+    if (i > 0 && !isSpace(raw.charCodeAt(i - 1))) continue;
+    const quote = raw[i + key.length];
+    if (quote !== '"' && quote !== "'") break;
+    const end = raw.indexOf(quote, i + key.length + 1);
+    if (end < 0) break;
+    return decodeXmlText(raw.slice(i + key.length + 1, end));
+  }
+  return /\s=|=\s/.test(raw) ? parseAttributes(raw)[name] : undefined;
 }
 
 function isSpace(c: number): boolean {

@@ -31,6 +31,8 @@ const LOCAL_SIGNATURE = 0x04034b50;
 const EOCD_MIN_BYTES = 22;
 const MAX_COMMENT_BYTES = 0xffff;
 const LOCAL_HEADER_BYTES = 30;
+/** Inflated bytes per step: large steps mean fewer hops between the zlib thread and this one. */
+const INFLATE_CHUNK_BYTES = 256 * 1024;
 
 export interface FileEnds {
   /** The first bytes of the file (its signature). */
@@ -106,7 +108,7 @@ class EntryReader {
   constructor(readonly entry: ZipEntry, private readonly sink: TextSink) {
     if (entry.method !== 0 && entry.method !== 8) throw new WorkbookError(`part ${entry.name} uses zip compression method ${entry.method}, which is not supported`, 'unsupported');
     if (entry.method === 8) {
-      this.inflater = createInflateRaw();
+      this.inflater = createInflateRaw({ chunkSize: INFLATE_CHUNK_BYTES });
       this.inflater.on('data', (out: Buffer) => this.deliver(this.decoder.decode(out, { stream: true })));
       this.inflater.on('error', (error: Error) => { this.failure = error; });
     }
@@ -155,12 +157,44 @@ class EntryReader {
   }
 }
 
+/** The part of the file already in memory (the tail kept by readFileEnds). */
+export interface KnownBytes {
+  bytes: Buffer;
+  /** File offset of bytes[0]. */
+  start: number;
+}
+
+/** Where an entry's compressed data lies inside `known`, or null when it is not all there. */
+function dataInKnownBytes(entry: ZipEntry, known: KnownBytes | undefined): Buffer | null {
+  if (!known) return null;
+  const header = entry.localHeaderOffset - known.start;
+  if (header < 0 || header + LOCAL_HEADER_BYTES > known.bytes.length) return null;
+  if (known.bytes.readUInt32LE(header) !== LOCAL_SIGNATURE) throw new WorkbookError(`the zip container is damaged (no header for part ${entry.name})`, 'corrupt');
+  const dataStart = header + LOCAL_HEADER_BYTES + known.bytes.readUInt16LE(header + 26) + known.bytes.readUInt16LE(header + 28);
+  const dataEnd = dataStart + entry.compressedSize;
+  return dataEnd <= known.bytes.length ? known.bytes.subarray(dataStart, dataEnd) : null;
+}
+
 /**
- * Streams the file once and feeds each wanted entry's text to its sink, in file order. Stops
- * reading as soon as every wanted entry is done.
+ * Feeds each wanted entry's text to its sink, in file order. Entries whose bytes are already in
+ * memory (the file's tail, where many writers put the small parts) are read from there; the file
+ * is streamed only as far as the others need, then reading stops.
  */
-export async function streamEntries(backend: Backend, path: string, wanted: Array<{ entry: ZipEntry; sink: TextSink }>, signal: AbortSignal): Promise<void> {
-  const queue = [...wanted].sort((a, b) => a.entry.localHeaderOffset - b.entry.localHeaderOffset);
+export async function streamEntries(backend: Backend, path: string, wanted: Array<{ entry: ZipEntry; sink: TextSink }>, signal: AbortSignal, known?: KnownBytes): Promise<void> {
+  const sorted = [...wanted].sort((a, b) => a.entry.localHeaderOffset - b.entry.localHeaderOffset);
+  // The tail is the end of the file, so the entries found in it are a suffix of the sorted list.
+  let firstInMemory = sorted.length;
+  while (firstInMemory > 0 && dataInKnownBytes(sorted[firstInMemory - 1]!.entry, known) !== null) firstInMemory--;
+  await streamFromFile(backend, path, sorted.slice(0, firstInMemory), signal);
+  for (const item of sorted.slice(firstInMemory)) {
+    throwIfAborted(signal);
+    const reader = new EntryReader(item.entry, item.sink);
+    await reader.push(dataInKnownBytes(item.entry, known)!);
+    await reader.finish();
+  }
+}
+
+async function streamFromFile(backend: Backend, path: string, queue: Array<{ entry: ZipEntry; sink: TextSink }>, signal: AbortSignal): Promise<void> {
   let index = 0;
   let position = 0;
   let header: Buffer | null = null;
