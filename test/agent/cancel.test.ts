@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cliEnv, collect, runCli, spawnCli, waitForOutput } from '../support/cli.js';
+import { cliEnv, collect, runCli, spawnCli, waitForOutput } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer, type ReplySource } from '../support/fake-openai.js';
 

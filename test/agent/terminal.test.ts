@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliEnv } from '../support/cli.js';
+import { cliEnv } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { runOnPty } from '../support/pty.js';
 
