@@ -69,6 +69,7 @@ export class DaytonaBackend implements Backend {
   private disposed = false;
   private dirs: Promise<{ home: string; temp: string }> | undefined;
   private ripgrep: Promise<string | null> | undefined;
+  private baseEnv: Promise<Record<string, string>> | undefined;
 
   constructor(
     private readonly env: NodeJS.ProcessEnv = process.env,
@@ -120,6 +121,22 @@ export class DaytonaBackend implements Backend {
       this.dirs = undefined;
     });
     return this.dirs;
+  }
+
+  /** The sandbox's own environment (what its login gives a command), read once. */
+  environment(): Promise<Record<string, string>> {
+    this.baseEnv ??= this.execFile(['env', '-0'], { cwd: '/' }).then((result) => {
+      const env: Record<string, string> = {};
+      for (const entry of result.stdout.toString('utf8').split('\0')) {
+        const equals = entry.indexOf('=');
+        if (equals > 0) env[entry.slice(0, equals)] = entry.slice(equals + 1);
+      }
+      return env;
+    });
+    this.baseEnv.catch(() => {
+      this.baseEnv = undefined;
+    });
+    return this.baseEnv.then((env) => ({ ...env }));
   }
 
   async execFile(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {

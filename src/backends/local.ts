@@ -82,6 +82,12 @@ export class LocalBackend implements Backend {
     return tmpdir();
   }
 
+  async environment(): Promise<Record<string, string>> {
+    const env: Record<string, string> = {};
+    for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value;
+    return env;
+  }
+
   execFile(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
     const [program, ...args] = argv;
     if (!program) return Promise.reject(new Error('execFile needs a program'));

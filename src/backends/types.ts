@@ -70,6 +70,12 @@ export interface Backend {
   /** The home directory and temporary directory as seen by this backend. */
   homeDir(): Promise<string>;
   tempDir(): Promise<string>;
+  /**
+   * The environment commands start from on this backend (this process's for local, the
+   * sandbox's own for daytona): tools filter it and pass it as ExecOptions.env, so that nothing
+   * of this machine's environment (API keys included) is sent into a remote sandbox.
+   */
+  environment(): Promise<Record<string, string>>;
   /** Run an argument vector (no shell). */
   execFile(argv: readonly string[], options: ExecOptions): Promise<ExecResult>;
   /** Whether an executable of this name can be found on the backend's PATH, and where. */

@@ -100,7 +100,9 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
       const wrapped = sandboxedArgv(argv, cwd);
       if (wrapped) { argv = wrapped; sandboxed = true; }
     }
-    const env = restricted ? restrictedEnvironment(process.env, sandboxed ? { TMPDIR: SANDBOX_TMPDIR } : {}) : unrestrictedEnvironment(process.env);
+    // The backend's own environment: a remote sandbox never receives this machine's variables.
+    const baseEnv = await context.backend.environment();
+    const env = restricted ? restrictedEnvironment(baseEnv, sandboxed ? { TMPDIR: SANDBOX_TMPDIR } : {}) : unrestrictedEnvironment(baseEnv);
     const output = new HeadTailBuffer(BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES);
     const result = await context.backend.execFile(argv, {
       cwd,

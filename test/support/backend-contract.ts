@@ -93,6 +93,14 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
       expect(await backend.tempDir()).toBe(subject.temp);
     });
 
+    it("gives commands the backend's own environment to start from", async () => {
+      const env = await backend.environment();
+      expect(env.HOME).toBe(subject.home);
+      expect(env.PATH).toMatch(/\/bin/);
+      const result = await backend.execFile(['sh', '-c', 'printf %s "$HOME"'], { cwd: dir, env });
+      expect(result.stdout.toString()).toBe(subject.home);
+    });
+
     it('runs an argument vector with every nasty argument arriving unchanged', async () => {
       const result = await backend.execFile(['printf', '%s\\0', ...NASTY_ARGUMENTS], { cwd: dir });
       expect(result.exitCode).toBe(0);
