@@ -66,6 +66,7 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
   const workspace = await openWorkspace({
     profile: !options.profileGiven && resumed ? resumed.info.profile : options.profile,
     ...(options.workingDir ?? resumed?.info.working_dir ? { workingDir: options.workingDir ?? resumed?.info.working_dir } : {}),
+    ...(options.configFile ? { configFile: options.configFile } : {}),
   });
   try {
     const provider = await modelConfig(() => createProvider(choice, process.cwd()));

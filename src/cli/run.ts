@@ -15,6 +15,7 @@ export interface RunCommandOptions {
   profile: string;
   profileGiven: boolean;
   workingDir: string | undefined;
+  configFile: string | undefined;
   model: string | undefined;
   baseUrl: string | undefined;
   db: string[];
@@ -73,6 +74,7 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
         profile: argv.profile,
         profileGiven: given('--profile', '-p') || Boolean(process.env.QUARRY_PROFILE),
         workingDir: argv['working-dir'],
+        configFile: argv.config,
         model: argv.model,
         baseUrl: argv['base-url'],
         db: strings(argv.db),

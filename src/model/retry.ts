@@ -84,11 +84,20 @@ export function backoffDelayMs(policy: RetryPolicy, attempt: number, random = Ma
   return Math.round(exponential / 2 + (random() * exponential) / 2);
 }
 
+const STATUS_HINTS: Record<number, string> = {
+  401: 'the API key was rejected: check OPENAI_API_KEY or ANTHROPIC_API_KEY',
+  403: 'the API key may not use this model',
+  404: 'check the model name and --base-url',
+};
+
 export function describeModelError(error: unknown): string {
   const status = errorStatus(error);
   const message = (error as ErrorLike | null)?.message ?? String(error);
   if (error instanceof StreamIncompleteError) return message;
-  if (status !== undefined) return message.startsWith(String(status)) ? message : `HTTP ${status}: ${message}`;
+  if (status !== undefined) {
+    const text = message.startsWith(String(status)) ? message : `HTTP ${status}: ${message}`;
+    return STATUS_HINTS[status] ? `${text} (${STATUS_HINTS[status]})` : text;
+  }
   if (isNetworkError(error)) {
     const cause = (error as ErrorLike).cause as ErrorLike | undefined;
     return `network error: ${message}${cause?.message && cause.message !== message ? ` (${cause.message})` : ''}`;
