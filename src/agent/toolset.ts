@@ -64,7 +64,7 @@ export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions
     if (unavailableReason === null) registry.register(tool);
   }
   for (const tool of createDatabaseTools(options.databases ?? [], profile)) {
-    if (!profile.tools || profile.tools.includes(tool.name)) registry.register(tool as Tool);
+    if (profileAllowsTool(profile, tool.name)) registry.register(tool as Tool);
   }
   for (const tool of options.mcpTools ?? []) {
     if (profileAllowsTool(profile, tool.name)) registry.register(tool);

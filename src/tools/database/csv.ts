@@ -171,7 +171,7 @@ export class CsvExportFile implements CsvSink {
     }
     if (this.showProgress) process.stderr.write('\r\x1b[K');
     const columns = this.columns;
-    const preview = this.preview.length ? this.preview : parseCsvRecords(this.encodedHead, EXPORT_PREVIEW_ROWS + 1).slice(1);
+    const preview = this.preview.length ? this.preview : parseCsvRecords(this.encodedHead, EXPORT_PREVIEW_ROWS);
     return { path: this.target, rows: this.rows, bytes: this.bytes, columns, preview };
   }
 

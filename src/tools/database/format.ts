@@ -23,7 +23,7 @@ export function cellText(value: CellValue): string {
 export function formatTable(columns: readonly string[], rows: readonly CellValue[][]): string {
   const table = new Table({
     head: columns.map((column) => cellText(column)),
-    style: { head: [], border: [], compact: false },
+    style: { head: [], border: [], compact: true },
     wordWrap: false,
   });
   for (const row of rows) table.push(row.map(cellText));

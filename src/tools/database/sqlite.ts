@@ -139,8 +139,8 @@ export class SqliteDriver implements DatabaseDriver {
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     const exists = this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table) as { schema: string; name: string } | undefined;
     if (!exists) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
-    const columns = this.prepare(`SELECT name, type, "notnull" AS notnull, dflt_value, pk FROM pragma_table_xinfo(?) WHERE hidden = 0 ORDER BY cid`, options)
-      .all(table) as { name: string; type: string; notnull: number; dflt_value: string | null; pk: number }[];
+    const columns = this.prepare(`SELECT name, type, "notnull" AS not_null, dflt_value, pk FROM pragma_table_xinfo(?) WHERE hidden = 0 ORDER BY cid`, options)
+      .all(table) as { name: string; type: string; not_null: number; dflt_value: string | null; pk: number }[];
     const foreignKeys = this.prepare(`SELECT "from" AS source, "table" AS target, "to" AS target_column, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq`, options)
       .all(table) as { source: string; target: string; target_column: string | null; on_delete: string }[];
     const indexes = this.prepare(
@@ -150,7 +150,7 @@ export class SqliteDriver implements DatabaseDriver {
     return {
       schema: exists.schema,
       name: exists.name,
-      columns: columns.map((column) => ({ name: column.name, type: column.type || '(none)', nullable: !column.notnull && !column.pk, default: column.dflt_value, primaryKey: column.pk > 0 })),
+      columns: columns.map((column) => ({ name: column.name, type: column.type || '(none)', nullable: !column.not_null && !column.pk, default: column.dflt_value, primaryKey: column.pk > 0 })),
       primaryKey: columns.filter((column) => column.pk > 0).sort((a, b) => a.pk - b.pk).map((column) => column.name),
       foreignKeys: foreignKeys.map((fk) => `${fk.source} -> ${fk.target}(${fk.target_column ?? 'primary key'})${fk.on_delete !== 'NO ACTION' ? ` ON DELETE ${fk.on_delete}` : ''}`),
       indexes: indexes.map((index) => `${index.name}${index.is_unique ? ' UNIQUE' : ''} (${index.columns})`),

@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { buildToolRegistry } from '../../../src/agent/toolset.js';
+import { loadProfile } from '../../../src/profiles/load.js';
+import { loadDatabaseConfigs } from '../../../src/tools/database/config.js';
+import { closeAllDatabaseConnections } from '../../../src/tools/database/connections.js';
+import type { DatabaseConfig } from '../../../src/tools/database/types.js';
+import type { ToolCallResult } from '../../../src/tools/registry.js';
+import { makeToolContext } from '../../support/context.js';
+
+afterAll(async () => {
+  await closeAllDatabaseConnections();
+});
+
+export function configsFor(dbFlags: string[], cwd: string): DatabaseConfig[] {
+  return loadDatabaseConfigs({ dbFlags, env: {}, cwd });
+}
+
+/** Runs one database tool call through the real registry, as `quarry tool` and the agent do. */
+export function makeRunner(databases: DatabaseConfig[], workingDir: string, profileName = 'readonly') {
+  const profile = loadProfile(profileName);
+  const registry = buildToolRegistry(profile, { databases });
+  return {
+    registry,
+    run: (tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolCallResult> =>
+      registry.run(tool, args, makeToolContext({ workingDir, profile, ...(signal ? { signal } : {}) })),
+  };
+}
+
+/** A fingerprint of a directory: every file's name and bytes (SQLite effects, export leftovers). */
+export function directoryFingerprint(dir: string): string {
+  const hash = createHash('sha256');
+  for (const name of readdirSync(dir).sort()) {
+    hash.update(name);
+    hash.update(readFileSync(join(dir, name)));
+  }
+  return hash.digest('hex');
+}
+
+export function requireEnv(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: the database servers were not started (run the database tests through vitest with the repo's vitest.config.ts)`);
+  return value;
+}
