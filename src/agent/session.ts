@@ -245,6 +245,22 @@ export function requestCancel(id: string, env: NodeJS.ProcessEnv = process.env):
   return { meta: readMeta(dir), dir };
 }
 
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Two processes appending to one trace would interleave two conversations. */
+export function assertNotRunningElsewhere(meta: SessionMeta): void {
+  if (meta.status === 'running' && meta.pid !== process.pid && isProcessAlive(meta.pid)) {
+    throw new UsageError(`session ${meta.id} is running in process ${meta.pid}; wait for it or stop it with quarry cancel ${meta.id}`);
+  }
+}
+
 export function readSessionMeta(id: string, env: NodeJS.ProcessEnv = process.env): SessionMeta | undefined {
   return readMeta(join(sessionsDir(env), id));
 }

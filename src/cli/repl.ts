@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { parseApprovalAnswer, type ApprovalAnswer } from '../agent/approver.js';
-import { Session } from '../agent/session.js';
+import { assertNotRunningElsewhere, Session } from '../agent/session.js';
 import { quarryHome } from '../config.js';
 import type { Message } from '../model/types.js';
 import { exitCodeFor, type RunSetup } from './run-session.js';
@@ -111,7 +111,9 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         return true;
       }
       case 'resume': {
-        session = Session.open(arg || 'latest');
+        const next = Session.open(arg || 'latest');
+        assertNotRunningElsewhere(next.info);
+        session = next;
         const resumed = session.conversation();
         agent = setup.makeAgent(session, resumed);
         renderer.note(`resumed session ${session.id} (${resumed.length} messages)`);

@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import { Agent, type AgentOptions } from '../agent/loop.js';
 import { Approver, parseApprovalAnswer, type AskApproval } from '../agent/approver.js';
 import { automaticVariables, buildSystemPrompt, parseVarFlags, readVarsFile } from '../agent/prompts.js';
-import { Session } from '../agent/session.js';
+import { assertNotRunningElsewhere, Session } from '../agent/session.js';
 import { openWorkspace, type Workspace } from '../agent/workspace.js';
 import { chooseModel, createProvider, knownContextWindow, type ModelChoice } from '../model/resolve.js';
 import { retryPolicyFromEnv } from '../model/retry.js';
@@ -63,6 +63,7 @@ export function exitCodeFor(status: string): number {
 export async function runAgentCommand(options: RunCommandOptions): Promise<number> {
   const choice: ModelChoice = await modelConfig(() => chooseModel({ model: options.model, baseUrl: options.baseUrl }));
   const resumed = options.resume ? Session.open(options.resume) : undefined;
+  if (resumed) assertNotRunningElsewhere(resumed.info);
   const workspace = await openWorkspace({
     profile: !options.profileGiven && resumed ? resumed.info.profile : options.profile,
     ...(options.workingDir ?? resumed?.info.working_dir ? { workingDir: options.workingDir ?? resumed?.info.working_dir } : {}),

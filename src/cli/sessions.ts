@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import { listSessionIds, readSessionMeta, readTrace, requestCancel, resolveSessionId, sessionsDir, conversationFromTrace } from '../agent/session.js';
+import { isProcessAlive, listSessionIds, readSessionMeta, readTrace, requestCancel, resolveSessionId, sessionsDir, conversationFromTrace } from '../agent/session.js';
 import { join } from 'node:path';
 import { EXIT_FAILED, EXIT_OK } from './errors.js';
 
@@ -64,15 +64,6 @@ function exportSession(requested: string): number {
   return EXIT_OK;
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 async function cancelSession(requested: string): Promise<number> {
   const id = resolveSessionId(requested);
   const before = readSessionMeta(id);
@@ -80,7 +71,7 @@ async function cancelSession(requested: string): Promise<number> {
     process.stderr.write(`quarry: session ${id} is not running (status: ${before?.status ?? 'unknown'})\n`);
     return EXIT_FAILED;
   }
-  if (!processAlive(before.pid)) {
+  if (!isProcessAlive(before.pid)) {
     process.stderr.write(`quarry: session ${id} is marked running but its process (${before.pid}) is gone; nothing to cancel\n`);
     return EXIT_FAILED;
   }

@@ -90,6 +90,9 @@ describe('cancelling a run', () => {
   it('quarry cancel ID stops a run going on in another process', async () => {
     const run = await start(() => ({ text: 'Working', hang: true }));
     await waitForOutput(run.child, /"type":"text"/);
+    const clash = await runCli(['--model', 'm', '--base-url', server?.url ?? '', '--resume', 'latest', 'hi'], { env: run.env });
+    expect(clash.code).toBe(2);
+    expect(clash.stderr).toMatch(/is running in process \d+; wait for it or stop it with quarry cancel/);
     const cancel = await runCli(['cancel', 'latest'], { env: run.env });
     const result = await run.done;
     expect(result.code).toBe(130);
