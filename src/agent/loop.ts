@@ -66,6 +66,11 @@ export interface AgentOptions {
   onEvent?: (event: AgentEvent) => void;
   /** A resumed conversation. */
   messages?: Message[];
+  /**
+   * Adds to what each tool call gets (the seam for delegate: the session supplies a function
+   * that runs a child agent, so tools/ never imports agent/).
+   */
+  extendToolContext?: (context: ToolContext, conversation: readonly Message[]) => ToolContext;
 }
 
 interface ModelTurn {
@@ -355,7 +360,8 @@ export class Agent {
         }
       }
     }
-    const context: ToolContext = { workingDir: workspace.workingDir, backend: workspace.backend, profile: workspace.profile, signal, fileReads: this.fileReads };
+    const base: ToolContext = { workingDir: workspace.workingDir, backend: workspace.backend, profile: workspace.profile, signal, fileReads: this.fileReads };
+    const context = this.options.extendToolContext ? this.options.extendToolContext(base, this.messages) : base;
     const result = await workspace.registry.run(call.name, item.args, context);
     return finish(result.ok, result.output, result.metadata);
   }
