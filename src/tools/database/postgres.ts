@@ -91,7 +91,7 @@ export class PostgresDriver implements DatabaseDriver {
       const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: RAW_TYPES }));
       try {
         const { rows, fields } = await new Promise<{ rows: unknown[][]; fields: { name: string }[] }>((resolve, reject) => {
-          cursor.read(limit + 1, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result.fields ?? [] })));
+          cursor.read(limit + 1, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result?.fields ?? [] })));
         });
         const more = rows.length > limit;
         return { columns: fields.map((field) => field.name), rows: (more ? rows.slice(0, limit) : rows) as QueryResult['rows'], more };
@@ -134,7 +134,7 @@ export class PostgresDriver implements DatabaseDriver {
       try {
         for (;;) {
           const { rows, fields } = await new Promise<{ rows: unknown[][]; fields: { name: string }[] }>((resolve, reject) => {
-            cursor.read(EXPORT_BATCH_ROWS, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result.fields ?? [] })));
+            cursor.read(EXPORT_BATCH_ROWS, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result?.fields ?? [] })));
           });
           sink.setColumns(fields.map((field) => field.name));
           if (rows.length === 0) return;

@@ -1,0 +1,217 @@
+import pg from 'pg';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { PostgresDriver } from '../../../src/tools/database/postgres.js';
+import { TEST_DB_PASSWORD } from '../../support/servers.js';
+import { makeTempDir } from '../../support/context.js';
+import { benignCorpus, mutationCorpus } from './corpus.js';
+import { configsFor, makeRunner, requireEnv } from './helpers.js';
+
+let admin: pg.Client;
+let dir: string;
+let runner: ReturnType<typeof makeRunner>;
+let url: string;
+
+/** Data, schema and sequences, as one comparable value. */
+async function snapshot(): Promise<string> {
+  const result = await admin.query(`
+    SELECT (SELECT string_agg(format('%s|%s|%s|%s|%s', id, name, email, note, created_at), ';' ORDER BY id) FROM customers)
+      || '#' || (SELECT string_agg(format('%s|%s|%s|%s|%s', id, customer_id, action, update_count, note), ';' ORDER BY id) FROM audit_log)
+      || '#' || (SELECT string_agg(format('%s.%s.%s.%s', table_schema, table_name, column_name, data_type), ';' ORDER BY 1) FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema'))
+      || '#' || (SELECT string_agg(relname || ':' || relkind::text, ';' ORDER BY relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast'))
+      || '#' || (SELECT last_value::text || is_called::text FROM customers_id_seq)
+      || '#' || (SELECT count(*)::text FROM pg_largeobject_metadata) AS state`);
+  return String(result.rows[0].state);
+}
+
+beforeAll(async () => {
+  url = requireEnv('QUARRY_TEST_PG_URL');
+  admin = new pg.Client({ connectionString: requireEnv('QUARRY_TEST_PG_ADMIN_URL') });
+  await admin.connect();
+  await admin.query(`
+    DROP TABLE IF EXISTS audit_log, customers, big CASCADE;
+    CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, email text UNIQUE, note text, created_at date DEFAULT '2024-01-01');
+    CREATE TABLE audit_log (id serial PRIMARY KEY, customer_id int REFERENCES customers(id), action text NOT NULL,
+      update_count int NOT NULL DEFAULT 0, deleted_flag boolean NOT NULL DEFAULT false, note text);
+    CREATE INDEX audit_log_action ON audit_log (action);
+    INSERT INTO customers (name, email, note, created_at) VALUES ('Ada', 'ada@example.com', NULL, '2024-01-02'), ('Bob', 'bob@example.com', E'line one\\nline two', '2024-02-03'), ('Cyd', 'cyd@example.com', 'a, b', '2024-03-04');
+    INSERT INTO audit_log (customer_id, action, update_count, note) VALUES (1, 'DELETE', 3, 'x'), (2, 'UPDATE', 1, NULL), (3, 'INSERT', 0, 'drop table');
+    CREATE TABLE big AS SELECT i AS id, 'row ' || i AS label, (i / 4.0)::numeric(12, 2) AS amount FROM generate_series(1, 20000) AS i;
+    ALTER TABLE customers OWNER TO quarry_test; ALTER TABLE audit_log OWNER TO quarry_test; ALTER TABLE big OWNER TO quarry_test;
+  `);
+  dir = makeTempDir();
+  runner = makeRunner(configsFor([`pg=${url}`], dir), dir);
+});
+
+afterAll(async () => {
+  await admin?.end();
+});
+
+describe('postgres query', () => {
+  test('rows as a table; numerics, big integers and dates exact', async () => {
+    const result = await runner.run('postgres', {
+      operation: 'query',
+      sql: "SELECT 12345678901234567890.123456789::numeric AS n, 9223372036854775807::bigint AS b, DATE '2024-02-29' AS d, NULL AS z, 0.1::float8 + 0.2::float8 AS f",
+    });
+    expect(result.ok).toBe(true);
+    expect(result.output).toContain('│ 12345678901234567890.123456789 │ 9223372036854775807 │ 2024-02-29 │ NULL │ 0.30000000000000004 │');
+  });
+
+  test('a cursor fetches only limit+1 rows', async () => {
+    const result = await runner.run('postgres', { operation: 'query', sql: 'SELECT * FROM generate_series(1, 1000000) ORDER BY 1' });
+    expect(result.metadata).toMatchObject({ rows: 100, more: true });
+    expect(result.output.endsWith('more rows exist; use COUNT(*) or export_query')).toBe(true);
+  });
+
+  test('list_tables and describe', async () => {
+    const tables = await runner.run('postgres', { operation: 'list_tables', table_pattern: '%o%' });
+    expect(tables.output).toContain('│ public │ audit_log │ table │');
+    expect(tables.output).toContain('│ public │ customers │ table │');
+    const described = await runner.run('postgres', { operation: 'describe', table_name: 'public.audit_log' });
+    expect(described.output).toMatch(/│ update_count │ integer │ no {7}│ 0 +│ {5}│/);
+    expect(described.output).toContain('primary key: id');
+    expect(described.output).toContain('audit_log_customer_id_fkey: FOREIGN KEY (customer_id) REFERENCES customers(id)');
+    expect(described.output).toContain('audit_log_action: CREATE INDEX audit_log_action ON public.audit_log USING btree (action)');
+  });
+
+  test('errors never contain the password', async () => {
+    const wrong = url.replace(encodeURIComponent(TEST_DB_PASSWORD), encodeURIComponent(`${TEST_DB_PASSWORD}x`));
+    const bad = makeRunner(configsFor([`bad=${wrong}`], dir), dir);
+    const result = await bad.run('postgres', { operation: 'query', sql: 'SELECT 1' });
+    expect(result.ok).toBe(false);
+    expect(result.output).toContain('password authentication failed for user "quarry_test"');
+    expect(result.output).not.toContain(TEST_DB_PASSWORD);
+    expect(bad.registry.get('postgres')!.description).not.toContain(TEST_DB_PASSWORD);
+  });
+
+  test('cancelling stops the running statement at the server', async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 300);
+    const result = await runner.run('postgres', { operation: 'query', sql: 'SELECT pg_sleep(20)' }, controller.signal);
+    expect(result).toMatchObject({ ok: false, metadata: { error: 'cancelled' } });
+    expect(Date.now() - started).toBeLessThan(5000);
+    const active = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(20)' AND state = 'active'");
+    expect(active.rows[0].n).toBe(0);
+    // The connection is still usable afterwards.
+    expect((await runner.run('postgres', { operation: 'query', sql: 'SELECT 1 AS one' })).ok).toBe(true);
+  });
+});
+
+describe('postgres read-only: the corpus against the real server', () => {
+  test.each(mutationCorpus('postgres'))('refuses %j and changes nothing', async (sql) => {
+    const before = await snapshot();
+    const result = await runner.run('postgres', { operation: 'query', sql });
+    expect(result.ok).toBe(false);
+    expect(result.output).toMatch(/^refused/);
+    expect(await snapshot()).toBe(before);
+    expect(existsSync('/tmp/quarry-evil.csv') || existsSync('/tmp/quarry-evil')).toBe(false);
+  });
+
+  test.each(benignCorpus('postgres'))('runs %j', async (sql) => {
+    const result = await runner.run('postgres', { operation: 'query', sql });
+    expect(result.output).not.toMatch(/^refused/);
+    expect(result.ok).toBe(true);
+  });
+});
+
+describe('postgres read-only: the engine layer alone (statement check bypassed)', () => {
+  const attempts = [
+    'DELETE FROM customers',
+    "UPDATE customers SET name = 'x'",
+    "INSERT INTO customers (name) VALUES ('x')",
+    'DROP TABLE audit_log',
+    'CREATE TABLE evil (id int)',
+    "SELECT nextval('customers_id_seq')",
+    "SELECT setval('customers_id_seq', 100)",
+    'WITH d AS (DELETE FROM customers RETURNING *) SELECT * FROM d',
+    'SELECT * INTO evil FROM customers',
+    'SELECT * FROM customers FOR UPDATE',
+    'TRUNCATE audit_log',
+  ];
+  test.each(attempts)('a read-only transaction refuses %j', async (sql) => {
+    const [config] = configsFor([url], dir);
+    const driver = new PostgresDriver(config!, true);
+    const signal = new AbortController().signal;
+    await driver.connect(signal);
+    const before = await snapshot();
+    await expect(driver.query(sql, 10, { readOnly: true, signal })).rejects.toThrow(/read-only transaction/);
+    // The session default is read-only too, so even a statement outside the BEGIN READ ONLY wrapper cannot write.
+    await expect(driver.query(sql, 10, { readOnly: false, signal })).rejects.toThrow(/read-only transaction/);
+    await driver.close();
+    expect(await snapshot()).toBe(before);
+  });
+
+  test('PostgreSQL 15 lets lo_from_bytea run in a read-only transaction: the rollback undoes it, and the statement check refuses it', async () => {
+    const [config] = configsFor([url], dir);
+    const driver = new PostgresDriver(config!, true);
+    const signal = new AbortController().signal;
+    await driver.connect(signal);
+    const before = await snapshot();
+    const result = await driver.query("SELECT lo_from_bytea(0, 'x')", 10, { readOnly: true, signal });
+    expect(result.rows.length).toBe(1);
+    await driver.close();
+    expect(await snapshot()).toBe(before);
+    const refused = await runner.run('postgres', { operation: 'query', sql: "SELECT lo_from_bytea(0, 'x')" });
+    expect(refused.output).toMatch(/^refused: the function lo_from_bytea\(\)/);
+  });
+
+  test('a function that writes, called from a SELECT, is refused by the read-only transaction', async () => {
+    await admin.query(`CREATE OR REPLACE FUNCTION sneaky() RETURNS int LANGUAGE sql AS $$ DELETE FROM audit_log RETURNING 1 $$; ALTER FUNCTION sneaky() OWNER TO quarry_test`);
+    const before = await snapshot();
+    const result = await runner.run('postgres', { operation: 'query', sql: 'SELECT sneaky()' });
+    expect(result.ok).toBe(false);
+    expect(result.output).toContain('cannot execute DELETE in a read-only transaction');
+    expect(await snapshot()).toBe(before);
+  });
+});
+
+describe('postgres export_query', () => {
+  test('PostgreSQL writes the CSV itself (COPY); rows, header and preview are reported', async () => {
+    const result = await runner.run('postgres', { operation: 'export_query', sql: 'SELECT id, label, amount FROM big ORDER BY id;', output_path: 'big.csv' });
+    expect(result.ok).toBe(true);
+    const csv = readFileSync(join(dir, 'big.csv'), 'utf8');
+    const lines = csv.split('\n');
+    expect(lines[0]).toBe('id,label,amount');
+    expect(lines[1]).toBe('1,row 1,0.25');
+    expect(lines[20000]).toBe('20000,row 20000,5000.00');
+    expect(result.metadata).toMatchObject({ rows: 20000, bytes: Buffer.byteLength(csv), columns: ['id', 'label', 'amount'] });
+    expect(result.output).toContain('│ 1  │ row 1 │ 0.25   │');
+  });
+
+  test('quoting follows RFC 4180 and statements COPY cannot wrap go through a cursor', async () => {
+    const quoted = await runner.run('postgres', { operation: 'export_query', sql: "SELECT 'a, \"b\"' AS x, E'two\\nlines' AS y, NULL AS z", output_path: 'quoted.csv' });
+    expect(quoted.ok).toBe(true);
+    expect(readFileSync(join(dir, 'quoted.csv'), 'utf8')).toBe('x,y,z\n"a, ""b""","two\nlines",\n');
+    const shown = await runner.run('postgres', { operation: 'export_query', sql: 'SHOW server_encoding', output_path: 'show.csv' });
+    expect(shown.ok).toBe(true);
+    expect(readFileSync(join(dir, 'show.csv'), 'utf8')).toBe('server_encoding\r\nUTF8\r\n');
+  });
+
+  test('an error part-way leaves no file', async () => {
+    const before = readdirSync(dir).sort();
+    const result = await runner.run('postgres', { operation: 'export_query', sql: 'SELECT 1 / (20000 - id) FROM big ORDER BY id', output_path: 'broken.csv' });
+    expect(result.ok).toBe(false);
+    expect(result.output).toContain('division by zero');
+    expect(readdirSync(dir).sort()).toEqual(before);
+  });
+
+  test('a refused statement is never wrapped in COPY', async () => {
+    const result = await runner.run('postgres', { operation: 'export_query', sql: "SELECT 1) TO PROGRAM 'touch /tmp/quarry-evil' WITH (FORMAT csv", output_path: 'evil.csv' });
+    expect(result.ok).toBe(false);
+    expect(existsSync('/tmp/quarry-evil')).toBe(false);
+    expect(existsSync(join(dir, 'evil.csv'))).toBe(false);
+  });
+});
+
+describe('postgres mutations mode', () => {
+  test('the eval profile runs writes and commits them', async () => {
+    const evalRunner = makeRunner(configsFor([url], dir), dir, 'eval');
+    const result = await evalRunner.run('postgres', { operation: 'query', sql: "INSERT INTO audit_log (customer_id, action) VALUES (1, 'eval')" });
+    expect(result.ok).toBe(true);
+    const count = await admin.query("SELECT count(*)::int AS n FROM audit_log WHERE action = 'eval'");
+    expect(count.rows[0].n).toBe(1);
+    await admin.query("DELETE FROM audit_log WHERE action = 'eval'");
+  });
+});
