@@ -84,7 +84,8 @@ interface PreparedCall {
   args: Record<string, unknown> | null;
   argsError: string | null;
   tool: Tool | undefined;
-  readOnly: boolean;
+  /** Read-only calls, and tools that declare themselves concurrent (delegate), run together. */
+  concurrent: boolean;
 }
 
 class RunStopped extends Error {
@@ -301,13 +302,13 @@ export class Agent {
     let index = 0;
     while (index < stopAt) {
       const first = prepared[index] as PreparedCall;
-      if (!first.readOnly) {
+      if (!first.concurrent) {
         results[index] = await this.runOne(first, signal);
         index++;
         continue;
       }
       let end = index;
-      while (end < stopAt && (prepared[end] as PreparedCall).readOnly) end++;
+      while (end < stopAt && (prepared[end] as PreparedCall).concurrent) end++;
       const group = prepared.slice(index, end);
       const groupResults = await Promise.all(group.map((item) => this.runOne(item, signal)));
       groupResults.forEach((result, offset) => {
@@ -331,8 +332,8 @@ export class Agent {
     const { args, error } = parseArguments(call.arguments);
     const tool = this.options.workspace.registry.get(call.name);
     // Calls that will not run (unknown tool, bad JSON) cost nothing and may go with the readers.
-    const readOnly = !tool || !args ? true : isReadOnlyCall(tool, args);
-    return { call, args, argsError: error, tool, readOnly };
+    const concurrent = !tool || !args ? true : isReadOnlyCall(tool, args) || tool.concurrent === true;
+    return { call, args, argsError: error, tool, concurrent };
   }
 
   private async runOne(item: PreparedCall, signal: AbortSignal): Promise<Message> {

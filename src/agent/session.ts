@@ -28,6 +28,8 @@ export interface SessionMeta {
   first_prompt: string;
   usage: { input_tokens: number; output_tokens: number; cached_tokens: number };
   error?: string;
+  /** For a delegated child: its parent session. */
+  parent_id?: string;
 }
 
 export type TraceEvent =
@@ -158,13 +160,23 @@ export class Session {
   }
 
   static create(info: { profile: string; model: string; workingDir: string }, env: NodeJS.ProcessEnv = process.env): Session {
+    return Session.createIn(sessionsDir(env), info);
+  }
+
+  /** A delegated child's session, stored under this one (children/ID) and naming it as parent. */
+  createChild(info: { profile: string; model: string; workingDir: string }): Session {
+    return Session.createIn(join(this.dir, 'children'), info, this.id);
+  }
+
+  private static createIn(parentDir: string, info: { profile: string; model: string; workingDir: string }, parentId?: string): Session {
     const id = newSessionId();
-    const dir = join(sessionsDir(env), id);
+    const dir = join(parentDir, id);
     mkdirSync(dir, { recursive: true });
     const now = new Date().toISOString();
     const meta: SessionMeta = {
       id, status: 'running', profile: info.profile, model: info.model, working_dir: info.workingDir,
       created_at: now, updated_at: now, pid: process.pid, runs: 0, first_prompt: '', usage: usageJson(emptyUsage()),
+      ...(parentId ? { parent_id: parentId } : {}),
     };
     const session = new Session(id, dir, meta);
     session.writeMeta();

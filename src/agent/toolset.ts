@@ -5,6 +5,7 @@ import type { Profile } from '../profiles/schema.js';
 import { bashTool } from '../tools/bash.js';
 import { createDatabaseTools } from '../tools/database/tool.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
+import { delegateTool } from '../tools/delegate.js';
 import { editTool } from '../tools/edit.js';
 import { globTool } from '../tools/glob.js';
 import { grepTool } from '../tools/grep.js';
@@ -44,7 +45,7 @@ export function profileAllowsTool(profile: Profile, name: string): boolean {
 }
 
 export function allBuiltinTools(): Tool[] {
-  return [readTool, readExcelTool, grepTool, globTool, listTool, bashTool, writeTool, editTool] as Tool[];
+  return [readTool, readExcelTool, grepTool, globTool, listTool, bashTool, writeTool, editTool, delegateTool] as Tool[];
 }
 
 export function toolAvailability(profile: Profile): ToolAvailability[] {

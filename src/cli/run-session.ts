@@ -3,6 +3,7 @@ import { Agent, type AgentOptions } from '../agent/loop.js';
 import { Approver, parseApprovalAnswer, type AskApproval } from '../agent/approver.js';
 import { automaticVariables, buildSystemPrompt, parseVarFlags, readVarsFile } from '../agent/prompts.js';
 import { assertNotRunningElsewhere, Session } from '../agent/session.js';
+import { childAgentRunner } from '../agent/delegate.js';
 import { openWorkspace, type Workspace } from '../agent/workspace.js';
 import { chooseModel, createProvider, knownContextWindow, type ModelChoice } from '../model/resolve.js';
 import { retryPolicyFromEnv } from '../model/retry.js';
@@ -98,6 +99,8 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
           ...(options.reasoningEffort ? { reasoningEffort: options.reasoningEffort } : {}),
           onEvent: (event) => renderer.event(event),
         };
+        // delegate: each tool call can run a child agent that shares all of this.
+        agentOptions.extendToolContext = childAgentRunner(agentOptions);
         return new Agent(agentOptions);
       },
       info: (session) => ({ sessionId: session.id, model: provider.label, scripted: provider.scripted, profile: workspace.profile.name }),

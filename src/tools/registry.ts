@@ -37,6 +37,13 @@ export class ToolRegistry {
     return [...this.tools.values()];
   }
 
+  /** A copy without the named tools (a delegated child gets no delegate tool). */
+  without(...names: string[]): ToolRegistry {
+    const copy = new ToolRegistry();
+    for (const tool of this.tools.values()) if (!names.includes(tool.name)) copy.register(tool);
+    return copy;
+  }
+
   /** Validates and runs one call. Never throws for a tool's own failure: that is a failed result. */
   async run(name: string, rawArgs: unknown, context: ToolContext): Promise<ToolCallResult> {
     const tool = this.tools.get(name);

@@ -31,6 +31,32 @@ export interface ToolContext {
    * Absent for `quarry tool`, where the user acts directly and the guard does not apply.
    */
   fileReads?: FileReadLedger;
+  /**
+   * Present in agent runs: runs a child agent for `delegate` (the session supplies it, so tools/
+   * never imports agent/). Absent in a delegated child (one level only) and for `quarry tool`.
+   */
+  runChildAgent?: (request: ChildAgentRequest) => Promise<ChildAgentResult>;
+}
+
+export interface ChildAgentRequest {
+  instruction: string;
+  /** Give the child the parent's conversation so far (without the pending delegate call). */
+  fullContext: boolean;
+  signal: AbortSignal;
+}
+
+export interface ChildAgentResult {
+  status: 'completed' | 'failed' | 'cancelled' | 'running';
+  /** The child's final answer. */
+  text: string;
+  error?: string;
+  usage: { input_tokens: number; output_tokens: number; cached_tokens: number };
+  durationMs: number;
+  sessionId: string;
+  /** Where the child's session (meta.json, trace.jsonl) is stored. */
+  sessionDir: string;
+  turns: number;
+  toolCalls: number;
 }
 
 export interface Tool<Args = Record<string, unknown>> {
@@ -40,6 +66,8 @@ export interface Tool<Args = Record<string, unknown>> {
   parameters: ToolParameters;
   /** True when the tool never changes anything: such calls may run concurrently and need no approval. */
   readOnly: boolean;
+  /** May run alongside the other calls of one message even though it is not read-only (delegate). */
+  concurrent?: boolean;
   /** Optional per-call refinement of readOnly (e.g. a database tool's export_query writes a file). */
   callIsReadOnly?(args: Args): boolean;
   run(args: Args, context: ToolContext): Promise<ToolResult>;
