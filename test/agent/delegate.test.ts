@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { conversationForChild } from '../../src/agent/delegate.js';
 import type { Message } from '../../src/model/types.js';
-import { cliEnv } from '../support/agent-cli.js';
+import { cliEnv, collect, spawnCli } from '../support/agent-cli.js';
 import { runQuarry } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 
@@ -89,6 +89,37 @@ describe('delegate', () => {
     const results = toolResults(trace(parentDir));
     expect(results.map((entry) => entry.content.split('\n')[0])).toEqual(['child done', 'child done']);
     expect(readdirSync(join(parentDir, 'children'))).toHaveLength(2);
+  });
+
+  it("cancelling the parent (Ctrl+C) cancels the child and kills the child's command", async () => {
+    const home = makeTempDir('quarry-delegate-cancel-');
+    const work = makeTempDir('quarry-delegate-cancel-work-');
+    const script = join(home, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        turns: [
+          { tool_calls: [{ name: 'delegate', arguments: { instruction: 'wait' } }] },
+          { tool_calls: [{ name: 'bash', arguments: { command: 'echo $$ > started.pid; sleep 30' } }] },
+          { text: 'never reached' },
+        ],
+      }),
+    );
+    const child = spawnCli(['--model', `script:${script}`, '--profile', 'developer', '--yes', '--format', 'json', '-w', work, 'go'], { env: cliEnv(home) });
+    const pidFile = join(work, 'started.pid');
+    const until = Date.now() + 20_000;
+    while (!(existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim()) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+    const shellPid = Number(readFileSync(pidFile, 'utf8'));
+    const started = Date.now();
+    child.kill('SIGINT');
+    const result = await collect(child, 20_000);
+    expect(result.code).toBe(130);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(() => process.kill(shellPid, 0)).toThrow();
+    const parentDir = join(home, 'sessions', readdirSync(join(home, 'sessions'))[0]!);
+    const [childId] = readdirSync(join(parentDir, 'children'));
+    expect(JSON.parse(readFileSync(join(parentDir, 'children', childId!, 'meta.json'), 'utf8'))).toMatchObject({ status: 'cancelled' });
+    expect(JSON.parse(readFileSync(join(parentDir, 'meta.json'), 'utf8'))).toMatchObject({ status: 'cancelled' });
   });
 
   it('gives a child the parent conversation without the pending delegate call', () => {
