@@ -78,6 +78,12 @@ describe('daytona backend lifecycle (fake sandbox)', () => {
     await expect(backend.stat('/')).rejects.toThrow('the Daytona sandbox of this session has already been deleted');
   });
 
+  it('with the real SDK and an unreachable API, the first call fails with a clear message (no crash, no hang)', async () => {
+    const backend = createDaytonaBackend({ DAYTONA_API_KEY: 'test-key', DAYTONA_API_URL: 'http://127.0.0.1:9/api' });
+    await expect(backend.stat('/')).rejects.toThrow(/^could not create a Daytona sandbox \(image ubuntu:latest\): .*ECONNREFUSED/);
+    await backend.dispose();
+  });
+
   it('disposes without creating anything when no call was made', async () => {
     const fake = fakeDaytona();
     const backend = createDaytonaBackend(fake.env, fake.factory);

@@ -78,12 +78,12 @@ function normalise(text: string, workingDir: string): string {
   return stable.split(workingDir).join('<WD>');
 }
 
-async function runAll(backend: Backend, workingDir: string): Promise<string[]> {
+async function runAll(backend: Backend, workingDir: string, calls: Call[] = CALLS): Promise<string[]> {
   const profile = loadProfile('developer');
   const registry = buildToolRegistry(profile);
   const context: ToolContext = { workingDir, backend, profile, signal: new AbortController().signal, fileReads: new FileReadLedger() };
   const outputs: string[] = [];
-  for (const [tool, args] of CALLS) {
+  for (const [tool, args] of calls) {
     const result = await registry.run(tool, args, context);
     outputs.push(`${tool} ${JSON.stringify(args)} -> ${result.ok ? 'ok' : 'err'}\n${normalise(result.output, workingDir)}`);
   }
@@ -134,6 +134,26 @@ describe('every file and shell tool gives the same results on the local and the 
     // The daytona side ran inside its (one) sandbox, through the remote command channel.
     expect(fake.sandboxes).toHaveLength(1);
     expect(fake.sandboxes[0]!.commands.length).toBeGreaterThan(CALLS.length);
+  });
+});
+
+describe('grep in a sandbox that has ripgrep gives the same results', () => {
+  it('uses rg from the sandbox PATH and matches the local output', async () => {
+    const { rgPath } = await import('@vscode/ripgrep');
+    const grepCalls = CALLS.filter(([tool]) => tool === 'grep');
+    const local = makeTempDir('quarry-rg-local-');
+    buildTree(local);
+    const remote = makeTempDir('quarry-rg-remote-');
+    execFileSync('cp', ['-a', `${local}/.`, remote]);
+    const fake = fakeDaytona({}, { path: `${dirname(rgPath)}:${process.env.PATH ?? '/usr/bin:/bin'}` });
+    const backend = createDaytonaBackend(fake.env, fake.factory);
+    try {
+      expect(await backend.ripgrepPath()).toBe(rgPath);
+      expect(await runAll(backend, remote, grepCalls)).toEqual(await runAll(new LocalBackend(), local, grepCalls));
+      expect(fake.sandboxes[0]!.commands.some((command) => command.includes(rgPath))).toBe(true);
+    } finally {
+      await backend.dispose();
+    }
   });
 });
 

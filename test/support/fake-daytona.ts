@@ -20,7 +20,7 @@ export class FakeSandbox implements SandboxSurface {
   readonly home: string;
   readonly temp: string;
 
-  constructor(readonly root: string, readonly spec: SandboxSpec, index: number) {
+  constructor(readonly root: string, readonly spec: SandboxSpec, index: number, private readonly path: string) {
     this.id = `fake-sandbox-${index}`;
     this.home = join(root, 'home');
     this.temp = join(root, 'tmp');
@@ -37,7 +37,7 @@ export class FakeSandbox implements SandboxSurface {
       return new Promise((resolve, reject) => {
         const child = spawn('sh', ['-c', command], {
           cwd: cwd ?? this.home,
-          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.home, TMPDIR: this.temp, LANG: 'C.UTF-8', ...env },
+          env: { PATH: this.path, HOME: this.home, TMPDIR: this.temp, LANG: 'C.UTF-8', ...env },
           stdio: ['ignore', 'pipe', 'pipe'],
           detached: true,
         });
@@ -87,13 +87,14 @@ export interface FakeDaytona {
   env: NodeJS.ProcessEnv;
 }
 
-export function fakeDaytona(extraEnv: NodeJS.ProcessEnv = {}): FakeDaytona {
+/** `path`: the sandbox's PATH (default this machine's), e.g. to give it a ripgrep. */
+export function fakeDaytona(extraEnv: NodeJS.ProcessEnv = {}, options: { path?: string } = {}): FakeDaytona {
   const sandboxes: FakeSandbox[] = [];
   const factory: SandboxFactory = async (spec) => {
     const root = makeTempDir('quarry-fake-sandbox-');
     await mkdir(join(root, 'home'));
     await mkdir(join(root, 'tmp'));
-    const sandbox = new FakeSandbox(root, spec, sandboxes.length + 1);
+    const sandbox = new FakeSandbox(root, spec, sandboxes.length + 1, options.path ?? process.env.PATH ?? '/usr/bin:/bin');
     sandboxes.push(sandbox);
     return sandbox;
   };
