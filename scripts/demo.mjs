@@ -30,7 +30,7 @@ console.error(`$ quarry --model script:fixtures/demo/analyst.json --db sales=fix
 const run = spawnSync(process.execPath, args, { stdio: 'inherit' });
 const csv = join(workDir, 'top5_orders_2024.csv');
 if (run.status === 0 && existsSync(csv)) {
-  const lines = readFileSync(csv, 'utf8').trimEnd().split('\n');
+  const lines = readFileSync(csv, 'utf8').trimEnd().split(/\r?\n/);
   console.error(`\n${csv}: ${lines.length - 1} rows; first lines:\n${lines.slice(0, 4).join('\n')}`);
 }
 process.exit(run.status ?? 1);

@@ -1,10 +1,14 @@
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Backend } from '../backends/types.js';
 import { UsageError } from '../cli/errors.js';
+import { quarryHome } from '../config.js';
 import { loadMcpServers, McpConfigError, type McpServerConfig } from '../mcp/config.js';
 import { loadProfile } from '../profiles/load.js';
 import type { Profile } from '../profiles/schema.js';
+import { ConfigError, loadDatabaseConfigs } from '../tools/database/config.js';
+import { closeAllDatabaseConnections } from '../tools/database/connections.js';
+import type { DatabaseConfig } from '../tools/database/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { buildToolRegistry, createBackend } from './toolset.js';
 
@@ -30,6 +34,8 @@ export interface WorkspaceOptions {
   configFile?: string;
   /** Start the configured MCP servers (default true; `quarry tool` skips them unless it runs an MCP tool). */
   mcp?: boolean;
+  /** `--db` values and `--databases FILE`; SQLITE_DB, POSTGRES_* ... and config.yaml's `databases:` are read as well. */
+  databases?: { dbFlags?: readonly string[]; databasesFile?: string };
 }
 
 export function resolveWorkingDir(requested: string | undefined, cwd: string): string {
@@ -43,6 +49,7 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   const cwd = options.cwd ?? process.cwd();
   const profile = loadProfile(options.profile, cwd);
   const workingDir = resolveWorkingDir(options.workingDir, cwd);
+  const databases = databaseConfigs(options, cwd);
   const mcpConfigs = options.mcp === false ? [] : mcpServerConfigs(options.configFile, cwd);
   // Loaded only when servers are configured: the MCP SDK costs about 0.25 s to import.
   const mcp = mcpConfigs.length > 0 ? await (await import('../mcp/servers.js')).startMcpServers(mcpConfigs) : undefined;
@@ -50,7 +57,7 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   let registry: ToolRegistry;
   try {
     backend = createBackend(profile);
-    registry = buildToolRegistry(profile, { mcpTools: mcp?.tools ?? [] });
+    registry = buildToolRegistry(profile, { databases, mcpTools: mcp?.tools ?? [] });
   } catch (error) {
     await mcp?.close();
     throw error;
@@ -61,8 +68,8 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
     workingDir,
     backend,
     registry,
-    // Stops MCP servers and deletes a sandbox; safe to call twice.
-    close: () => (closing ??= Promise.all([mcp?.close(), backend.dispose?.()]).then(() => undefined)),
+    // Stops MCP servers, closes database connections and deletes a sandbox; safe to call twice.
+    close: () => (closing ??= Promise.all([mcp?.close(), backend.dispose?.(), closeAllDatabaseConnections()]).then(() => undefined)),
   };
 }
 
@@ -71,6 +78,20 @@ function mcpServerConfigs(configFile: string | undefined, cwd: string): McpServe
     return loadMcpServers(configFile, process.env, cwd);
   } catch (error) {
     if (error instanceof McpConfigError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+function databaseConfigs(options: WorkspaceOptions, cwd: string): DatabaseConfig[] {
+  try {
+    return loadDatabaseConfigs({
+      ...options.databases,
+      configFile: options.configFile ? resolve(cwd, options.configFile) : join(quarryHome(), 'config.yaml'),
+      env: process.env,
+      cwd,
+    });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(error.message);
     throw error;
   }
 }

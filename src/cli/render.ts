@@ -55,7 +55,9 @@ function seconds(ms: number): string {
 export function toolRow(event: Extract<AgentEvent, { type: 'tool_end' }>): string {
   const args = event.arguments ?? {};
   const key = TARGET_KEYS.find((name) => typeof args[name] === 'string' && args[name] !== '');
-  const target = key ? ` ${oneLine(String(args[key]), TARGET_CHARS)}` : '';
+  // A database call names its table too: `sqlite describe orders`.
+  const detail = key === 'operation' && typeof args.table_name === 'string' ? ` ${args.table_name}` : '';
+  const target = key ? ` ${oneLine(`${String(args[key])}${detail}`, TARGET_CHARS)}` : '';
   if (event.ok) {
     const lines = event.output === '' ? 0 : event.output.split('\n').length - (event.output.endsWith('\n') ? 1 : 0);
     const details = [`${lines} line${lines === 1 ? '' : 's'}`, formatBytes(Buffer.byteLength(event.output))];

@@ -69,6 +69,7 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
     profile: !options.profileGiven && resumed ? resumed.info.profile : options.profile,
     ...(options.workingDir ?? resumed?.info.working_dir ? { workingDir: options.workingDir ?? resumed?.info.working_dir } : {}),
     ...(options.configFile ? { configFile: options.configFile } : {}),
+    databases: { dbFlags: options.db, ...(options.databases ? { databasesFile: options.databases } : {}) },
   });
   try {
     const provider = await modelConfig(() => createProvider(choice, process.cwd()));
