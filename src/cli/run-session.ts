@@ -45,6 +45,8 @@ function describeDatabases(workspace: Workspace): string[] {
 /** On a terminal: one question, answered y / n / a. Cancelling the run cancels the question. */
 export const askOnTerminal: AskApproval = async (question, signal) => {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
+  // On a terminal, readline takes Ctrl+C for itself: pass it on, so it cancels the run.
+  rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
   try {
     for (;;) {
       const answer = parseApprovalAnswer(await rl.question(question, { signal }));

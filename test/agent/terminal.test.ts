@@ -44,6 +44,22 @@ describe('on a terminal', () => {
     expect(result.transcript).toMatch(/refused write a\.txt .*refused by the user/);
   });
 
+  it('Ctrl+C at an approval question cancels the one-shot run (exit 130, nothing written)', async () => {
+    const home = makeTempDir('quarry-home-');
+    const work = makeTempDir('quarry-work-');
+    const script = scriptFile(home, [{ tool_calls: [{ name: 'write', arguments: { path: 'x.txt', content: 'x' } }] }, { text: 'never' }]);
+    const profile = profileFile(home, 'name: careful\ndescription: asks\nfile_write: create-only\napproval:\n  mode: dangerous\n');
+    const result = await runOnPty(['--model', `script:${script}`, '--profile', profile, '-w', work, 'write it'], cliEnv(home), [
+      { expect: '\\[a\\]lways for write: ' },
+      { send: '\u0003' },
+      { expect: 'cancelled' },
+    ]);
+    expect(result.failed).toBeNull();
+    expect(result.code).toBe(130);
+    expect(existsSync(join(work, 'x.txt'))).toBe(false);
+    expect(result.transcript).not.toContain('never');
+  });
+
   it('runs the REPL: slash commands, a question, Ctrl+C cancels a running command, Ctrl+C twice exits', async () => {
     const home = makeTempDir('quarry-home-');
     const work = makeTempDir('quarry-work-');
