@@ -121,8 +121,9 @@ export class MysqlDriver implements DatabaseDriver {
         else resolve(result);
       };
       const query = connection.query({ sql, rowsAsArray: true });
-      query.on('fields', (fields: { name: string }[]) => {
-        columns = fields.map((field) => field.name);
+      // mysql2 emits 'fields' with undefined for statements without a result set.
+      query.on('fields', (fields: { name: string }[] | undefined) => {
+        columns = fields ? fields.map((field) => field.name) : null;
       });
       query.on('result', (row: unknown) => {
         if (settled) return;
@@ -153,7 +154,7 @@ export class MysqlDriver implements DatabaseDriver {
         failed = true;
         reject(error);
       };
-      query.on('fields', (fields: { name: string }[]) => sink.setColumns(fields.map((field) => field.name)));
+      query.on('fields', (fields: { name: string }[] | undefined) => sink.setColumns((fields ?? []).map((field) => field.name)));
       query.on('result', (row: unknown) => {
         batch.push(row as CellValue[]);
         if (batch.length < EXPORT_BATCH_ROWS) return;

@@ -1,0 +1,177 @@
+import mysql from 'mysql2/promise';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { MysqlDriver } from '../../../src/tools/database/mysql.js';
+import { TEST_DB_PASSWORD } from '../../support/servers.js';
+import { makeTempDir } from '../../support/context.js';
+import { benignCorpus, mutationCorpus } from './corpus.js';
+import { configsFor, makeRunner, requireEnv } from './helpers.js';
+
+let admin: mysql.Connection;
+let dir: string;
+let runner: ReturnType<typeof makeRunner>;
+let url: string;
+
+/** Data, schema and auto-increment counters, as one comparable value. */
+async function snapshot(): Promise<string> {
+  const [rows] = await admin.query(`
+    SELECT CONCAT_WS('#',
+      (SELECT GROUP_CONCAT(CONCAT_WS('|', id, name, email, IFNULL(note, 'NULL'), created_at) ORDER BY id SEPARATOR ';') FROM customers),
+      (SELECT GROUP_CONCAT(CONCAT_WS('|', id, customer_id, action, update_count, IFNULL(note, 'NULL')) ORDER BY id SEPARATOR ';') FROM audit_log),
+      (SELECT GROUP_CONCAT(CONCAT_WS('.', table_name, column_name, column_type) ORDER BY table_name, column_name SEPARATOR ';') FROM information_schema.columns WHERE table_schema = DATABASE()),
+      (SELECT GROUP_CONCAT(CONCAT_WS(':', table_name, table_type, IFNULL(auto_increment, '-')) ORDER BY table_name SEPARATOR ';') FROM information_schema.tables WHERE table_schema = DATABASE())
+    ) AS state`);
+  return String((rows as { state: string }[])[0]!.state);
+}
+
+beforeAll(async () => {
+  url = requireEnv('QUARRY_TEST_MYSQL_URL');
+  admin = await mysql.createConnection({ uri: requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'), multipleStatements: true });
+  await admin.query(`
+    DROP TABLE IF EXISTS audit_log, customers, big;
+    CREATE TABLE customers (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100) NOT NULL, email VARCHAR(100) UNIQUE, note TEXT, created_at DATE DEFAULT '2024-01-01');
+    CREATE TABLE audit_log (id INT AUTO_INCREMENT PRIMARY KEY, customer_id INT, action VARCHAR(20) NOT NULL, update_count INT NOT NULL DEFAULT 0,
+      deleted_flag BOOLEAN NOT NULL DEFAULT FALSE, note TEXT, INDEX audit_log_action (action), FOREIGN KEY (customer_id) REFERENCES customers(id));
+    INSERT INTO customers (name, email, note, created_at) VALUES ('Ada', 'ada@example.com', NULL, '2024-01-02'), ('Bob', 'bob@example.com', 'line one\\nline two', '2024-02-03'), ('Cyd', 'cyd@example.com', 'a, b', '2024-03-04');
+    INSERT INTO audit_log (customer_id, action, update_count, note) VALUES (1, 'DELETE', 3, 'x'), (2, 'UPDATE', 1, NULL), (3, 'INSERT', 0, 'drop table');
+    CREATE TABLE big (id INT PRIMARY KEY, label VARCHAR(40), amount DECIMAL(12, 2));
+    INSERT INTO big SELECT seq, CONCAT('row ', seq), seq / 4 FROM seq_1_to_20000;
+  `);
+  dir = makeTempDir();
+  runner = makeRunner(configsFor([`my=${url}`], dir), dir);
+});
+
+afterAll(async () => {
+  await admin?.end();
+});
+
+describe('mysql query', () => {
+  test('rows as a table; decimals, big integers and dates exact', async () => {
+    const result = await runner.run('mysql', {
+      operation: 'query',
+      sql: "SELECT CAST('12345678901234567890.123456789' AS DECIMAL(40, 9)) AS n, 9223372036854775807 AS b, DATE '2024-02-29' AS d, NULL AS z",
+    });
+    expect(result.ok).toBe(true);
+    expect(result.output).toContain('│ 12345678901234567890.123456789 │ 9223372036854775807 │ 2024-02-29 │ NULL │');
+  });
+
+  test('stops reading after limit+1 rows and says more rows exist; the next call reconnects', async () => {
+    const result = await runner.run('mysql', { operation: 'query', sql: 'SELECT * FROM big ORDER BY id' });
+    expect(result.metadata).toMatchObject({ rows: 100, more: true });
+    expect(result.output).toContain('│ 100 │ row 100 │ 25.00  │');
+    const next = await runner.run('mysql', { operation: 'query', sql: 'SELECT COUNT(*) AS n FROM big' });
+    expect(next.output).toContain('│ 20000 │');
+  });
+
+  test('list_tables and describe', async () => {
+    const tables = await runner.run('mysql', { operation: 'list_tables' });
+    expect(tables.output).toContain('│ quarry_test │ audit_log │ table │');
+    const described = await runner.run('mysql', { operation: 'describe', table_name: 'audit_log' });
+    expect(described.output).toMatch(/│ update_count +│ int\(11\) +│ no +│ 0 +│ +│/);
+    expect(described.output).toContain('primary key: id');
+    expect(described.output).toMatch(/customer_id -> quarry_test\.customers\(id\)/);
+    expect(described.output).toContain('audit_log_action (action)');
+  });
+
+  test('errors never contain the password', async () => {
+    const wrong = url.replace(encodeURIComponent(TEST_DB_PASSWORD), encodeURIComponent(`${TEST_DB_PASSWORD}x`));
+    const bad = makeRunner(configsFor([`bad=${wrong}`], dir), dir);
+    const result = await bad.run('mysql', { operation: 'query', sql: 'SELECT 1' });
+    expect(result.ok).toBe(false);
+    expect(result.output).toContain("Access denied for user 'quarry_test'");
+    expect(result.output).not.toContain(TEST_DB_PASSWORD);
+  });
+
+  test('cancelling kills the running statement at the server', async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 300);
+    const result = await runner.run('mysql', { operation: 'query', sql: 'SELECT SLEEP(20)' }, controller.signal);
+    expect(result.ok).toBe(false);
+    expect(Date.now() - started).toBeLessThan(5000);
+    const [rows] = await admin.query("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE info = 'SELECT SLEEP(20)'");
+    expect(Number((rows as { n: number }[])[0]!.n)).toBe(0);
+  });
+});
+
+describe('mysql read-only: the corpus against the real server', () => {
+  test.each(mutationCorpus('mysql'))('refuses %j and changes nothing', async (sql) => {
+    const before = await snapshot();
+    const result = await runner.run('mysql', { operation: 'query', sql });
+    expect(result.ok).toBe(false);
+    expect(result.output).toMatch(/^refused/);
+    expect(await snapshot()).toBe(before);
+    expect(existsSync('/tmp/quarry-evil.txt')).toBe(false);
+  });
+
+  test.each(benignCorpus('mysql'))('runs %j', async (sql) => {
+    const result = await runner.run('mysql', { operation: 'query', sql });
+    expect(result.output).not.toMatch(/^refused/);
+    expect(result.ok).toBe(true);
+  });
+});
+
+describe('mysql read-only: the engine layer alone (statement check bypassed)', () => {
+  const attempts = [
+    'DELETE FROM customers',
+    "UPDATE customers SET name = 'x'",
+    "INSERT INTO customers (name) VALUES ('x')",
+    "REPLACE INTO customers (id, name) VALUES (1, 'x')",
+    'DELETE FROM audit_log WHERE id = 1',
+  ];
+  test.each(attempts)('a read-only transaction refuses %j', async (sql) => {
+    const [config] = configsFor([url], dir);
+    const driver = new MysqlDriver(config!, true);
+    const signal = new AbortController().signal;
+    await driver.connect(signal);
+    const before = await snapshot();
+    await expect(driver.query(sql, 10, { readOnly: true, signal })).rejects.toThrow(/READ ONLY transaction/i);
+    // The session's transactions default to READ ONLY, so even outside the wrapper the write fails.
+    await expect(driver.query(sql, 10, { readOnly: false, signal })).rejects.toThrow(/READ ONLY transaction/i);
+    await driver.close();
+    expect(await snapshot()).toBe(before);
+  });
+
+  test('the driver never sends multiple statements', async () => {
+    const [config] = configsFor([url], dir);
+    const driver = new MysqlDriver(config!, true);
+    const signal = new AbortController().signal;
+    await driver.connect(signal);
+    const before = await snapshot();
+    await expect(driver.query('SELECT 1; DELETE FROM customers', 10, { readOnly: false, signal })).rejects.toThrow(/SQL syntax/);
+    await driver.close();
+    expect(await snapshot()).toBe(before);
+  });
+});
+
+describe('mysql export_query', () => {
+  test('streams every row to CSV with a header and reports a preview', async () => {
+    const result = await runner.run('mysql', { operation: 'export_query', sql: 'SELECT id, label, amount FROM big ORDER BY id', output_path: 'big.csv' });
+    expect(result.ok).toBe(true);
+    const csv = readFileSync(join(dir, 'big.csv'), 'utf8');
+    const lines = csv.split('\r\n');
+    expect(lines[0]).toBe('id,label,amount');
+    expect(lines[1]).toBe('1,row 1,0.25');
+    expect(lines[20000]).toBe('20000,row 20000,5000.00');
+    expect(result.metadata).toMatchObject({ rows: 20000, bytes: Buffer.byteLength(csv) });
+  });
+
+  test('an error part-way leaves no file', async () => {
+    const before = readdirSync(dir).sort();
+    const result = await runner.run('mysql', { operation: 'export_query', sql: "SELECT id, IF(id = 19000, (SELECT 1 UNION SELECT 2), id) FROM big ORDER BY id", output_path: 'broken.csv' });
+    expect(result.ok).toBe(false);
+    expect(readdirSync(dir).sort()).toEqual(before);
+  });
+});
+
+describe('mysql mutations mode', () => {
+  test('the eval profile runs writes and commits them', async () => {
+    const evalRunner = makeRunner(configsFor([url], dir), dir, 'eval');
+    const result = await evalRunner.run('mysql', { operation: 'query', sql: "INSERT INTO audit_log (customer_id, action) VALUES (1, 'eval')" });
+    expect(result.output).toBe('The statement ran and returned no rows (1 row affected).');
+    const [rows] = await admin.query("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'eval'");
+    expect(Number((rows as { n: number }[])[0]!.n)).toBe(1);
+    await admin.query("DELETE FROM audit_log WHERE action = 'eval'");
+  });
+});
