@@ -1,6 +1,7 @@
 import yargs from 'yargs';
 import { ProfileError } from '../profiles/schema.js';
 import { EXIT_FAILED, EXIT_USAGE, UsageError } from './errors.js';
+import { registerDbCommand } from './db.js';
 import { registerProfilesCommand } from './profiles.js';
 import { registerRunCommand } from './run.js';
 import { registerSessionsCommands } from './sessions.js';
@@ -42,6 +43,7 @@ export async function main(args: string[]): Promise<number> {
   registerToolCommand(parser, setExit);
   registerToolsCommand(parser, setExit);
   registerProfilesCommand(parser, setExit);
+  registerDbCommand(parser, setExit);
   registerSessionsCommands(parser, setExit);
   registerRunCommand(parser, setExit, args);
 

@@ -7,3 +7,19 @@ export function withCommonOptions<T>(argv: Argv<T>) {
     .option('working-dir', { alias: 'w', type: 'string', describe: 'Directory every relative path resolves against (default: the current directory)' })
     .option('config', { type: 'string', describe: 'Config file with mcp_servers (default: $QUARRY_HOME/config.yaml)' });
 }
+
+/** `--db [ALIAS=]TARGET` (repeatable) and `--databases FILE` (SPEC §2, §6). */
+export function withDatabaseOptions<T>(argv: Argv<T>) {
+  return argv
+    .option('db', {
+      type: 'string',
+      describe: 'A database: [ALIAS=]TARGET (postgres://, mysql://, oracle://, vertica://, sqlite:PATH or a SQLite file); repeatable',
+      coerce: (value: string | string[] | undefined): string[] => (value === undefined ? [] : [value].flat()),
+    })
+    .option('databases', { type: 'string', describe: 'YAML file of databases (env QUARRY_DB_CONFIG)' });
+}
+
+/** What openWorkspace needs from the database options. */
+export function databaseOptions(argv: { db?: string[] | undefined; databases?: string | undefined }): { dbFlags: string[]; databasesFile?: string } {
+  return { dbFlags: argv.db ?? [], ...(argv.databases ? { databasesFile: argv.databases } : {}) };
+}

@@ -4,7 +4,7 @@ import { toolAvailability } from '../agent/toolset.js';
 import { openWorkspace } from '../agent/workspace.js';
 import { MCP_TOOL_PREFIX } from '../mcp/names.js';
 import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
-import { withCommonOptions } from './options.js';
+import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
 /**
  * `quarry tool NAME --args JSON`: one tool call, run exactly as the agent would run it (same
@@ -16,7 +16,7 @@ export function registerToolCommand(parser: Argv, setExit: (code: number) => voi
     'tool <name>',
     'Run one tool call directly, as the agent would',
     (y) =>
-      withCommonOptions(y)
+      withDatabaseOptions(withCommonOptions(y))
         .positional('name', { type: 'string', describe: 'Tool name (see quarry tools)', demandOption: true })
         .option('args', { type: 'string', default: '{}', describe: 'Arguments as a JSON object' })
         .option('format', { choices: ['text', 'json'] as const, default: 'text' as const, describe: 'text: the output; json: one {"ok","output","metadata"} object' })
@@ -30,6 +30,7 @@ export function registerToolCommand(parser: Argv, setExit: (code: number) => voi
         profile: argv.profile,
         workingDir: argv['working-dir'],
         configFile: argv.config,
+        databases: databaseOptions(argv),
       }));
     },
   );
@@ -43,6 +44,7 @@ interface ToolCommandOptions {
   profile: string;
   workingDir: string | undefined;
   configFile?: string | undefined;
+  databases?: { dbFlags: string[]; databasesFile?: string };
 }
 
 function parseArgsJson(text: string): Record<string, unknown> {
@@ -73,6 +75,7 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
     profile: options.profile,
     ...(options.workingDir ? { workingDir: options.workingDir } : {}),
     ...(options.configFile ? { configFile: options.configFile } : {}),
+    ...(options.databases ? { databases: options.databases } : {}),
     // MCP servers take time to start: only when this call is for one of their tools.
     mcp: options.name.startsWith(MCP_TOOL_PREFIX),
   });

@@ -1,0 +1,104 @@
+import { join, resolve } from 'node:path';
+import type { Argv } from 'yargs';
+import { quarryHome } from '../config.js';
+import { ConfigError, describeDatabase, loadDatabaseConfigs } from '../tools/database/config.js';
+import { closeAllDatabaseConnections, driverFor } from '../tools/database/connections.js';
+import { scrubSecrets } from '../tools/database/secrets.js';
+import type { DatabaseConfig } from '../tools/database/types.js';
+import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
+import { databaseOptions, withDatabaseOptions } from './options.js';
+
+/**
+ * `quarry db list` (configured databases, never with passwords) and `quarry db check [ALIAS]`
+ * (opens a read-only connection to each and runs a trivial query).
+ */
+
+interface DbArgv {
+  db?: string[];
+  databases?: string;
+  config?: string;
+  format: 'text' | 'json';
+}
+
+function loadConfigs(argv: DbArgv): DatabaseConfig[] {
+  const cwd = process.cwd();
+  try {
+    return loadDatabaseConfigs({
+      ...databaseOptions(argv),
+      configFile: argv.config ? resolve(cwd, argv.config) : join(quarryHome(), 'config.yaml'),
+      env: process.env,
+      cwd,
+    });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+function listDatabases(configs: DatabaseConfig[], format: 'text' | 'json'): void {
+  if (format === 'json') {
+    const entries = configs.map((config) => ({
+      alias: config.alias,
+      engine: config.engine,
+      target: describeDatabase(config),
+      source: config.source,
+      connect_timeout_s: config.connectTimeoutMs / 1000,
+      statement_timeout_s: config.statementTimeoutMs / 1000,
+    }));
+    process.stdout.write(`${JSON.stringify({ databases: entries }, null, 2)}\n`);
+    return;
+  }
+  if (configs.length === 0) {
+    process.stdout.write('No databases configured. Use --db [ALIAS=]TARGET, --databases FILE, SQLITE_DB/POSTGRES_*/MYSQL_*/ORACLE_*/VERTICA_* or databases: in config.yaml.\n');
+    return;
+  }
+  const width = Math.max(...configs.map((config) => config.alias.length));
+  for (const config of configs) {
+    process.stdout.write(`${config.alias.padEnd(width)}  ${describeDatabase(config)}  (from ${config.source})\n`);
+  }
+}
+
+async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; text: string }> {
+  const started = Date.now();
+  const signal = AbortSignal.timeout(config.connectTimeoutMs + config.statementTimeoutMs);
+  try {
+    const driver = await driverFor(config, true);
+    await driver.connect(signal);
+    const version = await driver.ping({ readOnly: true, signal });
+    return { ok: true, text: `ok  ${config.alias}: ${version.split('\n')[0]} (${Date.now() - started} ms)` };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { ok: false, text: `err ${config.alias}: ${scrubSecrets(message, config)}` };
+  }
+}
+
+export function registerDbCommand(parser: Argv, setExit: (code: number) => void): void {
+  parser.command('db', 'Configured databases: db list, db check [ALIAS]', (y) =>
+    withDatabaseOptions(y)
+      .option('config', { type: 'string', describe: 'Config file with databases: (default: $QUARRY_HOME/config.yaml)' })
+      .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
+      .command('list', 'List configured databases (passwords are never shown)', () => undefined, (argv) => {
+        listDatabases(loadConfigs(argv as unknown as DbArgv), (argv as unknown as DbArgv).format);
+        setExit(EXIT_OK);
+      })
+      .command('check [alias]', 'Connect to each database (or one) and run a trivial read-only query', (c) => c.positional('alias', { type: 'string' }), async (argv) => {
+        const configs = loadConfigs(argv as unknown as DbArgv);
+        const alias = argv.alias as string | undefined;
+        const selected = alias ? configs.filter((config) => config.alias === alias) : configs;
+        if (alias && selected.length === 0) throw new UsageError(`no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ') || '(none)'}`);
+        if (selected.length === 0) throw new UsageError('no databases configured (see quarry db list)');
+        let failed = false;
+        try {
+          for (const config of selected) {
+            const result = await checkDatabase(config);
+            failed ||= !result.ok;
+            (result.ok ? process.stdout : process.stderr).write(`${result.text}\n`);
+          }
+        } finally {
+          await closeAllDatabaseConnections();
+        }
+        setExit(failed ? EXIT_FAILED : EXIT_OK);
+      })
+      .demandCommand(1, 'name a subcommand: quarry db list | quarry db check [ALIAS]'),
+  );
+}
