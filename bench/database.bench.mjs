@@ -1,0 +1,115 @@
+// Database bench (SPEC §12): export_query of a 1,000,000-row table to CSV beside `sqlite3 -csv`
+// and `psql \copy`, peak memory at 100,000 and 1,000,000 rows (it must stay flat), and a query
+// with the default limit beside the same query with LIMIT 101. Starts its own PostgreSQL.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const BIG_ROWS = 1_000_000;
+const SMALL_ROWS = 100_000;
+const RUNS = 3;
+const isRoot = process.getuid?.() === 0;
+
+function createSqliteTable(root, path, rows) {
+  if (existsSync(path)) return;
+  const script = `
+    const Database = require(${JSON.stringify(join(root, 'node_modules/better-sqlite3'))});
+    const db = new Database(${JSON.stringify(path)});
+    db.exec("CREATE TABLE events (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL, kind TEXT NOT NULL, amount REAL, note TEXT, created_at TEXT NOT NULL)");
+    const insert = db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)');
+    const kinds = ['purchase', 'refund', 'view', 'signup'];
+    db.transaction(() => {
+      for (let i = 1; i <= ${rows}; i++) insert.run(i, i % 9973, kinds[i % 4], Math.round(i * 1.37) / 100, i % 10 === 0 ? null : i % 7 === 0 ? 'said "hi", left' : 'note ' + i, new Date(1.6e12 + i * 60000).toISOString());
+    })();
+    db.close();`;
+  execFileSync(process.execPath, ['-e', script]);
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function asPostgres(argv) {
+  const command = isRoot ? ['runuser', '-u', 'postgres', '--', ...argv] : argv;
+  return execFileSync(command[0], command.slice(1), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+async function startPostgres() {
+  const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));
+  const bin = join('/usr/lib/postgresql', versions[0], 'bin');
+  const dir = mkdtempSync(join(tmpdir(), 'quarry-bench-pg-'));
+  if (isRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }));
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }));
+    chownSync(dir, uid, gid);
+  }
+  const port = await freePort();
+  asPostgres([join(bin, 'initdb'), '-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '--no-sync']);
+  asPostgres([join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-l', join(dir, 'log'), '-w', 'start', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`]);
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    stop: () => {
+      asPostgres([join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-m', 'immediate', 'stop']);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const shellQuote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
+
+export async function run({ root, workDir, measure }) {
+  const dir = join(workDir, 'database');
+  mkdirSync(dir, { recursive: true });
+  const big = join(dir, `events-${BIG_ROWS}.db`);
+  const small = join(dir, `events-${SMALL_ROWS}.db`);
+  createSqliteTable(root, big, BIG_ROWS);
+  createSqliteTable(root, small, SMALL_ROWS);
+  const cli = join(root, 'dist/cli.js');
+  const out = join(dir, 'out.csv');
+  const quarryTool = (tool, db, args) =>
+    ['bash', '-c', `rm -f ${shellQuote(out)} && exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool ${tool} --yes -w ${shellQuote(dir)} --db ${shellQuote(db)} --args ${shellQuote(JSON.stringify(args))} > /dev/null`];
+  const exportArgs = { operation: 'export_query', sql: 'SELECT * FROM events', output_path: out };
+  const rows = [];
+
+  const sqliteQuarry = measure(quarryTool('sqlite', big, exportArgs), { runs: RUNS });
+  const sqliteQuarrySmall = measure(quarryTool('sqlite', small, exportArgs), { runs: RUNS });
+  const sqliteReference = measure(['bash', '-c', `sqlite3 -csv -header ${shellQuote(big)} 'SELECT * FROM events' > ${shellQuote(out)}`], { runs: RUNS });
+  rows.push({ name: 'sqlite export 1M rows (time)', quarry: sqliteQuarry.ms, reference: sqliteReference.ms, referenceName: 'sqlite3 -csv', unit: 'ms', note: 'target <= 1.5x' });
+  rows.push({ name: 'sqlite export 1M rows (peak memory)', quarry: sqliteQuarry.rssMb, reference: sqliteReference.rssMb, referenceName: 'sqlite3 -csv', unit: 'MB', note: 'target < 150 MB' });
+  rows.push({ name: 'sqlite export memory 100k vs 1M rows', quarry: sqliteQuarry.rssMb, reference: sqliteQuarrySmall.rssMb, referenceName: 'quarry at 100k', unit: 'MB', note: 'flat: ratio near 1' });
+
+  const queryDefault = measure(quarryTool('sqlite', big, { operation: 'query', sql: 'SELECT * FROM events ORDER BY customer_id' }), { runs: RUNS });
+  const queryLimit = measure(quarryTool('sqlite', big, { operation: 'query', sql: 'SELECT * FROM events ORDER BY customer_id LIMIT 101' }), { runs: RUNS });
+  rows.push({ name: 'sqlite query, default limit, 1M rows', quarry: queryDefault.ms, reference: queryLimit.ms, referenceName: 'same with LIMIT 101', unit: 'ms', note: 'about 1x' });
+
+  const postgres = await startPostgres();
+  try {
+    const psql = (...args) => execFileSync('psql', ['-X', '-q', '-d', postgres.url, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    psql('-c', 'CREATE TABLE events (id bigint PRIMARY KEY, customer_id int NOT NULL, kind text NOT NULL, amount double precision, note text, created_at text NOT NULL)');
+    const source = join(dir, 'events.csv');
+    spawnSync('bash', ['-c', `sqlite3 -csv ${shellQuote(big)} 'SELECT * FROM events' > ${shellQuote(source)}`]);
+    psql('-c', `\\copy events FROM ${shellQuote(source)} CSV`);
+    psql('-c', 'VACUUM ANALYZE events');
+    const pgQuarry = measure(quarryTool('postgres', postgres.url, exportArgs), { runs: RUNS });
+    const pgReference = measure(['psql', '-X', '-q', '-d', postgres.url, '-c', `\\copy (SELECT * FROM events) TO ${shellQuote(out)} CSV HEADER`], { runs: RUNS });
+    rows.push({ name: 'postgres export 1M rows (time)', quarry: pgQuarry.ms, reference: pgReference.ms, referenceName: 'psql \\copy', unit: 'ms', note: 'target <= 1.3x' });
+    rows.push({ name: 'postgres export 1M rows (peak memory)', quarry: pgQuarry.rssMb, reference: pgReference.rssMb, referenceName: 'psql \\copy', unit: 'MB', note: 'target < 150 MB' });
+    const pgDefault = measure(quarryTool('postgres', postgres.url, { operation: 'query', sql: 'SELECT * FROM events ORDER BY customer_id' }), { runs: RUNS });
+    const pgLimit = measure(quarryTool('postgres', postgres.url, { operation: 'query', sql: 'SELECT * FROM events ORDER BY customer_id LIMIT 101' }), { runs: RUNS });
+    rows.push({ name: 'postgres query, default limit, 1M rows', quarry: pgDefault.ms, reference: pgLimit.ms, referenceName: 'same with LIMIT 101', unit: 'ms', note: 'about 1x' });
+  } finally {
+    postgres.stop();
+    rmSync(out, { force: true });
+  }
+  writeFileSync(join(dir, 'last-run.json'), JSON.stringify(rows, null, 2));
+  return rows;
+}
