@@ -3,7 +3,7 @@ import { basename, dirname, isAbsolute, join } from 'node:path';
 import { buildKillScript, buildRunScript, parseRunReport, REMOTE_KILL_GRACE_SECONDS, REMOTE_REQUEST_SLACK_SECONDS, shCommandLine } from './daytona-exec.js';
 import { createSdkSandbox, sandboxSpecFromEnv, type SandboxFactory, type SandboxSurface } from './daytona-sdk.js';
 import { globOverListing, listingArgv, parseListing } from './remote-glob.js';
-import type { Backend, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
+import type { Backend, ByteRange, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
 import { BackendUnavailableError } from './types.js';
 
 const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -16,6 +16,11 @@ export const REMOTE_STREAMED_OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024;
 /** Seconds for a file upload or download request. */
 const FILE_TRANSFER_TIMEOUT_SECONDS = 300;
 const DELETE_TIMEOUT_SECONDS = 60;
+/**
+ * A byte range is read with one `dd` in the sandbox per this many bytes (the SDK downloads only
+ * whole files), so a consumer that stops early costs at most one chunk more.
+ */
+const RANGE_CHUNK_BYTES = 4 * 1024 * 1024;
 /** Chunks handed to onStdout, so a consumer can stop early. */
 const STDOUT_CHUNK_BYTES = 64 * 1024;
 
@@ -241,7 +246,11 @@ export class DaytonaBackend implements Backend {
     }
   }
 
-  async *readStream(path: string): AsyncIterable<Buffer> {
+  async *readStream(path: string, range?: ByteRange): AsyncIterable<Buffer> {
+    if (range) {
+      yield* this.readRange(requireAbsolute(path), range);
+      return;
+    }
     const sandbox = await this.getSandbox();
     const stop = new AbortController();
     let stream: AsyncIterable<Buffer>;
@@ -257,6 +266,17 @@ export class DaytonaBackend implements Backend {
     } finally {
       // The consumer may stop early (read shows the first lines): end the download.
       stop.abort();
+    }
+  }
+
+  private async *readRange(path: string, { start, end }: ByteRange): AsyncIterable<Buffer> {
+    for (let offset = start; offset < end; offset += RANGE_CHUNK_BYTES) {
+      const count = Math.min(RANGE_CHUNK_BYTES, end - offset);
+      const argv = ['dd', `if=${path}`, 'iflag=skip_bytes,count_bytes', `skip=${offset}`, `count=${count}`, 'bs=65536', 'status=none'];
+      const result = await this.execFile(argv, { cwd: '/', maxOutputBytes: count });
+      if (result.exitCode !== 0) throw errnoError(result.stderr.toString('utf8'), path, 'read');
+      if (result.stdout.length > 0) yield result.stdout;
+      if (result.stdout.length < count) return; // the file ended
     }
   }
 

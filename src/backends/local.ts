@@ -6,11 +6,14 @@ import type { Stats } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join } from 'node:path';
 import { globFiles } from './glob-files.js';
-import type { Backend, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
+import type { Backend, ByteRange, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
 
 const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 /** Grace period between SIGTERM and SIGKILL for a process group. */
 const KILL_GRACE_MS = 2000;
+const READ_CHUNK_BYTES = 256 * 1024;
+
+async function* emptyChunks(): AsyncIterable<Buffer> {}
 
 function entryType(stats: Stats): EntryType {
   if (stats.isSymbolicLink()) return 'symlink';
@@ -174,8 +177,11 @@ export class LocalBackend implements Backend {
     return readFile(path);
   }
 
-  readStream(path: string): AsyncIterable<Buffer> {
-    return createReadStream(path, { highWaterMark: 256 * 1024 });
+  readStream(path: string, range?: ByteRange): AsyncIterable<Buffer> {
+    if (!range) return createReadStream(path, { highWaterMark: READ_CHUNK_BYTES });
+    // fs counts `end` inclusive and cannot express an empty range.
+    if (range.end <= range.start) return emptyChunks();
+    return createReadStream(path, { highWaterMark: READ_CHUNK_BYTES, start: range.start, end: range.end - 1 });
   }
 
   async writeFileAtomic(path: string, data: Buffer, options: WriteOptions): Promise<void> {

@@ -60,6 +60,12 @@ export interface GlobResult {
   total?: number;
 }
 
+/** A byte range of a file: `start` inclusive, `end` exclusive (as in Buffer.subarray). */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
 export interface WriteOptions {
   /** Fail (with code EEXIST) instead of replacing an existing file. */
   exclusive: boolean;
@@ -88,8 +94,12 @@ export interface Backend {
   stat(path: string): Promise<FileStat | null>;
   realpath(path: string): Promise<string>;
   readFile(path: string): Promise<Buffer>;
-  /** The file's bytes as a stream of chunks, so large files need not fit in memory. */
-  readStream(path: string): AsyncIterable<Buffer>;
+  /**
+   * The file's bytes as a stream of chunks, so large files need not fit in memory; with a range,
+   * only those bytes (fewer when the file ends first; none for an empty range), for readers that
+   * need random access (read_excel reads a zip's directory at its end, then single parts).
+   */
+  readStream(path: string, range?: ByteRange): AsyncIterable<Buffer>;
   /** Atomic: a temporary file beside the target, then a rename (or a link when exclusive). Creates parents. */
   writeFileAtomic(path: string, data: Buffer, options: WriteOptions): Promise<void>;
   listDir(path: string): Promise<DirEntry[]>;

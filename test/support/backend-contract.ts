@@ -214,6 +214,32 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
       await expectErrno(backend.readFile(dir), 'EISDIR');
     });
 
+    it('reads byte ranges: inside, across chunk boundaries, at and past the end, empty; a missing file fails with ENOENT', async () => {
+      // Over 4 MiB, so a remote backend that fetches ranges in chunks crosses a chunk boundary.
+      const size = 4 * 1024 * 1024 + 300_000;
+      const bytes = Buffer.alloc(size);
+      for (let i = 0; i < size; i++) bytes[i] = (i * 7 + (i >> 12)) & 0xff;
+      const file = join(dir, 'ranges.bin');
+      writeFileSync(file, bytes);
+      const read = async (path: string, start: number, end: number) => {
+        const chunks: Buffer[] = [];
+        for await (const chunk of backend.readStream(path, { start, end })) chunks.push(chunk);
+        return Buffer.concat(chunks);
+      };
+      for (const [start, end] of [[0, 8], [100, 300_000], [4 * 1024 * 1024 - 10, 4 * 1024 * 1024 + 10], [1, size], [size - 22, size]] as const) {
+        expect((await read(file, start, end)).equals(bytes.subarray(start, end)), `range ${start}-${end}`).toBe(true);
+      }
+      expect((await read(file, size - 5, size + 1000)).equals(bytes.subarray(size - 5))).toBe(true);
+      expect((await read(file, size + 10, size + 20)).length).toBe(0);
+      expect((await read(file, 50, 50)).length).toBe(0);
+      // Stopping early is allowed (read_excel stops inside a sheet).
+      for await (const chunk of backend.readStream(file, { start: 10, end: size })) {
+        expect(chunk.equals(bytes.subarray(10, 10 + chunk.length))).toBe(true);
+        break;
+      }
+      await expectErrno(read(join(dir, 'missing.bin'), 0, 10), 'ENOENT');
+    });
+
     it('writes atomically: parents created, exclusive never replaces, overwrite keeps the mode, no temporary files left', async () => {
       const target = join(dir, 'new', 'deep', 'file.txt');
       await backend.writeFileAtomic(target, Buffer.from('first'), { exclusive: true });
