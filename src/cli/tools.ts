@@ -1,43 +1,67 @@
 import type { Argv } from 'yargs';
 import { toolAvailability } from '../agent/toolset.js';
-import { loadProfile } from '../profiles/load.js';
+import { openWorkspace } from '../agent/workspace.js';
+import type { Tool } from '../tools/types.js';
 import { EXIT_OK } from './errors.js';
-import { withCommonOptions } from './options.js';
+import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
-/** `quarry tools`: the tools a profile exposes, with their schemas. */
+interface ListedTool {
+  tool: Tool;
+  unavailableReason: string | null;
+}
+
+/**
+ * `quarry tools`: the tools a session with this profile would get, with their schemas:
+ * the built-in ones, one per configured database engine, and those of the configured MCP
+ * servers (so the servers are started to list them).
+ */
 export function registerToolsCommand(parser: Argv, setExit: (code: number) => void): void {
   parser.command(
     'tools',
-    'List the tools a profile exposes, with their argument schemas',
+    'List the tools a profile exposes (with the configured databases and MCP servers), with their argument schemas',
     (y) =>
-      withCommonOptions(y)
+      withDatabaseOptions(withCommonOptions(y))
         .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
         .option('all', { type: 'boolean', default: false, describe: 'Also list tools the profile does not offer, and why' }),
-    (argv) => {
-      const profile = loadProfile(argv.profile);
-      const entries = toolAvailability(profile).filter((entry) => argv.all || entry.unavailableReason === null);
-      if (argv.format === 'json') {
-        const out = entries.map(({ tool, unavailableReason }) => ({
-          name: tool.name,
-          description: tool.description,
-          parameters: tool.parameters,
-          readOnly: tool.readOnly,
-          available: unavailableReason === null,
-          ...(unavailableReason ? { unavailableReason } : {}),
-        }));
-        process.stdout.write(`${JSON.stringify({ profile: profile.name, tools: out }, null, 2)}\n`);
-      } else {
-        const lines = [`Tools under profile "${profile.name}":`, ''];
-        for (const { tool, unavailableReason } of entries) {
-          lines.push(`${tool.name}${tool.readOnly ? ' (read-only)' : ''}${unavailableReason ? `  [not offered: ${unavailableReason}]` : ''}`);
-          lines.push(...tool.description.split('\n').map((line) => `  ${line}`));
-          lines.push(`  arguments: ${JSON.stringify(tool.parameters.properties)}`);
-          if (tool.parameters.required?.length) lines.push(`  required: ${tool.parameters.required.join(', ')}`);
-          lines.push('');
-        }
-        process.stdout.write(`${lines.join('\n')}`);
+    async (argv) => {
+      const workspace = await openWorkspace({
+        profile: argv.profile,
+        ...(argv['working-dir'] ? { workingDir: argv['working-dir'] } : {}),
+        ...(argv.config ? { configFile: argv.config } : {}),
+        databases: databaseOptions(argv),
+      });
+      try {
+        const offered: ListedTool[] = workspace.registry.list().map((tool) => ({ tool, unavailableReason: null }));
+        const notOffered = argv.all ? toolAvailability(workspace.profile).filter((entry) => entry.unavailableReason !== null) : [];
+        printTools(workspace.profile.name, [...offered, ...notOffered], argv.format);
+      } finally {
+        await workspace.close();
       }
       setExit(EXIT_OK);
     },
   );
+}
+
+function printTools(profileName: string, entries: ListedTool[], format: 'text' | 'json'): void {
+  if (format === 'json') {
+    const tools = entries.map(({ tool, unavailableReason }) => ({
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters,
+      readOnly: tool.readOnly,
+      available: unavailableReason === null,
+      ...(unavailableReason ? { unavailableReason } : {}),
+    }));
+    process.stdout.write(`${JSON.stringify({ profile: profileName, tools }, null, 2)}\n`);
+    return;
+  }
+  const lines = [`Tools under profile "${profileName}":`, ''];
+  for (const { tool, unavailableReason } of entries) {
+    lines.push(`${tool.name}${tool.readOnly ? ' (read-only)' : ''}${unavailableReason ? `  [not offered: ${unavailableReason}]` : ''}`);
+    lines.push(...tool.description.split('\n').map((line) => `  ${line}`));
+    lines.push(`  arguments: ${JSON.stringify(tool.parameters.properties)}`);
+    if (tool.parameters.required?.length) lines.push(`  required: ${tool.parameters.required.join(', ')}`);
+    lines.push('');
+  }
+  process.stdout.write(lines.join('\n'));
 }

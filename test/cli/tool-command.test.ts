@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/context.js';
-import { runQuarry } from '../support/cli.js';
+import { REPO_ROOT, runQuarry } from '../support/cli.js';
 
 let dir: string;
 let home: string;
@@ -105,6 +105,18 @@ describe('quarry tools and profiles', () => {
     expect(parsed.profile).toBe('developer');
     expect(parsed.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['read', 'grep', 'glob', 'list', 'write', 'edit']));
     expect(parsed.tools.every((t) => t.parameters.type === 'object')).toBe(true);
+  });
+
+  it('lists a tool per configured database engine, and with --all what the profile does not offer', async () => {
+    const db = join(REPO_ROOT, 'fixtures', 'sample.db');
+    const result = await runQuarry(['tools', '--format', 'json', '--db', `sales=${db}`, '--all'], { env: env() });
+    expect(result.code).toBe(0);
+    const parsed = JSON.parse(result.stdout) as { tools: Array<{ name: string; available: boolean; unavailableReason?: string; parameters: { properties: Record<string, { enum?: string[] }> } }> };
+    const sqlite = parsed.tools.find((t) => t.name === 'sqlite');
+    expect(sqlite?.available).toBe(true);
+    expect(sqlite?.parameters.properties.database?.enum).toEqual(['sales']);
+    expect(parsed.tools.some((t) => t.name === 'postgres')).toBe(false);
+    expect(parsed.tools.find((t) => t.name === 'write')).toMatchObject({ available: false, unavailableReason: 'file_write is off in this profile' });
   });
 
   it('lists profiles and shows one in full', async () => {
