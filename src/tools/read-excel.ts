@@ -2,10 +2,8 @@ import { extname } from 'node:path';
 import { WorkbookError } from './excel/errors.js';
 import { MAX_CELL_CHARS } from './excel/cell-values.js';
 import { HIDDEN_MARK, MAX_COLUMNS, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
+import { readBytes } from './excel/file-bytes.js';
 import type { OpenWorkbook, SheetSummary } from './excel/model.js';
-import { openXls } from './excel/xls-reader.js';
-import { openXlsx } from './excel/xlsx-reader.js';
-import { readFileEnds } from './excel/zip-stream.js';
 import { formatCount } from './long-lines.js';
 import { resolveExistingPath } from './existing-path.js';
 import { success, ToolError, type Tool, type ToolContext } from './types.js';
@@ -40,12 +38,19 @@ function checkExtension(path: string, shown: string): void {
   throw new ToolError(`${shown} is not an Excel workbook (expected .xlsx, .xlsm or .xls, got ${extension || 'no extension'})`, { error: 'not_a_workbook' });
 }
 
-async function openWorkbook(context: ToolContext, path: string): Promise<OpenWorkbook> {
-  const ends = await readFileEnds(context.backend, path, context.signal);
-  if (ends.size === 0) throw new WorkbookError('the file is empty (0 bytes)', 'corrupt');
-  if (ends.head.subarray(0, 4).equals(ZIP_SIGNATURE)) return openXlsx(context.backend, path, ends, context.signal);
+// The readers (and yauzl, saxes, SheetJS behind them) are loaded when a workbook is opened, not at start-up.
+async function openWorkbook(context: ToolContext, path: string, size: number): Promise<OpenWorkbook> {
+  if (size === 0) throw new WorkbookError('the file is empty (0 bytes)', 'corrupt');
+  const head = await readBytes(context.backend, path, 0, OLE2_SIGNATURE.length);
+  if (head.subarray(0, 4).equals(ZIP_SIGNATURE)) {
+    const { openXlsx } = await import('./excel/xlsx-reader.js');
+    return openXlsx(context.backend, path, size, context.signal);
+  }
   // OLE2: a legacy .xls, or an encrypted (password-protected) .xlsx, which Excel stores this way.
-  if (ends.head.equals(OLE2_SIGNATURE)) return openXls(await context.backend.readFile(path));
+  if (head.equals(OLE2_SIGNATURE)) {
+    const { openXls } = await import('./excel/xls-reader.js');
+    return openXls(await context.backend.readFile(path));
+  }
   throw new WorkbookError('not a valid Excel file: .xlsx files are zip archives and .xls files OLE2 documents, and this is neither (damaged, or another format renamed)', 'corrupt');
 }
 
@@ -115,7 +120,7 @@ export const readExcelTool: Tool<ReadExcelArgs> = {
     if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file`, { error: 'not_a_file' });
     checkExtension(path, shown);
     try {
-      const workbook = await openWorkbook(context, path);
+      const workbook = await openWorkbook(context, path, stat.size);
       const base = { path: shown, format: workbook.format, action: args.action };
       if (args.action === 'list_sheets') {
         await workbook.loadDimensions();

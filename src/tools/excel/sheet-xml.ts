@@ -1,4 +1,4 @@
-import { attributeValue, parseAttributes, type XmlHandler } from './xml-scanner.js';
+import { attributeValue, type XmlAttributes, type XmlHandler } from './xml-scanner.js';
 
 /**
  * Streaming parse of one worksheet part (xl/worksheets/sheetN.xml): the declared dimension, column
@@ -64,15 +64,16 @@ export class SheetXmlHandler implements XmlHandler {
 
   constructor(private readonly events: SheetEvents) {}
 
-  open(name: string, raw: string): void {
+  // <c> and <row> come by the million: their (never prefixed) attributes are read directly.
+  open(name: string, attributes: XmlAttributes): void {
     switch (name) {
       case 'c': {
         if (!this.row) return;
-        const ref = attributeValue(raw, 'r');
-        const style = attributeValue(raw, 's');
+        const ref = attributes.r;
+        const style = attributes.s;
         const column = ref ? columnOfReference(ref) : this.lastColumn + 1;
         this.lastColumn = column;
-        this.cell = { column, type: attributeValue(raw, 't'), style: style ? Number(style) : 0, value: null, inline: null, hasFormula: false, formula: '' };
+        this.cell = { column, type: attributes.t, style: style ? Number(style) : 0, value: null, inline: null, hasFormula: false, formula: '' };
         return;
       }
       case 'v':
@@ -95,11 +96,11 @@ export class SheetXmlHandler implements XmlHandler {
         return;
       case 'row': {
         if (!this.inSheetData) return;
-        const ref = attributeValue(raw, 'r');
+        const ref = attributes.r;
         const number = ref ? Number(ref) : this.lastRowNumber + 1;
         this.lastRowNumber = number;
         this.lastColumn = 0;
-        this.row = { row: number, hidden: isTrue(attributeValue(raw, 'hidden')), cells: [] };
+        this.row = { row: number, hidden: isTrue(attributes.hidden), cells: [] };
         return;
       }
       case 'sheetData':
@@ -107,7 +108,7 @@ export class SheetXmlHandler implements XmlHandler {
         if (this.events.sheetDataStart && !this.events.sheetDataStart()) this.stopped = true;
         return;
       case 'dimension': {
-        const ref = parseAttributes(raw).ref;
+        const ref = attributeValue(attributes, 'ref');
         if (ref) this.events.dimension?.(ref);
         return;
       }
@@ -116,14 +117,13 @@ export class SheetXmlHandler implements XmlHandler {
         return;
       case 'col': {
         if (!this.inCols) return;
-        const a = parseAttributes(raw);
-        const min = Number(a.min);
-        const max = Number(a.max ?? a.min);
-        if (Number.isInteger(min) && Number.isInteger(max) && min >= 1 && max >= min) this.events.column?.(min, max, isTrue(a.hidden));
+        const min = Number(attributeValue(attributes, 'min'));
+        const max = Number(attributeValue(attributes, 'max') ?? attributeValue(attributes, 'min'));
+        if (Number.isInteger(min) && Number.isInteger(max) && min >= 1 && max >= min) this.events.column?.(min, max, isTrue(attributeValue(attributes, 'hidden')));
         return;
       }
       case 'mergeCell': {
-        const ref = parseAttributes(raw).ref;
+        const ref = attributeValue(attributes, 'ref');
         if (ref) this.events.merge?.(ref);
         return;
       }

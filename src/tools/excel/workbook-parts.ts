@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import { builtinFormatCode, decodeOoxmlEscapes } from './cell-values.js';
 import type { Visibility } from './model.js';
-import { parseAttributes, XmlScanner, type XmlHandler } from './xml-scanner.js';
+import { attributeValue, scanXml, type XmlAttributes, type XmlHandler } from './xml-scanner.js';
 
 /** Parsers for the small .xlsx parts: relationships, workbook.xml, styles.xml, sharedStrings.xml. */
 
@@ -18,9 +18,8 @@ export interface WorkbookSheet {
   relationshipId: string;
 }
 
-function scanAll(text: string, open: (name: string, raw: string) => void): void {
-  const scanner = new XmlScanner({ open, close() {}, text() {} });
-  scanner.feed(text);
+function scanStartTags(text: string, open: (name: string, attributes: XmlAttributes) => void): void {
+  scanXml(text, { open, close() {}, text() {} });
 }
 
 /** The rels part of `sourcePart` (e.g. xl/workbook.xml → xl/_rels/workbook.xml.rels). */
@@ -32,12 +31,13 @@ export function relationshipsPartOf(sourcePart: string): string {
 export function parseRelationships(text: string, sourcePart: string): Relationship[] {
   const base = posix.dirname(sourcePart);
   const relationships: Relationship[] = [];
-  scanAll(text, (name, raw) => {
+  scanStartTags(text, (name, a) => {
     if (name !== 'Relationship') return;
-    const a = parseAttributes(raw);
-    if (!a.Id || !a.Target || a.TargetMode === 'External') return;
-    const path = a.Target.startsWith('/') ? a.Target.slice(1) : posix.normalize(posix.join(base === '.' ? '' : base, a.Target));
-    relationships.push({ id: a.Id, type: a.Type ?? '', path });
+    const id = attributeValue(a, 'Id');
+    const target = attributeValue(a, 'Target');
+    if (!id || !target || attributeValue(a, 'TargetMode') === 'External') return;
+    const path = target.startsWith('/') ? target.slice(1) : posix.normalize(posix.join(base === '.' ? '' : base, target));
+    relationships.push({ id, type: attributeValue(a, 'Type') ?? '', path });
   });
   return relationships;
 }
@@ -45,14 +45,14 @@ export function parseRelationships(text: string, sourcePart: string): Relationsh
 export function parseWorkbook(text: string): { sheets: WorkbookSheet[]; date1904: boolean } {
   const sheets: WorkbookSheet[] = [];
   let date1904 = false;
-  scanAll(text, (name, raw) => {
+  scanStartTags(text, (name, a) => {
     if (name === 'workbookPr') {
-      const value = parseAttributes(raw).date1904;
+      const value = attributeValue(a, 'date1904');
       date1904 = value === '1' || value === 'true';
     } else if (name === 'sheet') {
-      const a = parseAttributes(raw);
-      const visibility: Visibility = a.state === 'hidden' ? 'hidden' : a.state === 'veryHidden' ? 'veryHidden' : 'visible';
-      sheets.push({ name: a.name ?? `Sheet${sheets.length + 1}`, visibility, relationshipId: a.id ?? '' });
+      const state = attributeValue(a, 'state');
+      const visibility: Visibility = state === 'hidden' ? 'hidden' : state === 'veryHidden' ? 'veryHidden' : 'visible';
+      sheets.push({ name: attributeValue(a, 'name') ?? `Sheet${sheets.length + 1}`, visibility, relationshipId: attributeValue(a, 'id') ?? '' });
     }
   });
   return { sheets, date1904 };
@@ -63,27 +63,27 @@ export function parseStyles(text: string): string[] {
   const custom = new Map<number, string>();
   const styleFormats: number[] = [];
   let inCellXfs = false;
-  const scanner = new XmlScanner({
-    open(name, raw) {
+  scanXml(text, {
+    open(name, a) {
       if (name === 'numFmt') {
-        const a = parseAttributes(raw);
-        if (a.numFmtId && a.formatCode !== undefined) custom.set(Number(a.numFmtId), a.formatCode);
+        const id = attributeValue(a, 'numFmtId');
+        const code = attributeValue(a, 'formatCode');
+        if (id && code !== undefined) custom.set(Number(id), code);
       } else if (name === 'cellXfs') inCellXfs = true;
-      else if (name === 'xf' && inCellXfs) styleFormats.push(Number(parseAttributes(raw).numFmtId ?? 0));
+      else if (name === 'xf' && inCellXfs) styleFormats.push(Number(attributeValue(a, 'numFmtId') ?? 0));
     },
     close(name) {
       if (name === 'cellXfs') inCellXfs = false;
     },
     text() {},
   });
-  scanner.feed(text);
   return styleFormats.map((id) => custom.get(id) ?? builtinFormatCode(id));
 }
 
 /**
- * The shared string table, as plain text (rich-text runs joined, phonetic hints dropped). When
- * `wanted` says which indexes matter, only those are kept and reading stops after the highest,
- * so a huge table costs little time or memory.
+ * The shared string table, as plain text (rich-text runs joined, phonetic hints dropped). Only
+ * the `wanted` indexes (those of the rows read) are kept and reading stops after the highest, so
+ * a huge table costs little time or memory.
  */
 export class SharedStringsHandler implements XmlHandler {
   readonly strings = new Map<number, string>();
@@ -92,22 +92,15 @@ export class SharedStringsHandler implements XmlHandler {
   private inText = false;
   private phonetic = 0;
   private current = '';
-  private selection: Set<number> | null | undefined;
-  private highestWanted = Infinity;
+  private highestWanted = -1;
   stopped = false;
 
-  constructor(private readonly wanted: () => Set<number> | null) {}
+  constructor(private readonly wanted: ReadonlySet<number>) {
+    for (const index of wanted) if (index > this.highestWanted) this.highestWanted = index;
+  }
 
   open(name: string): void {
     if (name === 'si') {
-      if (this.selection === undefined) {
-        // Asked once, when the table starts: by then the sheet has been read, or never will be first.
-        this.selection = this.wanted();
-        if (this.selection) {
-          this.highestWanted = -1;
-          for (const index of this.selection) if (index > this.highestWanted) this.highestWanted = index;
-        }
-      }
       this.index++;
       if (this.index > this.highestWanted) {
         this.stopped = true;
@@ -124,7 +117,7 @@ export class SharedStringsHandler implements XmlHandler {
     else if (name === 'rPh') this.phonetic--;
     else if (name === 'si') {
       this.inItem = false;
-      if (!this.selection || this.selection.has(this.index)) this.strings.set(this.index, decodeOoxmlEscapes(this.current));
+      if (this.wanted.has(this.index)) this.strings.set(this.index, decodeOoxmlEscapes(this.current));
     }
   }
 

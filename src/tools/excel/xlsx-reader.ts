@@ -5,12 +5,11 @@ import type { CellValue, ColumnRange, OpenWorkbook, SheetInfo, SheetRow, SheetSl
 import { SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
 import { parseRelationships, parseStyles, parseWorkbook, relationshipsPartOf, SharedStringsHandler, type Relationship } from './workbook-parts.js';
 import { XmlScanner, type XmlHandler } from './xml-scanner.js';
-import { parseCentralDirectory, streamEntries, TextCollector, type FileEnds, type KnownBytes, type TextSink, type ZipEntry } from './zip-stream.js';
+import { ZipArchive } from './zip-archive.js';
 
 /**
  * .xlsx / .xlsm reading, streamed: the rows of a range are read without inflating the rest of
- * the sheet, and the shared-string table keeps only the strings those rows use when the sheet
- * comes first in the zip (as in files Excel writes).
+ * the sheet, then the shared-string table only up to the last string those rows use.
  */
 
 const OFFICE_DOCUMENT = /\/officeDocument$/;
@@ -19,21 +18,18 @@ const REL_SHARED_STRINGS = /\/sharedStrings$/;
 /** Merged ranges listed by get_info; the rest are counted. */
 export const MAX_MERGED_RANGES_LISTED = 50;
 
-/** Feeds a part's text to an XML handler; stops when the handler says so. */
-class XmlSink implements TextSink {
-  private readonly scanner: XmlScanner;
-  constructor(handler: XmlHandler) {
-    this.scanner = new XmlScanner(handler);
-  }
-  write(text: string): boolean {
-    this.scanner.feed(text);
-    return !this.scanner.isStopped;
-  }
-  end(): void {}
+/** Feeds a part to an XML handler; reading stops once the handler needs no more. */
+function scanPart(archive: ZipArchive, part: string, handler: XmlHandler): Promise<void> {
+  const scanner = new XmlScanner(handler);
+  return archive.streamText(part, (text) => {
+    scanner.feed(text);
+    return !scanner.isStopped;
+  });
 }
 
 interface XlsxSheet extends SheetSummary {
-  part: ZipEntry;
+  /** The worksheet's path in the zip. */
+  part: string;
 }
 
 class XlsxWorkbook implements OpenWorkbook {
@@ -41,29 +37,19 @@ class XlsxWorkbook implements OpenWorkbook {
   private dimensionsLoaded = false;
 
   constructor(
-    private readonly backend: Backend,
-    private readonly path: string,
-    private readonly signal: AbortSignal,
-    private readonly known: KnownBytes,
+    private readonly archive: ZipArchive,
     readonly sheets: XlsxSheet[],
     readonly date1904: boolean,
-    private readonly stylesPart: ZipEntry | undefined,
-    private readonly sharedStringsPart: ZipEntry | undefined,
+    private readonly stylesPart: string | undefined,
+    private readonly sharedStringsPart: string | undefined,
   ) {}
-
-  private stream(wanted: Array<{ entry: ZipEntry; sink: TextSink }>): Promise<void> {
-    return streamEntries(this.backend, this.path, wanted, this.signal, this.known);
-  }
 
   async loadDimensions(): Promise<void> {
     if (this.dimensionsLoaded) return;
     // Each sheet declares its used range before its rows: read only that far.
-    await this.stream(
-      this.sheets.map((sheet) => ({
-        entry: sheet.part,
-        sink: new XmlSink(new SheetXmlHandler({ dimension: (ref) => { sheet.dimension = ref; }, sheetDataStart: () => false })),
-      })),
-    );
+    for (const sheet of this.sheets) {
+      await scanPart(this.archive, sheet.part, new SheetXmlHandler({ dimension: (ref) => { sheet.dimension = ref; }, sheetDataStart: () => false }));
+    }
     this.dimensionsLoaded = true;
   }
 
@@ -91,16 +77,11 @@ class XlsxWorkbook implements OpenWorkbook {
         return true;
       },
     };
-    const wanted: Array<{ entry: ZipEntry; sink: TextSink }> = [{ entry: part, sink: new XmlSink(new SheetXmlHandler(events)) }];
-    // Whether the sheet was read before the string table: then only the strings it uses are kept.
-    const sheetFirst = this.sharedStringsPart ? part.localHeaderOffset < this.sharedStringsPart.localHeaderOffset : false;
-    const strings = new SharedStringsHandler(() => (sheetFirst ? neededStrings : null));
-    if (this.sharedStringsPart) wanted.push({ entry: this.sharedStringsPart, sink: new XmlSink(strings) });
-    let styles: string[] = [];
-    const stylesText = new TextCollector();
-    if (this.stylesPart) wanted.push({ entry: this.stylesPart, sink: stylesText });
-    await this.stream(wanted);
-    if (this.stylesPart) styles = parseStyles(stylesText.text());
+    // The sheet first, so that only the strings its rows use are kept (wherever the table lies).
+    await scanPart(this.archive, part, new SheetXmlHandler(events));
+    const strings = new SharedStringsHandler(neededStrings);
+    if (this.sharedStringsPart && neededStrings.size > 0) await scanPart(this.archive, this.sharedStringsPart, strings);
+    const styles = this.stylesPart ? parseStyles(await this.archive.readText(this.stylesPart)) : [];
     const resolved: SheetRow[] = rows.map((row) => ({
       row: row.row,
       hidden: row.hidden,
@@ -142,7 +123,7 @@ class XlsxWorkbook implements OpenWorkbook {
         if (mergedRanges.length < MAX_MERGED_RANGES_LISTED) mergedRanges.push(ref);
       },
     });
-    await this.stream([{ entry: part, sink: new XmlSink(handler) }]);
+    await scanPart(this.archive, part, handler);
     return {
       summary: sheet,
       rowsWithData,
@@ -198,21 +179,12 @@ function resolveCell(cell: RawCell, strings: Map<number, string>, styles: string
 }
 
 /** Opens an .xlsx from its central directory: reads the workbook's small parts, not its sheets. */
-export async function openXlsx(backend: Backend, path: string, ends: FileEnds, signal: AbortSignal): Promise<OpenWorkbook> {
-  const entries = new Map(parseCentralDirectory(ends).map((entry) => [entry.name, entry]));
-  const known: KnownBytes = { bytes: ends.tail, start: ends.size - ends.tail.length };
+export async function openXlsx(backend: Backend, path: string, size: number, signal: AbortSignal): Promise<OpenWorkbook> {
+  const archive = await ZipArchive.open(backend, path, size, signal);
   const readParts = async (names: string[]): Promise<Map<string, string>> => {
-    const collectors = new Map<string, TextCollector>();
-    const wanted: Array<{ entry: ZipEntry; sink: TextSink }> = [];
-    for (const name of names) {
-      const entry = entries.get(name);
-      if (!entry || collectors.has(name)) continue;
-      const collector = new TextCollector();
-      collectors.set(name, collector);
-      wanted.push({ entry, sink: collector });
-    }
-    await streamEntries(backend, path, wanted, signal, known);
-    return new Map([...collectors].map(([name, collector]) => [name, collector.text()]));
+    const parts = new Map<string, string>();
+    for (const name of names) if (archive.has(name) && !parts.has(name)) parts.set(name, await archive.readText(name));
+    return parts;
   };
 
   const standardMain = 'xl/workbook.xml';
@@ -222,7 +194,7 @@ export async function openXlsx(backend: Backend, path: string, ends: FileEnds, s
   if (main !== standardMain) parts = await readParts([main, relationshipsPartOf(main)]);
   const workbookXml = parts.get(main);
   if (workbookXml === undefined) {
-    throw new WorkbookError(entries.has('word/document.xml') || entries.has('ppt/presentation.xml') ? 'this is a Word or PowerPoint file, not a workbook' : 'the zip holds no workbook part (is it really an Excel file?)', 'corrupt');
+    throw new WorkbookError(archive.has('word/document.xml') || archive.has('ppt/presentation.xml') ? 'this is a Word or PowerPoint file, not a workbook' : 'the zip holds no workbook part (is it really an Excel file?)', 'corrupt');
   }
   const relationships: Relationship[] = parseRelationships(parts.get(relationshipsPartOf(main)) ?? '', main);
   const byId = new Map(relationships.map((r) => [r.id, r]));
@@ -230,14 +202,13 @@ export async function openXlsx(backend: Backend, path: string, ends: FileEnds, s
   const xlsxSheets: XlsxSheet[] = [];
   for (const sheet of sheets) {
     const target = byId.get(sheet.relationshipId);
-    const part = target ? entries.get(target.path) : undefined;
     // Chart sheets and dialog sheets have no cells; they are listed but not readable as rows.
-    if (!part || !/\/worksheet$/.test(target!.type)) continue;
-    xlsxSheets.push({ index: xlsxSheets.length + 1, name: sheet.name, visibility: sheet.visibility, dimension: null, part });
+    if (!target || !archive.has(target.path) || !/\/worksheet$/.test(target.type)) continue;
+    xlsxSheets.push({ index: xlsxSheets.length + 1, name: sheet.name, visibility: sheet.visibility, dimension: null, part: target.path });
   }
   const partOfType = (type: RegExp) => {
     const rel = relationships.find((r) => type.test(r.type));
-    return rel ? entries.get(rel.path) : undefined;
+    return rel && archive.has(rel.path) ? rel.path : undefined;
   };
-  return new XlsxWorkbook(backend, path, signal, known, xlsxSheets, date1904, partOfType(REL_STYLES), partOfType(REL_SHARED_STRINGS));
+  return new XlsxWorkbook(archive, xlsxSheets, date1904, partOfType(REL_STYLES), partOfType(REL_SHARED_STRINGS));
 }

@@ -1,0 +1,144 @@
+import { Readable } from 'node:stream';
+import { fromRandomAccessReaderPromise, RandomAccessReader, type Entry, type ZipFile } from 'yauzl';
+import type { Backend } from '../../backends/types.js';
+import { WorkbookError } from './errors.js';
+import { readBytes } from './file-bytes.js';
+
+/**
+ * The parts of an .xlsx (a zip) through yauzl, reading the file by byte ranges through the
+ * Backend (so the daytona backend works too): the end of the file with the central directory
+ * first, then only the parts asked for, each inflated as it streams, so that a reader can stop
+ * inside a large sheet and the rest of the file is never read.
+ *
+ * yauzl rather than unzipper: yauzl finds parts only through the central directory, the one
+ * reliable record of sizes and offsets (streaming writers such as exceljs leave them out of the
+ * local headers), reads from any random-access source (fromRandomAccessReader), checks entry
+ * sizes, handles ZIP64 and has one small dependency. unzipper's streaming Parse walks local
+ * headers in file order (a string table stored after the sheet, as Excel writes it, means
+ * streaming or buffering the whole sheet first); its Open.custom is the random-access design
+ * yauzl is built on, with more dependencies (bluebird, fs-extra and others).
+ */
+
+/** Bytes read at once from the end of the file: the directory, and often the small parts, lie there. */
+const TAIL_BYTES = 1024 * 1024;
+
+/** A failure of the backend while reading (not of the zip): reported as it is. */
+class SourceReadError extends Error {
+  constructor(readonly original: unknown) {
+    super('reading the file failed');
+  }
+}
+
+async function* sourceChunks(chunks: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+  try {
+    yield* chunks;
+  } catch (error) {
+    throw new SourceReadError(error);
+  }
+}
+
+/** yauzl's view of the file: ranges in the tail from memory, others from the backend. */
+class BackendRangeReader extends RandomAccessReader {
+  constructor(
+    private readonly backend: Backend,
+    private readonly path: string,
+    private readonly tail: Buffer,
+    private readonly tailStart: number,
+  ) {
+    super();
+  }
+
+  private fromTail(start: number, end: number): Buffer | null {
+    if (start < this.tailStart || end > this.tailStart + this.tail.length) return null;
+    return this.tail.subarray(start - this.tailStart, end - this.tailStart);
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    const known = this.fromTail(start, end);
+    const chunks = known ? [known] : sourceChunks(this.backend.readStream(this.path, { start, end }));
+    return Readable.from(chunks, { objectMode: false });
+  }
+
+  // yauzl reads the directory in many small pieces: copied from the tail without a stream each.
+  override read(buffer: Buffer, offset: number, length: number, position: number, callback: (error: Error | null) => void): void {
+    const known = this.fromTail(position, position + length);
+    if (!known) return super.read(buffer, offset, length, position, callback);
+    known.copy(buffer, offset);
+    setImmediate(() => callback(null));
+  }
+}
+
+/** yauzl's and zlib's errors as WorkbookErrors; the backend's own errors and bugs pass unchanged. */
+function asWorkbookError(error: unknown, part?: string): unknown {
+  if (error instanceof WorkbookError) return error;
+  if (error instanceof SourceReadError) return error.original;
+  if (!(error instanceof Error) || error.constructor !== Error) return error;
+  const { message } = error;
+  const code = (error as NodeJS.ErrnoException).code;
+  if (typeof code === 'string' && code.startsWith('Z_')) return new WorkbookError(`part ${part} is damaged (${message})`, 'corrupt');
+  if (message.startsWith('End of central directory record signature not found')) {
+    return new WorkbookError('the zip container is damaged or truncated (no end-of-directory record)', 'corrupt');
+  }
+  const method = /^unsupported compression method: (\d+)/.exec(message);
+  if (method) return new WorkbookError(`part ${part} uses zip compression method ${method[1]}, which is not supported`, 'unsupported');
+  if (message.startsWith('entry is encrypted')) return new WorkbookError(`part ${part} is encrypted inside the zip, which is not supported`, 'unsupported');
+  if (message.startsWith('multi-disk zip files')) return new WorkbookError('split (multi-disk) zip archives are not supported', 'unsupported');
+  return new WorkbookError(`the zip container is damaged (${message})`, 'corrupt');
+}
+
+export class ZipArchive {
+  private constructor(
+    private readonly zip: ZipFile,
+    private readonly entries: Map<string, Entry>,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** Reads the central directory; `size` is the file's size in bytes. */
+  static async open(backend: Backend, path: string, size: number, signal: AbortSignal): Promise<ZipArchive> {
+    const tailStart = Math.max(0, size - TAIL_BYTES);
+    const tail = await readBytes(backend, path, tailStart, size);
+    try {
+      // The reader holds no handle (each range is its own read), so nothing needs closing.
+      const zip = await fromRandomAccessReaderPromise(new BackendRangeReader(backend, path, tail, tailStart), size, { lazyEntries: true, autoClose: false });
+      const entries = new Map<string, Entry>();
+      for await (const entry of zip.eachEntry()) entries.set(entry.fileName, entry);
+      return new ZipArchive(zip, entries, signal);
+    } catch (error) {
+      throw asWorkbookError(error);
+    }
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name);
+  }
+
+  /** Feeds a part's text to `write` until it returns false; the rest of the part is not read. */
+  async streamText(name: string, write: (text: string) => boolean): Promise<void> {
+    const entry = this.entries.get(name);
+    if (!entry) throw new WorkbookError(`the zip holds no part ${name}`, 'corrupt');
+    const decoder = new TextDecoder('utf-8');
+    let stream: Readable | undefined;
+    try {
+      stream = await this.zip.openReadStreamPromise(entry);
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        if (this.signal.aborted) throw new WorkbookError('cancelled', 'cancelled');
+        if (!write(decoder.decode(chunk, { stream: true }))) return;
+      }
+      write(decoder.decode());
+    } catch (error) {
+      throw asWorkbookError(error, name);
+    } finally {
+      stream?.destroy();
+    }
+  }
+
+  /** A whole (small) part as text. */
+  async readText(name: string): Promise<string> {
+    const parts: string[] = [];
+    await this.streamText(name, (text) => {
+      parts.push(text);
+      return true;
+    });
+    return parts.join('');
+  }
+}
