@@ -17,10 +17,14 @@ export const REMOTE_STREAMED_OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024;
 const FILE_TRANSFER_TIMEOUT_SECONDS = 300;
 const DELETE_TIMEOUT_SECONDS = 60;
 /**
- * A byte range is read with one `dd` in the sandbox per this many bytes (the SDK downloads only
- * whole files), so a consumer that stops early costs at most one chunk more.
+ * A byte range is read with `dd` in the sandbox (the SDK downloads only whole files): up to
+ * RANGE_WHOLE_BYTES in one command (such reads are wanted whole), longer ranges in chunks that
+ * start small and double, so a consumer that stops early (read_excel in the first rows of a
+ * sheet) fetches little and one that reads on needs few round trips.
  */
-const RANGE_CHUNK_BYTES = 4 * 1024 * 1024;
+const RANGE_WHOLE_BYTES = 1024 * 1024;
+const RANGE_FIRST_CHUNK_BYTES = 256 * 1024;
+const RANGE_MAX_CHUNK_BYTES = 4 * 1024 * 1024;
 /** Chunks handed to onStdout, so a consumer can stop early. */
 const STDOUT_CHUNK_BYTES = 64 * 1024;
 
@@ -270,13 +274,17 @@ export class DaytonaBackend implements Backend {
   }
 
   private async *readRange(path: string, { start, end }: ByteRange): AsyncIterable<Buffer> {
-    for (let offset = start; offset < end; offset += RANGE_CHUNK_BYTES) {
-      const count = Math.min(RANGE_CHUNK_BYTES, end - offset);
+    let offset = start;
+    let chunk = end - start <= RANGE_WHOLE_BYTES ? end - start : RANGE_FIRST_CHUNK_BYTES;
+    while (offset < end) {
+      const count = Math.min(chunk, end - offset);
       const argv = ['dd', `if=${path}`, 'iflag=skip_bytes,count_bytes', `skip=${offset}`, `count=${count}`, 'bs=65536', 'status=none'];
       const result = await this.execFile(argv, { cwd: '/', maxOutputBytes: count });
       if (result.exitCode !== 0) throw errnoError(result.stderr.toString('utf8'), path, 'read');
       if (result.stdout.length > 0) yield result.stdout;
       if (result.stdout.length < count) return; // the file ended
+      offset += count;
+      chunk = Math.min(2 * chunk, RANGE_MAX_CHUNK_BYTES);
     }
   }
 

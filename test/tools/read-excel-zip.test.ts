@@ -3,12 +3,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ExcelJS from 'exceljs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createDaytonaBackend } from '../../src/backends/daytona.js';
 import { LocalBackend } from '../../src/backends/local.js';
-import type { ByteRange } from '../../src/backends/types.js';
+import type { Backend, ByteRange } from '../../src/backends/types.js';
 import { XmlScanner } from '../../src/tools/excel/xml-scanner.js';
 import { readExcelTool } from '../../src/tools/read-excel.js';
 import { ToolRegistry, type ToolCallResult } from '../../src/tools/registry.js';
 import { makeTempDir, makeToolContext } from '../support/context.js';
+import { fakeDaytona } from '../support/fake-daytona.js';
 
 /**
  * read_excel's zip and XML layers (yauzl over Backend byte ranges, saxes): what is read of a
@@ -32,7 +34,7 @@ class CountingBackend extends LocalBackend {
   }
 }
 
-function run(args: Record<string, unknown>, backend = new LocalBackend()): Promise<ToolCallResult> {
+function run(args: Record<string, unknown>, backend: Backend = new LocalBackend()): Promise<ToolCallResult> {
   return registry.run('read_excel', args, makeToolContext({ workingDir: dir, backend }));
 }
 
@@ -98,6 +100,24 @@ describe('read_excel reads only what it needs of a large workbook', () => {
     const size = statSync(stored).size;
     expect(backend.bytesRead).toBeGreaterThan(size * 0.85);
     expect(backend.bytesRead).toBeLessThan(size * 1.25);
+  });
+
+  it('on daytona: the same output from a few range reads in the sandbox, not a download of the file', async () => {
+    const fake = fakeDaytona();
+    const backend = createDaytonaBackend(fake.env, fake.factory);
+    try {
+      const args = { path: 'stored.xlsx', action: 'read_sheet', end_row: 3 };
+      const remote = await run(args, backend);
+      expect(remote.output).toBe((await run(args)).output);
+      const reads = fake.sandboxes[0]!.commands.filter((command) => command.includes('skip_bytes'));
+      // The file's first bytes, its last MiB, a block read ahead (the first parts, the sheet's
+      // header), the start of the sheet (a first chunk, and the next, which the stream reads ahead).
+      expect(reads.length).toBeLessThanOrEqual(5);
+      const bytesAsked = reads.reduce((sum, command) => sum + Number(/count=(\d+)/.exec(command)?.[1]), 0);
+      expect(bytesAsked).toBeLessThan(statSync(stored).size * 0.4);
+    } finally {
+      await backend.dispose();
+    }
   });
 
   it('a ZIP64 workbook is read like any other', async () => {

@@ -1,8 +1,8 @@
-import { Readable } from 'node:stream';
-import { fromRandomAccessReaderPromise, RandomAccessReader, type Entry, type ZipFile } from 'yauzl';
+import type { Readable } from 'node:stream';
+import { fromRandomAccessReaderPromise, type Entry, type ZipFile } from 'yauzl';
 import type { Backend } from '../../backends/types.js';
 import { WorkbookError } from './errors.js';
-import { readBytes } from './file-bytes.js';
+import { BackendRangeReader, SourceReadError } from './range-reader.js';
 
 /**
  * The parts of an .xlsx (a zip) through yauzl, reading the file by byte ranges through the
@@ -18,55 +18,6 @@ import { readBytes } from './file-bytes.js';
  * streaming or buffering the whole sheet first); its Open.custom is the random-access design
  * yauzl is built on, with more dependencies (bluebird, fs-extra and others).
  */
-
-/** Bytes read at once from the end of the file: the directory, and often the small parts, lie there. */
-const TAIL_BYTES = 1024 * 1024;
-
-/** A failure of the backend while reading (not of the zip): reported as it is. */
-class SourceReadError extends Error {
-  constructor(readonly original: unknown) {
-    super('reading the file failed');
-  }
-}
-
-async function* sourceChunks(chunks: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
-  try {
-    yield* chunks;
-  } catch (error) {
-    throw new SourceReadError(error);
-  }
-}
-
-/** yauzl's view of the file: ranges in the tail from memory, others from the backend. */
-class BackendRangeReader extends RandomAccessReader {
-  constructor(
-    private readonly backend: Backend,
-    private readonly path: string,
-    private readonly tail: Buffer,
-    private readonly tailStart: number,
-  ) {
-    super();
-  }
-
-  private fromTail(start: number, end: number): Buffer | null {
-    if (start < this.tailStart || end > this.tailStart + this.tail.length) return null;
-    return this.tail.subarray(start - this.tailStart, end - this.tailStart);
-  }
-
-  override _readStreamForRange(start: number, end: number): Readable {
-    const known = this.fromTail(start, end);
-    const chunks = known ? [known] : sourceChunks(this.backend.readStream(this.path, { start, end }));
-    return Readable.from(chunks, { objectMode: false });
-  }
-
-  // yauzl reads the directory in many small pieces: copied from the tail without a stream each.
-  override read(buffer: Buffer, offset: number, length: number, position: number, callback: (error: Error | null) => void): void {
-    const known = this.fromTail(position, position + length);
-    if (!known) return super.read(buffer, offset, length, position, callback);
-    known.copy(buffer, offset);
-    setImmediate(() => callback(null));
-  }
-}
 
 /** yauzl's and zlib's errors as WorkbookErrors; the backend's own errors and bugs pass unchanged. */
 function asWorkbookError(error: unknown, part?: string): unknown {
@@ -95,11 +46,10 @@ export class ZipArchive {
 
   /** Reads the central directory; `size` is the file's size in bytes. */
   static async open(backend: Backend, path: string, size: number, signal: AbortSignal): Promise<ZipArchive> {
-    const tailStart = Math.max(0, size - TAIL_BYTES);
-    const tail = await readBytes(backend, path, tailStart, size);
+    const reader = await BackendRangeReader.open(backend, path, size);
     try {
       // The reader holds no handle (each range is its own read), so nothing needs closing.
-      const zip = await fromRandomAccessReaderPromise(new BackendRangeReader(backend, path, tail, tailStart), size, { lazyEntries: true, autoClose: false });
+      const zip = await fromRandomAccessReaderPromise(reader, size, { lazyEntries: true, autoClose: false });
       const entries = new Map<string, Entry>();
       for await (const entry of zip.eachEntry()) entries.set(entry.fileName, entry);
       return new ZipArchive(zip, entries, signal);
