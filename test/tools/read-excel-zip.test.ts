@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ExcelJS from 'exceljs';
@@ -29,6 +29,21 @@ class CountingBackend extends LocalBackend {
   override async *readStream(path: string, range?: ByteRange): AsyncIterable<Buffer> {
     for await (const chunk of super.readStream(path, range)) {
       this.bytesRead += chunk.length;
+      yield chunk;
+    }
+  }
+}
+
+/** The local backend, failing range reads that `failAfter` picks (after that many chunks) as a real read error would. */
+class FailingBackend extends LocalBackend {
+  constructor(private readonly failAfter: (range: ByteRange) => number | null) {
+    super();
+  }
+  override async *readStream(path: string, range?: ByteRange): AsyncIterable<Buffer> {
+    const after = range ? this.failAfter(range) : null;
+    let passed = 0;
+    for await (const chunk of super.readStream(path, range)) {
+      if (after !== null && passed++ >= after) throw Object.assign(new Error(`EACCES: permission denied, read '${path}'`), { code: 'EACCES', path });
       yield chunk;
     }
   }
@@ -163,6 +178,19 @@ describe('read_excel on damaged and unsupported zips', () => {
     expect(result.ok).toBe(false);
     expect(result.output).toMatch(/^overflow\.xlsx: the zip container is damaged \(file data overflows file bounds: .+\)$/);
     expect(result.metadata.error).toBe('corrupt');
+  });
+});
+
+describe('read errors of the backend', () => {
+  it('pass through as they are, not as a damaged zip: while reading the directory and inside a sheet', async () => {
+    copyFileSync(join(fixtures, 'sample.xlsx'), join(dir, 'sample.xlsx'));
+    // Everything but the 8-byte signature check fails (sample.xlsx is small: its tail is the whole file).
+    const atOpen = await run({ path: 'sample.xlsx', action: 'list_sheets' }, new FailingBackend((range) => (range.end - range.start > 8 ? 0 : null)));
+    expect(atOpen).toMatchObject({ ok: false, output: `read_excel failed: permission denied: ${join(dir, 'sample.xlsx')}`, metadata: { error: 'EACCES' } });
+    // stored.xlsx: the sheet's data (the one long range not at the end of the file) fails after two chunks.
+    const size = statSync(join(dir, 'stored.xlsx')).size;
+    const inSheet = await run({ path: 'stored.xlsx', action: 'get_info' }, new FailingBackend((range) => (range.end - range.start > 1_000_000 && range.end < size ? 2 : null)));
+    expect(inSheet).toMatchObject({ ok: false, output: `read_excel failed: permission denied: ${join(dir, 'stored.xlsx')}`, metadata: { error: 'EACCES' } });
   });
 });
 

@@ -46,9 +46,9 @@ export class ZipArchive {
 
   /** Reads the central directory; `size` is the file's size in bytes. */
   static async open(backend: Backend, path: string, size: number, signal: AbortSignal): Promise<ZipArchive> {
-    const reader = await BackendRangeReader.open(backend, path, size);
     try {
       // The reader holds no handle (each range is its own read), so nothing needs closing.
+      const reader = await BackendRangeReader.open(backend, path, size);
       const zip = await fromRandomAccessReaderPromise(reader, size, { lazyEntries: true, autoClose: false });
       const entries = new Map<string, Entry>();
       for await (const entry of zip.eachEntry()) entries.set(entry.fileName, entry);
