@@ -7,12 +7,17 @@ import { valueToText } from './values.js';
 /**
  * CSV export files (SPEC §5.4): RFC 4180 with a header row, written to a temporary file beside
  * the target and linked into place only when complete, so an error or a cancel leaves no file
- * and a file that appears meanwhile is never replaced. Memory stays constant: rows are encoded
- * into one buffer that is written out whenever it passes WRITE_CHUNK_CHARS.
+ * and a file that appears meanwhile is never replaced. Memory stays constant: text is encoded
+ * straight into one reused output buffer that is written out whenever it fills. (Gathering a
+ * fresh megabyte string or Buffer per write made peak memory grow with the row count: dead
+ * buffers piled up between collections and V8 enlarged its young generation.)
  */
 
 /** Database tools run on this machine whatever the backend (SPEC §7), so exports use node:fs. */
-const WRITE_CHUNK_CHARS = 1 << 20;
+const WRITE_BUFFER_BYTES = 1 << 20;
+/** Rows encoded by quarry are handed to the output buffer once their text reaches this many characters. */
+const ENCODE_CHUNK_CHARS = 64 * 1024;
+const utf8 = new TextEncoder();
 export const EXPORT_PREVIEW_ROWS = 5;
 /** Bytes of engine-encoded CSV kept to build the preview from. */
 const PREVIEW_BYTES = 64 * 1024;
@@ -88,11 +93,17 @@ export interface ExportSummary {
 
 export class CsvExportFile implements CsvSink {
   private columns: string[] | null = null;
-  private pending = '';
+  /** The header line, written ahead of the first rows (setColumns is synchronous). */
+  private header: Buffer | null = null;
+  /** One reused output buffer: no allocation per write, so nothing piles up for the collector. */
+  private readonly buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  private used = 0;
   private rows = 0;
   private bytes = 0;
   private preview: CellValue[][] = [];
-  private encodedHead = '';
+  /** The first PREVIEW_BYTES of engine-encoded CSV, as bytes so a character split between chunks stays whole. */
+  private encodedHead: Buffer[] = [];
+  private encodedHeadBytes = 0;
   private lastProgress = 0;
 
   private constructor(
@@ -112,25 +123,33 @@ export class CsvExportFile implements CsvSink {
   setColumns(columns: string[], encodedHeader?: string): void {
     if (this.columns) return;
     this.columns = columns;
-    this.pending += encodedHeader ?? csvLine(columns);
+    this.header = Buffer.from(encodedHeader ?? csvLine(columns), 'utf8');
   }
 
   async writeRows(rows: CellValue[][]): Promise<void> {
+    let text = '';
     for (const row of rows) {
       if (this.preview.length < EXPORT_PREVIEW_ROWS) this.preview.push(row);
-      this.pending += csvLine(row);
-      if (this.pending.length >= WRITE_CHUNK_CHARS) await this.flush();
+      text += csvLine(row);
+      if (text.length >= ENCODE_CHUNK_CHARS) {
+        await this.appendText(text);
+        text = '';
+      }
     }
+    await this.appendText(text);
     this.rows += rows.length;
     this.progress();
   }
 
   async writeEncoded(chunk: Buffer | string, rowCount: number): Promise<void> {
-    const text = typeof chunk === 'string' ? chunk : chunk.toString('utf8');
-    if (this.encodedHead.length < PREVIEW_BYTES) this.encodedHead += text.slice(0, PREVIEW_BYTES - this.encodedHead.length);
-    this.pending += text;
+    if (this.encodedHeadBytes < PREVIEW_BYTES) {
+      const head = typeof chunk === 'string' ? Buffer.from(chunk.slice(0, PREVIEW_BYTES - this.encodedHeadBytes), 'utf8') : Buffer.from(chunk.subarray(0, PREVIEW_BYTES - this.encodedHeadBytes));
+      this.encodedHead.push(head);
+      this.encodedHeadBytes += head.length;
+    }
+    if (typeof chunk === 'string') await this.appendText(chunk);
+    else await this.appendBytes(chunk);
     this.rows += rowCount;
-    if (this.pending.length >= WRITE_CHUNK_CHARS) await this.flush();
     this.progress();
   }
 
@@ -139,10 +158,40 @@ export class CsvExportFile implements CsvSink {
     this.rows = rows;
   }
 
+  /** Encodes text straight into the output buffer, writing the buffer out whenever it fills. */
+  private async appendText(text: string): Promise<void> {
+    let rest = text;
+    while (rest.length > 0) {
+      const { read, written } = utf8.encodeInto(rest, this.buffer.subarray(this.used));
+      this.used += written;
+      if (read === rest.length) return;
+      rest = rest.slice(read);
+      await this.flush();
+    }
+  }
+
+  private async appendBytes(data: Buffer): Promise<void> {
+    if (data.length > this.buffer.length - this.used) await this.flush();
+    if (data.length >= this.buffer.length) {
+      await this.writeOut(data);
+      return;
+    }
+    data.copy(this.buffer, this.used);
+    this.used += data.length;
+  }
+
   private async flush(): Promise<void> {
-    if (!this.pending) return;
-    const data = Buffer.from(this.pending, 'utf8');
-    this.pending = '';
+    if (this.header) {
+      const header = this.header;
+      this.header = null;
+      await this.writeOut(header);
+    }
+    if (this.used === 0) return;
+    await this.writeOut(this.buffer.subarray(0, this.used));
+    this.used = 0;
+  }
+
+  private async writeOut(data: Buffer): Promise<void> {
     let offset = 0;
     while (offset < data.length) {
       const { bytesWritten } = await this.handle.write(data, offset);
@@ -171,7 +220,7 @@ export class CsvExportFile implements CsvSink {
     }
     if (this.showProgress) process.stderr.write('\r\x1b[K');
     const columns = this.columns;
-    const preview = this.preview.length ? this.preview : parseCsvRecords(this.encodedHead, EXPORT_PREVIEW_ROWS);
+    const preview = this.preview.length ? this.preview : parseCsvRecords(Buffer.concat(this.encodedHead).toString('utf8'), EXPORT_PREVIEW_ROWS);
     return { path: this.target, rows: this.rows, bytes: this.bytes, columns, preview };
   }
 
