@@ -1,0 +1,192 @@
+import Database from 'better-sqlite3';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { csvLine } from '../../../src/tools/database/csv.js';
+import type { CellValue } from '../../../src/tools/database/types.js';
+import { makeTempDir } from '../../support/context.js';
+import { configsFor, makeRunner } from './helpers.js';
+
+/**
+ * export_query of SQLite must be exact: every value of the file reads back as what the table
+ * holds. SQLite encodes the lines itself (sqlite.ts); quarry's own encoder (csv.ts, used for
+ * statements SQLite cannot wrap and for the other engines) is the reference for every type but
+ * REAL, which SQLite prints in its own exact form ("2.0", "1.0e-06").
+ */
+
+/** A seeded 64-bit generator (PCG's LCG step), so failures reproduce. */
+function randomBits(seed: bigint): () => bigint {
+  let state = seed;
+  return () => {
+    state = (state * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
+    return state;
+  };
+}
+
+/** Strict RFC 4180 parser (independent of csv.ts): records of fields, CRLF line ends only. */
+function parseStrictCsv(text: string): string[][] {
+  const records: string[][] = [];
+  let i = 0;
+  while (i < text.length) {
+    const record: string[] = [];
+    for (;;) {
+      let field = '';
+      if (text[i] === '"') {
+        i++;
+        for (;;) {
+          const quote = text.indexOf('"', i);
+          if (quote < 0) throw new Error('unterminated quoted field');
+          field += text.slice(i, quote);
+          i = quote + 1;
+          if (text[i] !== '"') break;
+          field += '"';
+          i++;
+        }
+      } else {
+        const end = text.slice(i).search(/[,\r"\n]/);
+        const stop = end < 0 ? text.length : i + end;
+        if (text[stop] === '"' || text[stop] === '\n') throw new Error(`bare quote or LF in an unquoted field at ${stop}`);
+        field = text.slice(i, stop);
+        i = stop;
+      }
+      record.push(field);
+      if (text[i] === ',') {
+        i++;
+        continue;
+      }
+      if (text.startsWith('\r\n', i)) {
+        i += 2;
+        break;
+      }
+      throw new Error(`expected a comma or CRLF at ${i}`);
+    }
+    records.push(record);
+  }
+  return records;
+}
+
+/** Connections are cached by alias for the process, so every table gets its own. */
+let tables = 0;
+
+function exportTable(setup: (db: Database.Database) => void, sql: string) {
+  const dir = makeTempDir();
+  const dbPath = join(dir, 'exact.db');
+  const alias = `exact${++tables}`;
+  const db = new Database(dbPath);
+  db.defaultSafeIntegers(true);
+  setup(db);
+  const rows = db.prepare(sql).raw(true).all() as CellValue[][];
+  const columns = db.prepare(sql).columns().map((column) => column.name);
+  db.close();
+  return {
+    rows,
+    columns,
+    run: async () => {
+      const result = await makeRunner(configsFor([`${alias}=${dbPath}`], dir), dir).run('sqlite', { operation: 'export_query', sql, output_path: 'out.csv' });
+      expect(result.ok, result.output).toBe(true);
+      return { result, bytes: readFileSync(join(dir, 'out.csv')) };
+    },
+  };
+}
+
+const EDGE_TEXTS = [
+  '',
+  'plain',
+  'comma, inside',
+  'say "hi"',
+  '"',
+  '""',
+  'line\nfeed',
+  'carriage\rreturn',
+  'crlf\r\nend',
+  ' leading and trailing ',
+  'tab\there',
+  'nul\u0000inside, with comma',
+  'üñíçødé',
+  'astral 😀 and 𝔘',
+  'x'.repeat(5000),
+  '\\x0a looks like a blob',
+  'NULL',
+];
+
+describe('sqlite export_query is exact', () => {
+  test('text, integers, blobs and NULL: the file is byte for byte what quarry\'s own encoder writes', async () => {
+    const table = exportTable((db) => {
+      db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v, w TEXT)');
+      const insert = db.prepare('INSERT INTO t (v, w) VALUES (?, ?)');
+      const next = randomBits(7n);
+      const integers = [0n, 1n, -1n, 2n ** 53n, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 2n ** 63n - 1n, -(2n ** 63n)];
+      db.transaction(() => {
+        // Enough rows (about 3 MB) that lines and multi-byte characters cross the 1 MiB output buffer.
+        for (let i = 0; i < 30_000; i++) {
+          const bits = next();
+          const kind = Number(bits % 5n);
+          const value =
+            kind === 0 ? EDGE_TEXTS[i % EDGE_TEXTS.length]!
+            : kind === 1 ? (i < integers.length ? integers[i]! : BigInt.asIntN(64, bits))
+            : kind === 2 ? Buffer.from(bits.toString(16), 'hex')
+            : kind === 3 ? null
+            : `row ${i} ${'é😀,"\r\n'.slice(0, Number(bits % 7n))}`;
+          insert.run(value, EDGE_TEXTS[(i * 7) % EDGE_TEXTS.length]!);
+        }
+      })();
+    }, 'SELECT * FROM t ORDER BY id');
+    const { bytes, result } = await table.run();
+    const expected = csvLine(table.columns) + table.rows.map((row) => csvLine(row)).join('');
+    expect(bytes.equals(Buffer.from(expected, 'utf8'))).toBe(true);
+    expect(result.metadata).toMatchObject({ rows: 30_000, bytes: bytes.length, columns: ['id', 'v', 'w'] });
+    expect(result.output).toContain('first 5 rows:');
+  });
+
+  test('REAL values: 10,000 seeded random doubles and edge values all read back as the same number', async () => {
+    const edges = [0.1, 0.2 + 0.1, 1 / 3, 2, 100, -2.5, 1e-6, 1e-7, 1e15, 1e16, 1e17, 1e21, 123456789012345680000, 2 ** 53, 2 ** 53 + 2, Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE, 2.2250738585072014e-308, 4.35, 0.07, 1234.5678];
+    const next = randomBits(20261122n);
+    const doubles: number[] = [...edges];
+    const view = new DataView(new ArrayBuffer(8));
+    while (doubles.length < edges.length + 10_000) {
+      const bits = next();
+      view.setBigUint64(0, bits);
+      const pick = Number(bits % 3n);
+      // Raw bit patterns cover every exponent; the other two look like measured and money values.
+      const value = pick === 0 ? view.getFloat64(0) : pick === 1 ? Number(bits % 100_000_000n) / 100 : Number(bits % 10n ** 15n) / 10 ** Number(bits % 25n);
+      if (Number.isFinite(value)) doubles.push(value);
+    }
+    const table = exportTable((db) => {
+      db.exec('CREATE TABLE r (id INTEGER PRIMARY KEY, x, y REAL)');
+      const insert = db.prepare('INSERT INTO r (x, y) VALUES (?, ?)');
+      db.transaction(() => {
+        for (const value of doubles) insert.run(value, -value);
+        insert.run(-0, Infinity);
+        insert.run(-Infinity, null);
+      })();
+    }, 'SELECT x, y FROM r ORDER BY id');
+    const { bytes, result } = await table.run();
+    const records = parseStrictCsv(bytes.toString('utf8'));
+    expect(records[0]).toEqual(['x', 'y']);
+    expect(records.length - 1).toBe(doubles.length + 2);
+    expect(result.metadata).toMatchObject({ rows: doubles.length + 2 });
+    const shape = /^-?\d+\.\d+(e[+-]\d{2,3})?$/;
+    doubles.forEach((value, i) => {
+      const [x, y] = records[i + 1]!;
+      expect(shape.test(x!) && shape.test(y!), `row ${i}: ${x}, ${y}`).toBe(true);
+      if (Number(x) !== value || Number(y) !== -value) expect(`${x}, ${y}`).toBe(`${value}, ${-value}`);
+    });
+    // SQLite's text for these: the sign of zero is lost, infinities print as Inf.
+    expect(records.slice(-2)).toEqual([
+      ['0.0', 'Inf'],
+      ['-Inf', ''],
+    ]);
+  });
+
+  test('rows wider than one concat() call (450 columns) are exported whole', async () => {
+    const width = 450;
+    const table = exportTable((db) => {
+      const columns = Array.from({ length: width }, (_, i) => `c${i}`);
+      db.exec(`CREATE TABLE wide (${columns.join(', ')})`);
+      const insert = db.prepare(`INSERT INTO wide VALUES (${columns.map(() => '?').join(', ')})`);
+      for (let row = 0; row < 3; row++) insert.run(...columns.map((_, i) => (i % 3 === 0 ? `v${row}.${i}, "q"` : i % 3 === 1 ? BigInt(row * i) : null)));
+    }, 'SELECT * FROM wide');
+    const { bytes } = await table.run();
+    expect(bytes.toString('utf8')).toBe(csvLine(table.columns) + table.rows.map((row) => csvLine(row)).join(''));
+  });
+});
