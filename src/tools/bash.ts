@@ -3,7 +3,7 @@ import { HeadTailBuffer } from './head-tail-buffer.js';
 import { formatBytes, isInside, resolveToolPath } from './paths.js';
 import { decodeBytesVisibly } from './sanitize.js';
 import { restrictedEnvironment, unrestrictedEnvironment } from './shell-environment.js';
-import { checkRestrictedCommand } from './shell-policy/index.js';
+import { checkRestrictedCommand, type PolicyEnvironment } from './shell-policy/index.js';
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from './shell-sandbox.js';
 import { success, failure, ToolError, type Tool, type ToolContext } from './types.js';
 
@@ -64,6 +64,27 @@ async function resolveWorkingDir(args: BashArgs, context: ToolContext): Promise<
   return path;
 }
 
+/** The seconds git may take to list a repository's configuration before a restricted git command. */
+const GIT_CONFIG_PROBE_TIMEOUT_MS = 10_000;
+
+/** What the policy may look at, on the backend that will run the command, with the environment the command will get. */
+export function policyEnvironment(backend: ToolContext['backend'], cwd: string, env: Record<string, string>): PolicyEnvironment {
+  return {
+    cwd,
+    realpath: (path) => backend.realpath(path).catch(() => null),
+    async gitConfigKeys(directory, directories) {
+      const argv = ['git', ...directories.flatMap((dir) => ['-C', dir]), 'config', '--list', '--name-only', '-z'];
+      try {
+        const result = await backend.execFile(argv, { cwd: directory, env, timeoutMs: GIT_CONFIG_PROBE_TIMEOUT_MS, maxOutputBytes: 1024 * 1024 });
+        if (result.exitCode !== 0) return { error: result.stderr.toString().trim() || `git config exited with ${result.exitCode}` };
+        return result.stdout.toString().split('\0').filter((key) => key !== '');
+      } catch (error) {
+        return { error: error instanceof Error ? error.message : String(error) };
+      }
+    },
+  };
+}
+
 export interface BashToolOptions {
   /** Use the OS sandbox in restricted mode where the machine supports it (tests turn it off to check the policy alone). */
   osLayer: boolean;
@@ -89,11 +110,6 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
   async run(args, context) {
     const restricted = context.profile.shell === 'restricted';
     const cwd = await resolveWorkingDir(args, context);
-    if (restricted) {
-      const decision = await checkRestrictedCommand(args.command);
-      if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, { error: 'refused' });
-    }
-    const timeoutSeconds = Math.min(args.timeout ?? context.profile.shell_timeout, MAX_BASH_TIMEOUT_SECONDS);
     let argv = restricted ? restrictedArgv(args.command) : unrestrictedArgv(args.command);
     let sandboxed = false;
     if (restricted && options.osLayer && context.backend.name === 'local') {
@@ -103,6 +119,12 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     // The backend's own environment: a remote sandbox never receives this machine's variables.
     const baseEnv = await context.backend.environment();
     const env = restricted ? restrictedEnvironment(baseEnv, sandboxed ? { TMPDIR: SANDBOX_TMPDIR } : {}) : unrestrictedEnvironment(baseEnv);
+    if (restricted) {
+      const physicalCwd = await context.backend.realpath(cwd);
+      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env));
+      if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, { error: 'refused' });
+    }
+    const timeoutSeconds = Math.min(args.timeout ?? context.profile.shell_timeout, MAX_BASH_TIMEOUT_SECONDS);
     const output = new HeadTailBuffer(BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES);
     const result = await context.backend.execFile(argv, {
       cwd,

@@ -12,7 +12,29 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH
 /** A URL with a password in it (scheme://user:password@host), whatever the variable is called. */
 const URL_WITH_PASSWORD = /[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:[^/\s@]+@/i;
 /** Variables that make shells and tools run code, load libraries or read unchecked configuration. */
-const BEHAVIOUR_NAME = /^(BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|CDPATH|GLOBIGNORE|IFS|PS4|PROMPT_COMMAND|LD_.*|GCONV_PATH|GIT_.*|PAGER|MANPAGER|SYSTEMD_PAGER|LESS.*|MORE|EDITOR|VISUAL|BROWSER|TAR_OPTIONS|GREP_OPTIONS|RIPGREP_CONFIG_PATH|AWKPATH|AWKLIBPATH|PYTHON.*|PERL5?LIB|PERL5OPT|RUBYOPT|NODE_OPTIONS|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_.*|SSH_ASKPASS|SUDO_ASKPASS|JQ_COLORS|JQ_LIBRARY_PATH|MAGIC|TMPDIR)$/;
+const BEHAVIOUR_NAME = /^(BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|CDPATH|GLOBIGNORE|IFS|PS4|PROMPT_COMMAND|LD_.*|GCONV_PATH|GIT_.*|PAGER|MANPAGER|SYSTEMD_PAGER|LESS.*|MORE|EDITOR|VISUAL|BROWSER|TAR_OPTIONS|GREP_OPTIONS|RIPGREP_CONFIG_PATH|AWKPATH|AWKLIBPATH|PYTHON.*|PERL5?LIB|PERL5OPT|RUBYOPT|NODE_OPTIONS|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_.*|SSH_ASKPASS|SUDO_ASKPASS|JQ_COLORS|JQ_LIBRARY_PATH|MAGIC|TMPDIR|POSIXLY_CORRECT|TAPE)$/;
+
+/**
+ * Command-line-strength overrides of any repository configuration (GIT_CONFIG_COUNT/KEY/VALUE,
+ * read after the repository's own file): no fsmonitor program, no pager, no gpg (log
+ * --show-signature and %G? run gpg.program), no transport (a partial clone would fetch missing
+ * objects and run core.sshCommand), no look into submodules (git would run there under their own
+ * configuration), and repositories owned by other users stay readable (their configuration is
+ * checked before git runs: shell-policy/git.ts).
+ */
+const GIT_OVERRIDES: Array<[string, string]> = [
+  ['core.fsmonitor', 'false'],
+  ['core.pager', 'cat'],
+  ['safe.directory', '*'],
+  ['gpg.program', 'false'],
+  ['gpg.ssh.program', 'false'],
+  ['gpg.x509.program', 'false'],
+  ['log.showSignature', 'false'],
+  ['protocol.allow', 'never'],
+  ['diff.ignoreSubmodules', 'dirty'],
+  ['submodule.recurse', 'false'],
+  ['core.hooksPath', '/dev/null'],
+];
 
 /** Set in restricted mode: no pagers, no git config beyond the repository's own and no locks, less without escapes. */
 const RESTRICTED_SETTINGS: Record<string, string> = {
@@ -23,15 +45,8 @@ const RESTRICTED_SETTINGS: Record<string, string> = {
   GIT_TERMINAL_PROMPT: '0',
   GIT_CONFIG_NOSYSTEM: '1',
   GIT_CONFIG_GLOBAL: '/dev/null',
-  // Command-line-strength overrides of any repository config: no fsmonitor program, no pager,
-  // and repositories owned by other users stay readable.
-  GIT_CONFIG_COUNT: '3',
-  GIT_CONFIG_KEY_0: 'core.fsmonitor',
-  GIT_CONFIG_VALUE_0: 'false',
-  GIT_CONFIG_KEY_1: 'core.pager',
-  GIT_CONFIG_VALUE_1: 'cat',
-  GIT_CONFIG_KEY_2: 'safe.directory',
-  GIT_CONFIG_VALUE_2: '*',
+  GIT_CONFIG_COUNT: String(GIT_OVERRIDES.length),
+  ...Object.fromEntries(GIT_OVERRIDES.flatMap(([key, value], n) => [[`GIT_CONFIG_KEY_${n}`, key], [`GIT_CONFIG_VALUE_${n}`, value]])),
 };
 
 export function isSecretVariable(name: string, value: string): boolean {

@@ -3,6 +3,10 @@ import { createHash } from 'node:crypto';
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { LocalBackend } from '../../src/backends/local.js';
+import { policyEnvironment } from '../../src/tools/bash.js';
+import { restrictedEnvironment } from '../../src/tools/shell-environment.js';
+import type { PolicyEnvironment } from '../../src/tools/shell-policy/index.js';
 import { makeTempDir } from '../support/context.js';
 
 /**
@@ -70,4 +74,9 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The policy's view of this machine from `cwd`, as the bash tool builds it. */
+export function localPolicyEnvironment(cwd: string): PolicyEnvironment {
+  return policyEnvironment(new LocalBackend(), cwd, restrictedEnvironment(process.env));
 }

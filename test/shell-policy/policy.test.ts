@@ -1,8 +1,14 @@
-import { describe, expect, test } from 'vitest';
-import { checkRestrictedCommand } from '../../src/tools/shell-policy/index.js';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { checkRestrictedCommand as checkWithEnvironment } from '../../src/tools/shell-policy/index.js';
 import { awkProgramRefusal } from '../../src/tools/shell-policy/awk.js';
 import { sedScriptRefusal } from '../../src/tools/shell-policy/sed.js';
+import { localPolicyEnvironment, makeCanaryDir } from './canary.js';
 import { BENIGN, ESCAPES } from './corpus.js';
+
+let dir: string;
+beforeAll(() => { dir = makeCanaryDir(); });
+/** Checks a command as the bash tool would from the canary directory. */
+const checkRestrictedCommand = (command: string) => checkWithEnvironment(command, localPolicyEnvironment(dir));
 
 const allEscapes = Object.entries(ESCAPES).flatMap(([category, commands]) => commands.map((command) => ({ category, command: command.replaceAll('{PID}', '4242') })));
 

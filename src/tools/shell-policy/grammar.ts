@@ -14,6 +14,8 @@ export interface SimpleCommand {
   words: WordValue[];
   /** The command's source text, for refusal messages. */
   text: string;
+  /** The command whose output this one reads through a pipe (null: it reads nothing, stdin is /dev/null). */
+  upstream: SimpleCommand | null;
 }
 
 export type SplitResult = { ok: true; commands: SimpleCommand[] } | { ok: false; reason: string };
@@ -112,7 +114,7 @@ function collectCommand(node: SyntaxNode, out: SimpleCommand[]): void {
     }
   }
   if (words.length === 0) refuse(node, 'an empty command');
-  out.push({ words, text: node.text });
+  out.push({ words, text: node.text, upstream: null });
 }
 
 /** The grammar reads `[ ... ]` as a test expression; it is the harmless `[` builtin with plain words. */
@@ -129,11 +131,11 @@ function collectSingleBracketTest(node: SyntaxNode, out: SimpleCommand[]): void 
     }
   };
   walk(node);
-  out.push({ words, text: node.text });
+  out.push({ words, text: node.text, upstream: null });
 }
 
-/** Redirections that cannot change anything: output to /dev/null, and joining stderr and stdout. */
-function checkRedirect(node: SyntaxNode): void {
+/** Redirections that cannot change anything: output to /dev/null, and joining stderr and stdout. Returns whether stdin now reads /dev/null. */
+function checkRedirect(node: SyntaxNode): boolean {
   if (node.type !== 'file_redirect') refuse(node);
   let operator = '';
   let target: SyntaxNode | undefined;
@@ -150,6 +152,7 @@ function checkRedirect(node: SyntaxNode): void {
   const toNull = value.value === '/dev/null' && ['>', '>>', '&>', '&>>', '<', '>|'].includes(operator);
   const joinStreams = operator === '>&' && (value.value === '1' || value.value === '2');
   if (!toNull && !joinStreams) refuse(node, 'a redirection other than to /dev/null or 2>&1 (the restricted shell writes no files)');
+  return operator === '<';
 }
 
 function walkStatement(node: SyntaxNode, out: SimpleCommand[]): void {
@@ -167,11 +170,29 @@ function walkStatement(node: SyntaxNode, out: SimpleCommand[]): void {
       if (!body || body.type !== 'command') refuse(node, 'a redirection of something other than a plain command');
       collectCommand(body, out);
       if (redirects.length === 0) refuse(node, 'an unusual redirection');
-      redirects.forEach(checkRedirect);
+      const stdinFromNull = redirects.map(checkRedirect).some(Boolean);
+      if (stdinFromNull) out[out.length - 1]!.upstream = null;
+      return;
+    }
+    case 'pipeline': {
+      // Each command reads the previous one's output (set after the walk, so "< /dev/null" on a
+      // later command is overridden only when it comes after; bash applies redirections after pipes).
+      let previous: SimpleCommand | null = null;
+      for (const child of node.children) {
+        if (!child) continue;
+        if (!child.isNamed) {
+          if (child.type !== '|') refuse(child, `the operator "${child.type}"`);
+          continue;
+        }
+        const start = out.length;
+        walkStatement(child, out);
+        const first = out[start];
+        if (first && previous && !redirectsStdin(child)) first.upstream = previous;
+        previous = out[out.length - 1] ?? null;
+      }
       return;
     }
     case 'list':
-    case 'pipeline':
     case 'program':
       for (const child of node.children) {
         if (!child) continue;
@@ -207,6 +228,10 @@ export async function splitCommandLine(source: string): Promise<SplitResult> {
   } finally {
     tree.delete();
   }
+}
+
+function redirectsStdin(statement: SyntaxNode): boolean {
+  return statement.type === 'redirected_statement' && statement.namedChildren.some((child) => child?.type === 'file_redirect' && child.children.some((part) => part?.type === '<'));
 }
 
 function findError(node: SyntaxNode): SyntaxNode | null {

@@ -11,6 +11,8 @@ export interface OptionSpec {
   shortWithOptionalValue?: string;
   /** Long options that take the next argument as their value when written without "=". */
   longWithValue?: readonly string[];
+  /** Other long options the program has, so that abbreviations are read as the program reads them. */
+  knownLong?: readonly string[];
   /** Short options refused, with why. */
   deniedShort?: Record<string, string>;
   /** Long options refused (also any abbreviation of them), with why. */
@@ -44,6 +46,18 @@ function longMatches(name: string, full: string): boolean {
   return (full.startsWith(name) && name.length >= 3) || name.startsWith(full);
 }
 
+/**
+ * The long option getopt_long would take `written` for: itself when known, else the one known
+ * option it abbreviates. Two or more candidates: getopt refuses it as ambiguous, and so do we.
+ */
+function canonicalLong(command: string, written: string, spec: OptionSpec): string {
+  const known = new Set([...(spec.longWithValue ?? []), ...(spec.allowedLong ?? []), ...(spec.knownLong ?? [])]);
+  if (known.has(written)) return written;
+  const matches = [...known].filter((full) => full.startsWith(written));
+  if (matches.length > 1) throw new OptionRefusal(`${command}: the option ${written} is ambiguous (${matches.join(', ')}); write it in full`);
+  return matches[0] ?? written;
+}
+
 export function scanOptions(command: string, args: readonly string[], spec: OptionSpec): ScannedOptions {
   const result: ScannedOptions = { short: new Set(), long: [], values: [], operands: [] };
   let onlyOperands = false;
@@ -60,7 +74,7 @@ export function scanOptions(command: string, args: readonly string[], spec: Opti
     }
     if (arg.startsWith('--')) {
       const eq = arg.indexOf('=');
-      const name = eq < 0 ? arg : arg.slice(0, eq);
+      const name = canonicalLong(command, eq < 0 ? arg : arg.slice(0, eq), spec);
       for (const [denied, why] of Object.entries(spec.deniedLong ?? {})) {
         if (longMatches(name, denied)) throw new OptionRefusal(`${command}: the option ${name} (${denied}) is refused: ${why}`);
       }

@@ -1,5 +1,8 @@
 import { awkProgramRefusal } from './awk.js';
+import { gitRule } from './git.js';
 import { OptionRefusal, scanOptions, type OptionSpec, type ScannedOptions } from './options.js';
+import { SAFE_WITH_ANY_ARGUMENTS, type Rule, type RuleContext } from './rule-types.js';
+import { commandRule, envRule, findRule, niceRule, timeoutRule, xargsRule } from './runners.js';
 import { sedScriptRefusal } from './sed.js';
 
 /**
@@ -8,27 +11,12 @@ import { sedScriptRefusal } from './sed.js';
  * A rule returns null when the command may run, or the reason it may not.
  */
 
-export interface RuleContext {
-  /** Checks a command that this one runs (env CMD, timeout CMD, nice CMD) with all the rules. */
-  checkNested(argv: string[]): string | null;
-}
-
-type Rule = (args: string[], context: RuleContext) => string | null;
-
-/**
- * Commands that are harmless whatever arguments follow: the only ones xargs and find -exec may
- * run, since there the arguments come from data (file names, input lines) nobody has checked.
- */
-export const SAFE_WITH_ANY_ARGUMENTS = new Set([
-  'cat', 'head', 'tail', 'grep', 'egrep', 'fgrep', 'wc', 'ls', 'stat', 'du', 'md5sum', 'sha1sum',
-  'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum', 'basename', 'dirname',
-  'realpath', 'readlink', 'echo', 'test', 'nl', 'od', 'hexdump', 'strings', 'cmp', 'zcat',
-  'bzcat', 'xzcat', 'tac', 'rev', 'cut', 'tr', 'column', 'true', 'false',
-]);
+/** Commands of the safe list that still have a rule of their own. */
+const RULED = new Set(['grep', 'egrep', 'fgrep', 'strings']);
 
 /** Read-only commands whose every option only changes what is printed. */
 const ANY_ARGUMENTS = [
-  ...SAFE_WITH_ANY_ARGUMENTS, 'diff', 'comm', 'df', 'paste', 'join', 'fold', 'fmt', 'expand',
+  ...[...SAFE_WITH_ANY_ARGUMENTS].filter((name) => !RULED.has(name)), 'comm', 'df', 'paste', 'join', 'fold', 'fmt', 'expand',
   'unexpand', 'seq', 'whoami', 'id', 'groups', 'uname', 'uptime', 'nproc', 'free', 'pwd', 'which',
   'type', 'printenv', 'locale', 'cal', 'sleep', 'base64', 'numfmt', 'jq', 'zipinfo', 'pgrep',
   'lsblk', 'getent', 'more', '[', 'du',
@@ -58,89 +46,6 @@ function maxOperands(command: string, max: number, why: string, spec: OptionSpec
   return withOptions(command, spec, ({ operands }) => (operands.length > max ? `${command}: at most ${max} operand${max === 1 ? '' : 's'} (${why})` : null));
 }
 
-/** `find`: no actions that delete or write; -exec/-execdir only run commands that are harmless with any file name. */
-const findRule: Rule = (args) => {
-  const denied: Record<string, string> = {
-    '-delete': 'it deletes files', '-fprint': 'it writes a file', '-fprint0': 'it writes a file',
-    '-fprintf': 'it writes a file', '-fls': 'it writes a file', '-ok': 'it asks on a terminal', '-okdir': 'it asks on a terminal',
-  };
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (denied[arg]) return `find: ${arg} is refused: ${denied[arg]}`;
-    if (arg === '-exec' || arg === '-execdir') {
-      const command = args[i + 1];
-      let end = i + 2;
-      while (end < args.length && args[end] !== ';' && !(args[end] === '+' && args[end - 1] === '{}')) end += 1;
-      if (command === undefined || end >= args.length) return `find: ${arg} without its terminating ";" or "{} +"`;
-      const why = runnerTargetRefusal('find', command);
-      if (why) return why;
-      i = end;
-    }
-  }
-  return null;
-};
-
-function runnerTargetRefusal(runner: string, command: string): string | null {
-  if (SAFE_WITH_ANY_ARGUMENTS.has(command)) return null;
-  return `${runner}: may only run commands that are harmless whatever file names or input they are given (${[...SAFE_WITH_ANY_ARGUMENTS].join(', ')}); "${command}" is not one of them`;
-}
-
-const xargsRule: Rule = (args) => {
-  const scanned = scanOptions('xargs', args, {
-    stopAtOperand: true,
-    shortWithValue: 'adEILnPs', shortWithOptionalValue: 'eil',
-    allowedShort: '0adEeIiLlnPrstx',
-    allowedLong: ['--null', '--arg-file', '--delimiter', '--eof', '--replace', '--max-lines', '--max-args', '--max-procs', '--max-chars', '--no-run-if-empty', '--verbose', '--exit', '--show-limits'],
-    longWithValue: ['--arg-file', '--delimiter', '--max-lines', '--max-args', '--max-procs', '--max-chars'],
-  });
-  const [command] = scanned.operands;
-  if (command === undefined) return null; // runs echo
-  const replace = scanned.values.find(([option]) => option === '-I' || option === '--replace')?.[1] ?? (scanned.short.has('i') ? '{}' : undefined);
-  if (replace !== undefined && replace !== '' && command.includes(replace)) return 'xargs: the command name would come from the input';
-  return runnerTargetRefusal('xargs', command);
-};
-
-/** `env` prints the (scrubbed) environment, or runs a checked command with a few harmless variables set. */
-const SETTABLE_VARIABLES = /^(LC_[A-Z]+|LANG|LANGUAGE|TZ|COLUMNS|LINES|NO_COLOR|TERM)$/;
-const envRule: Rule = (args, context) => {
-  let i = 0;
-  for (; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === '-i' || arg === '-0' || arg === '--ignore-environment' || arg === '--null' || arg === '-') continue;
-    if (arg === '-u' || arg === '--unset') { i += 1; continue; }
-    if (arg.startsWith('--unset=') || (arg.startsWith('-u') && arg.length > 2)) continue;
-    if (arg === '--') { i += 1; break; }
-    if (arg.startsWith('-')) return `env: the option ${arg} is refused (only -i, -0 and -u NAME are allowed)`;
-    break;
-  }
-  for (; i < args.length && args[i]!.includes('='); i++) {
-    const name = args[i]!.slice(0, args[i]!.indexOf('='));
-    if (!SETTABLE_VARIABLES.test(name)) return `env: setting ${name} is refused (only LC_*, LANG, LANGUAGE, TZ, COLUMNS, LINES, NO_COLOR and TERM may be set)`;
-  }
-  const rest = args.slice(i);
-  return rest.length === 0 ? null : context.checkNested(rest);
-};
-
-const timeoutRule: Rule = (args, context) => {
-  const scanned = scanOptions('timeout', args, {
-    stopAtOperand: true, shortWithValue: 'sk', allowedShort: 'skv',
-    allowedLong: ['--signal', '--kill-after', '--preserve-status', '--foreground', '--verbose'], longWithValue: ['--signal', '--kill-after'],
-  });
-  const [, ...command] = scanned.operands;
-  return command.length === 0 ? 'timeout: needs a duration and a command' : context.checkNested(command);
-};
-
-const niceRule: Rule = (args, context) => {
-  const scanned = scanOptions('nice', args, { stopAtOperand: true, shortWithValue: 'n', allowedShort: 'n', allowedLong: ['--adjustment'], longWithValue: ['--adjustment'], numericShortIsValue: true });
-  return scanned.operands.length === 0 ? null : context.checkNested(scanned.operands);
-};
-
-const commandRule: Rule = (args, context) => {
-  const scanned = scanOptions('command', args, { stopAtOperand: true, allowedShort: 'pvV', allowedLong: [] });
-  if (scanned.short.has('v') || scanned.short.has('V')) return null; // only describes
-  return scanned.operands.length === 0 ? null : context.checkNested(scanned.operands);
-};
-
 const SED_VALUES = 'elf';
 const sedRule: Rule = (args) => {
   const scanned = scanOptions('sed', args, {
@@ -148,6 +53,7 @@ const sedRule: Rule = (args) => {
     deniedShort: { i: 'it edits files in place', f: 'a script file cannot be checked' },
     deniedLong: { '--in-place': 'it edits files in place', '--file': 'a script file cannot be checked' },
     longWithValue: ['--expression', '--line-length'],
+    knownLong: ['--binary', '--debug', '--follow-symlinks', '--help', '--null-data', '--zero-terminated', '--posix', '--quiet', '--silent', '--regexp-extended', '--sandbox', '--separate', '--unbuffered', '--version'],
   });
   const expressions = scanned.values.filter(([option]) => option === '-e' || option === '--expression').map(([, value]) => value);
   const script = expressions.length > 0 ? expressions.join('\n') : scanned.operands[0];
@@ -158,6 +64,7 @@ const sedRule: Rule = (args) => {
 const awkRule: Rule = (args) => {
   const scanned = scanOptions('awk', args, {
     stopAtOperand: true, shortWithValue: 'Fv', allowedShort: 'Fv', allowedLong: ['--field-separator', '--assign'], longWithValue: ['--field-separator', '--assign'],
+    knownLong: ['--file', '--source', '--exec', '--include', '--load', '--sandbox', '--profile', '--pretty-print', '--dump-variables', '--debug'],
   });
   const program = scanned.operands[0];
   if (program === undefined) return 'awk: no program (program files given with -f cannot be checked)';
@@ -167,8 +74,8 @@ const awkRule: Rule = (args) => {
 const sortRule = withOptions('sort', {
   shortWithValue: 'ktST',
   deniedShort: { o: 'it writes the output to a file', T: 'it writes temporary files to a directory' },
-  deniedLong: { '--output': 'it writes the output to a file', '--compress-program': 'it runs a program', '--temporary-directory': 'it writes temporary files to a directory', '--random-source': 'reads a file as randomness' },
-  longWithValue: ['--key', '--field-separator', '--buffer-size', '--parallel', '--batch-size', '--files0-from', '--sort'],
+  deniedLong: { '--output': 'it writes the output to a file', '--compress-program': 'it runs a program', '--temporary-directory': 'it writes temporary files to a directory', '--random-source': 'reads a file as randomness', '--files0-from': 'it reads files named by data (such as another process\'s /proc/PID/environ)' },
+  longWithValue: ['--key', '--field-separator', '--buffer-size', '--parallel', '--batch-size', '--sort'],
 });
 
 const rgRule = withOptions('rg', {
@@ -187,7 +94,7 @@ const gzipRule = (command: string): Rule => withOptions(command, {
     ? null : `${command}: only listing (-l), testing (-t) or writing to stdout (-c) is allowed; otherwise it replaces files`));
 
 /** tar: listing only; old-style first arguments ("tzvf") are read like option clusters. */
-const TAR_VALUE_LETTERS = 'fCTX';
+const TAR_VALUE_LETTERS = 'fCX';
 const tarRule: Rule = (args) => {
   let normalized = [...args];
   const first = args[0];
@@ -207,8 +114,8 @@ const tarRule: Rule = (args) => {
   }
   const scanned = scanOptions('tar', normalized, {
     shortWithValue: TAR_VALUE_LETTERS, allowedShort: `tvzjJaZhi${TAR_VALUE_LETTERS}`,
-    allowedLong: ['--list', '--verbose', '--file', '--gzip', '--gunzip', '--ungzip', '--bzip2', '--xz', '--lzma', '--zstd', '--auto-compress', '--directory', '--files-from', '--exclude', '--exclude-from', '--wildcards', '--no-wildcards', '--anchored', '--no-anchored', '--ignore-case', '--numeric-owner', '--full-time', '--utc', '--force-local', '--null', '--quoting-style', '--show-transformed-names', '--occurrence', '--dereference', '--ignore-zeros', '--exclude-vcs', '--warning', '--quiet', '--totals', '--block-number', '--strip-components', '--transform', '--xform', '--help', '--version'],
-    longWithValue: ['--file', '--directory', '--files-from', '--exclude', '--exclude-from', '--quoting-style', '--warning', '--strip-components', '--transform', '--xform'],
+    allowedLong: ['--list', '--verbose', '--file', '--gzip', '--gunzip', '--ungzip', '--bzip2', '--xz', '--lzma', '--zstd', '--auto-compress', '--directory', '--exclude', '--exclude-from', '--wildcards', '--no-wildcards', '--anchored', '--no-anchored', '--ignore-case', '--numeric-owner', '--full-time', '--utc', '--force-local', '--null', '--quoting-style', '--show-transformed-names', '--occurrence', '--dereference', '--ignore-zeros', '--exclude-vcs', '--warning', '--quiet', '--totals', '--block-number', '--strip-components', '--transform', '--xform', '--help', '--version'],
+    longWithValue: ['--file', '--directory', '--exclude', '--exclude-from', '--quoting-style', '--warning', '--strip-components', '--transform', '--xform'],
   });
   if (!scanned.short.has('t') && !scanned.long.includes('--list') && !scanned.long.includes('--help') && !scanned.long.includes('--version')) {
     return 'tar: only listing (-t/--list) is allowed';
@@ -221,10 +128,37 @@ const tarRule: Rule = (args) => {
 const unzipRule = withOptions('unzip', { allowedShort: 'lvtpcqCzZ12shmM', allowedLong: [] }, ({ short }) => (
   ['l', 'v', 't', 'p', 'c', 'z', 'Z'].some((letter) => short.has(letter)) ? null : 'unzip: only listing (-l, -v, -Z), testing (-t) or printing (-p, -c) is allowed; otherwise it extracts files'));
 
-/** ps: BSD-style `e` shows every process's environment. */
+/**
+ * ps: BSD-style `e` shows every process's environment, and procps reads some dashed words the
+ * BSD way too (`-auxe`, `-ae -x`), so dashed words may only hold UNIX options that never switch
+ * it, and undashed (BSD) words never an "e".
+ */
+const PS_UNIX_LETTERS = 'AadefFHjlLMNTwyZcPmV';
+const PS_VALUE_LETTERS = 'oOpqstuUgGCk';
+/** Value options whose attached value procps never reads BSD-style (checked on procps-ng 4). */
+const PS_ATTACHED_VALUE_LETTERS = 'oOpqtCUG';
 const psRule: Rule = (args) => {
-  for (const arg of args) {
-    if (!arg.startsWith('-') && /^[A-Za-z]+$/.test(arg) && arg.includes('e')) return 'ps: the BSD option "e" prints processes\' environments (secrets)';
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg.startsWith('--')) {
+      if (/env/i.test(arg)) return `ps: the option ${arg} is refused (process environments hold secrets)`;
+      if (!arg.includes('=') && /^--(format|sort|pid|ppid|user|User|group|Group|cols|columns|width|rows|lines|tty|sid|quick-pid)$/.test(arg)) i += 1;
+      continue;
+    }
+    if (arg.startsWith('-')) {
+      for (let k = 1; k < arg.length; k++) {
+        const letter = arg[k]!;
+        if (PS_VALUE_LETTERS.includes(letter)) {
+          if (k === arg.length - 1) { i += 1; break; }
+          // An attached value (-uxe) can make procps read the whole word BSD-style (checked: -uxe, -gxe, -sxe print environments).
+          if (k === 1 && PS_ATTACHED_VALUE_LETTERS.includes(letter)) break;
+          return `ps: write the value of -${letter} as a separate word (procps may read ${arg} BSD-style, where "e" prints processes' environments)`;
+        }
+        if (!PS_UNIX_LETTERS.includes(letter)) return `ps: the option -${letter} in ${arg} is refused (procps may read the word BSD-style, where "e" prints processes' environments); use UNIX options such as -ef, -e -o pid,comm`;
+      }
+      continue;
+    }
+    if (/e/.test(arg) && /^[A-Za-z]+$/.test(arg)) return 'ps: the BSD option "e" prints processes\' environments (secrets)';
   }
   return null;
 };
@@ -248,6 +182,54 @@ const lessRule: Rule = (args) => {
   return null;
 };
 
+/** Whether a grep/diff command line may read a whole tree (-r, -R, -d recurse, --recursive, ...); over-approximated. */
+function mayRecurse(args: readonly string[], shortLetters: RegExp, longPrefix: RegExp): boolean {
+  for (const arg of args) {
+    if (arg === '--') return false;
+    if (/^-[^-]/.test(arg) && shortLetters.test(arg.slice(1))) return true;
+    if (longPrefix.test(arg)) return true;
+  }
+  return false;
+}
+
+/** grep: a recursive search may not start at /, /proc or inside it, nor run on names from data. */
+function grepRule(command: string): Rule {
+  return (args, context) => {
+    if (!mayRecurse(args, /[rRd]/, /^--(r|de|di|d$)/)) return null;
+    if (context.dataDriven) return `${command}: a recursive search is refused where the names come from data (xargs, find -exec)`;
+    return context.treeRefusal(command, args, { includeCwd: true });
+  };
+}
+
+const rgRecursiveRule: Rule = (args, context) => {
+  const why = rgRule(args, context);
+  return why ?? context.treeRefusal('rg', args, { includeCwd: true });
+};
+
+const diffRule: Rule = (args, context) => (mayRecurse(args, /r/, /^--rec/) ? context.treeRefusal('diff', args) : null);
+
+/** binutils strings reads more options and names from "@FILE". */
+const stringsRule: Rule = (args) => {
+  const atFile = args.find((arg) => arg.startsWith('@'));
+  return atFile ? `strings: "${atFile}" reads options and file names from a file` : null;
+};
+
+/**
+ * xxd reads options only up to the first operand, and then takes the second operand as the
+ * output file whatever it looks like (`xxd in -i` overwrites "-i"); so at most one operand.
+ * Value options (-c -g -l -o -s -n -R) take the next word only when written alone.
+ */
+const xxdRule: Rule = (args) => {
+  let i = 0;
+  for (; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') { i += 1; break; }
+    if (!arg.startsWith('-') || arg === '-') break;
+    if (/^--?[cglosnR]$/.test(arg)) i += 1;
+  }
+  return args.length - i > 1 ? 'xxd: at most one operand (a second one is an output file); attach option values, as in -s10' : null;
+};
+
 const printfRule = withOptions('printf', { stopAtOperand: true, allowedShort: '', allowedLong: [] });
 const cdRule = maxOperands('cd', 1, 'the directory', { allowedShort: 'LP', allowedLong: [] });
 
@@ -262,53 +244,6 @@ const iconvRule = withOptions('iconv', {
 
 const treeRule = withOptions('tree', { deniedShort: { o: 'it writes the listing to a file' }, deniedLong: { '--output': 'it writes the listing to a file' } });
 
-/** git: read-only subcommands; no configuration, alternative programs, pagers or output files. */
-const GIT_READ_SUBCOMMANDS = new Set([
-  'log', 'show', 'diff', 'status', 'blame', 'branch', 'tag', 'rev-parse', 'ls-files', 'grep', 'cat-file', 'shortlog',
-  'describe', 'rev-list', 'ls-tree', 'show-ref', 'reflog', 'name-rev', 'merge-base', 'count-objects', 'diff-tree',
-  'diff-files', 'diff-index', 'whatchanged', 'for-each-ref', 'version', 'annotate',
-]);
-const GIT_DENIED_LONG: Record<string, string> = {
-  '--output': 'it writes a file', '--ext-diff': 'it runs an external diff program', '--textconv': 'it runs conversion programs',
-  '--filters': 'it runs filter programs', '--open-files-in-pager': 'it runs a pager', '--exec': 'it runs a program',
-  '--upload-pack': 'it runs a program', '--receive-pack': 'it runs a program', '--help': 'it runs man or a browser',
-  '--edit-description': 'it edits', '--delete': 'it deletes', '--move': 'it renames', '--copy': 'it copies',
-  '--force': 'it overwrites', '--set-upstream-to': 'it changes configuration', '--unset-upstream': 'it changes configuration',
-  '--track': 'it changes configuration', '--create-reflog': 'it writes', '--annotate': 'it creates a tag', '--sign': 'it creates a tag',
-  '--local-user': 'it creates a tag', '--message': 'it creates', '--file': 'it creates', '--verify': 'it runs gpg',
-};
-const GIT_LISTING_ONLY: Record<string, { allowedShort: string }> = {
-  branch: { allowedShort: 'arlvi' },
-  tag: { allowedShort: 'lni0123456789' },
-};
-const gitRule: Rule = (args) => {
-  let i = 0;
-  for (; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === '-C') { i += 1; continue; }
-    if (['--no-pager', '-P', '--no-optional-locks', '--literal-pathspecs', '--no-replace-objects', '--noglob-pathspecs', '--icase-pathspecs', '--glob-pathspecs'].includes(arg)) continue;
-    if (arg.startsWith('-')) return `git: the global option ${arg} is refused (it can change configuration or run programs; allowed: -C DIR, --no-pager, --no-optional-locks)`;
-    break;
-  }
-  const subcommand = args[i];
-  if (subcommand === undefined) return 'git: no subcommand';
-  if (!GIT_READ_SUBCOMMANDS.has(subcommand)) return `git: the subcommand "${subcommand}" is refused; only read subcommands run in the restricted shell (${[...GIT_READ_SUBCOMMANDS].join(', ')})`;
-  const rest = args.slice(i + 1);
-  const listing = GIT_LISTING_ONLY[subcommand];
-  const deniedShort: Record<string, string> = subcommand === 'grep' ? { O: 'it runs a pager' } : {};
-  if (subcommand === 'reflog' && rest[0] !== undefined && !rest[0].startsWith('-') && rest[0] !== 'show') return 'git reflog: only "show" (the default) is allowed';
-  const scanned = scanOptions(`git ${subcommand}`, rest, {
-    deniedShort,
-    deniedLong: GIT_DENIED_LONG,
-    ...(listing ? { allowedShort: listing.allowedShort } : {}),
-    longWithValue: ['--contains', '--no-contains', '--merged', '--no-merged', '--points-at', '--sort', '--format'],
-  });
-  if (listing && scanned.operands.length > 0 && !scanned.short.has('l') && !scanned.long.includes('--list')) {
-    return `git ${subcommand}: a name without --list would create a ${subcommand}`;
-  }
-  return null;
-};
-
 function uniqRule(): Rule {
   return maxOperands('uniq', 1, 'a second operand is an output file', { shortWithValue: 'fsw', longWithValue: ['--skip-fields', '--skip-chars', '--check-chars'] });
 }
@@ -317,11 +252,11 @@ export const RULES = new Map<string, Rule>([
   ...ANY_ARGUMENTS.map((name): [string, Rule] => [name, () => null]),
   ['find', findRule], ['xargs', xargsRule], ['env', envRule], ['timeout', timeoutRule], ['nice', niceRule],
   ['command', commandRule], ['sed', sedRule], ['awk', awkRule], ['gawk', awkRule], ['mawk', awkRule],
-  ['sort', sortRule], ['rg', rgRule], ['gzip', gzipRule('gzip')], ['gunzip', gzipRule('gunzip')], ['tar', tarRule],
+  ['sort', sortRule], ['rg', rgRecursiveRule], ['gzip', gzipRule('gzip')], ['gunzip', gzipRule('gunzip')], ['tar', tarRule],
   ['unzip', unzipRule], ['ps', psRule], ['date', dateRule], ['hostname', hostnameRule], ['less', lessRule],
   ['printf', printfRule], ['cd', cdRule], ['file', fileRule], ['iconv', iconvRule], ['tree', treeRule], ['git', gitRule],
-  ['uniq', uniqRule()],
-  ['xxd', maxOperands('xxd', 1, 'a second operand is an output file; attach option values, as in -s10', {})],
+  ['uniq', uniqRule()], ['xxd', xxdRule], ['grep', grepRule('grep')], ['egrep', grepRule('egrep')], ['fgrep', grepRule('fgrep')],
+  ['diff', diffRule], ['strings', stringsRule],
 ]);
 
 /** Checks one command's argument vector (argv[0] is the command name). */
