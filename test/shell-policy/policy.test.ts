@@ -72,6 +72,20 @@ describe('restricted shell policy', () => {
     expect(awkProgramRefusal('{ "date" | getline d }')).toMatch(/pipe/);
   });
 
+  test('awk is lexed as awk lexes it: no code hides in what a scanner takes for a regex or a string', () => {
+    for (const ok of ['NR == 1 { print 10 / 2 }', '/a\\/b/ { print }', '{ print $1 }\n/x/ { n++ }', 'BEGIN { if (x) print "a" }', '{ a[$1]++ } END { for (k in a) print k, a[k] }', '{ print "x",\n "y" }', '{ print ($1 > 2) }', 'BEGIN { x = 1.5 / 3 }', '/[[:alpha:]]+/ { print }']) {
+      expect(awkProgramRefusal(ok), ok).toBeNull();
+    }
+    for (const [bad, why] of [
+      ['BEGIN { print 1. / 2 > "f"; y = 3 / 1 }', /redirection/], ['BEGIN{print 1 \\\n/ 2 > "f"; y = 4 /2 }', /redirection/],
+      ['x\n/#|a/ { print > "f" }', /redirection/], ['{ print /"/ > "f" }', /redirection/], ['/[]/"]|a/ { print > "f" }', /inside \[\.\.\.\]/],
+      ['BEGIN { x = 1; print x++ / 2 > "f" }', /\+\+/], ['BEGIN { print "x",\n "y" > "f" }', /redirection/], ['BEGIN { if (1) /"/ ; print > "f" # " }', /redirection/],
+      ['BEGIN { while ((getline l < f) > 0) print l }', /getline < FILE/], ['BEGIN { ARGV[1] = "x" }', /ARGV/], ['BEGIN { print "unterminated }', /string/],
+    ] as const) {
+      expect(awkProgramRefusal(bad), bad).toMatch(why);
+    }
+  });
+
   test('sed scripts: reading commands pass, w/W/e and the w/e flags do not', () => {
     for (const ok of ['p', '1,5p', '/x/d', 's/a/b/g', 's|a|b|2p', 'y/abc/xyz/', ':a;N;ba', '$!N;P;D', '1i\\header', '/start/,/end/{s/x/y/;p}', '0~2d', '5q', 'r other.txt']) {
       expect(sedScriptRefusal(ok), ok).toBeNull();

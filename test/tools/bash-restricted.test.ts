@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { LocalBackend } from '../../src/backends/local.js';
 import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { loadProfile } from '../../src/profiles/load.js';
@@ -8,7 +10,7 @@ import { ToolRegistry } from '../../src/tools/registry.js';
 import type { Tool } from '../../src/tools/types.js';
 import { restrictedEnvironment } from '../../src/tools/shell-environment.js';
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from '../../src/tools/shell-sandbox.js';
-import { makeToolContext } from '../support/context.js';
+import { makeTempDir, makeToolContext } from '../support/context.js';
 import { BENIGN, ESCAPES } from '../shell-policy/corpus.js';
 import { isAlive, makeCanaryDir, snapshot, startCanaryProcess } from '../shell-policy/canary.js';
 
@@ -117,6 +119,49 @@ describe.each(layers)('restricted bash $name', ({ registry: makeRegistry }) => {
     const env = JSON.parse((await registry.run('bash', { command: 'env' }, context)).output) as { output: string };
     expect(env.output).toMatch(/^PATH=/m);
     expect(env.output).not.toMatch(/^(QUARRY_TEST_API_KEY|PGPASSWORD|QUARRY_TEST_DB)=/m);
+  });
+});
+
+/** A repository whose own configuration names programs git would run on read commands (the "known gap" of issue 6). */
+function makeRepositoryWithPrograms(marker: string): string {
+  const repo = makeTempDir('quarry-evil-repo-');
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  git('init', '-q');
+  writeFileSync(join(repo, 'f.txt'), 'a\n');
+  writeFileSync(join(repo, '.gitattributes'), '*.txt diff=evil filter=evil\n');
+  git('add', '.');
+  git('commit', '-q', '-m', 'x');
+  writeFileSync(join(repo, 'f.txt'), 'a\nb\n');
+  for (const key of ['diff.evil.textconv', 'diff.evil.command', 'filter.evil.clean', 'filter.evil.process']) git('config', key, `touch ${marker}; cat`);
+  return repo;
+}
+
+describe.each(layers)('git under a repository configuration that names programs, $name', ({ registry: makeRegistry }) => {
+  test('every read subcommand is refused, naming the key, and the programs never run', async () => {
+    const marker = join(makeTempDir('quarry-marker-'), 'ran');
+    const repo = makeRepositoryWithPrograms(marker);
+    const registry = makeRegistry();
+    const context = makeToolContext({ workingDir: repo });
+    for (const command of ['git status', 'git diff', 'git log -p', 'git show', 'git blame f.txt', 'git grep a', 'git diff --no-ext-diff --no-textconv', 'cd .. && git -C ' + repo + ' diff']) {
+      const result = await registry.run('bash', { command }, context);
+      expect(result.ok, command).toBe(false);
+      expect(result.output, command).toMatch(/configuration sets (diff|filter)\.evil\./);
+    }
+    expect(existsSync(marker)).toBe(false);
+  });
+});
+
+describe.each(layers)('from the root directory, $name', ({ registry: makeRegistry }) => {
+  test('listing works; recursive reads and patterns that could reach /proc are refused', async () => {
+    const registry = makeRegistry();
+    const context = makeToolContext({ workingDir: '/' });
+    const listing = await registry.run('bash', { command: 'ls | grep -cx proc' }, context);
+    expect(JSON.parse(listing.output)).toMatchObject({ output: '1\n', exit_code: 0 });
+    for (const command of ['grep -r QUARRY', 'rg QUARRY', 'ls *', 'cat */1/e*', 'grep -ra QUARRY proc/1', 'find . -maxdepth 1 -name proc -exec grep -r x {} +']) {
+      const result = await registry.run('bash', { command }, context);
+      expect(result.ok, command).toBe(false);
+      expect(result.output, command).not.toContain(SECRET);
+    }
   });
 });
 
