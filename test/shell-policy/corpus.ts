@@ -105,7 +105,7 @@ export const ESCAPES: Record<EscapeCategory, string[]> = {
     'echo /dev/fd/../../{PID} | xargs -I@ grep -ra QUARRY @', 'ls / | xargs -I{} grep -ra QUARRY /{}', 'echo x | grep -l --label=/dev/fd/../../{PID}/status x | xargs cat',
     'diff -r /dev/fd/../../{PID} /dev/fd/../../1', 'diff -r / /tmp', 'diff --recursive /proc /tmp', 'cd -P /dev/fd/../.. && grep -ra QUARRY {PID}',
     'grep -d recurse QUARRY /', 'grep --directories=recurse QUARRY /', 'grep -drecurse QUARRY /', 'grep --rec QUARRY /', 'cd / && grep -r QUARRY',
-    'ls /proc/{PID}/fd', 'head -c 1 /dev/mem', 'cat /proc/self/fd/0', 'git -C /dev/fd/../../{PID} status', 'git -C / grep x', 'cd / && cd proc',
+    'cd -P -- /dev/fd/../.. && cd {PID} && cat envir?n', 'command cd -P /dev/fd/../.. && ls {PID}', 'ls /proc/{PID}/fd', 'head -c 1 /dev/mem', 'cat /proc/self/fd/0', 'git -C /dev/fd/../../{PID} status', 'git -C / grep x', 'cd / && cd proc',
   ],
   runners: [
     'xargs rm < /dev/null', 'echo notes.txt | xargs rm', 'echo notes.txt | xargs -I{} rm {}', 'echo rm | xargs -I{} {} notes.txt',

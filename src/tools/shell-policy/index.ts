@@ -59,7 +59,9 @@ function cdTarget(argv: readonly string[]): string | null | undefined {
   let words = argv;
   if (words[0] === 'command') words = words.slice(1).filter((word, i) => !(i === 0 && word === '-p'));
   if (words[0] !== 'cd') return undefined;
-  const operands = words.slice(1).filter((word) => !/^-[LPe@]+$/.test(word));
+  const args = words.slice(1);
+  const end = args.indexOf('--');
+  const operands = end >= 0 ? args.slice(end + 1) : args.filter((word) => !/^-[LPe@]+$/.test(word));
   return operands[0] ?? null;
 }
 
