@@ -6,7 +6,14 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
 /**
  * MySQL and MariaDB through mysql2. Read-only mode: the session's transactions default to READ
  * ONLY, every statement runs inside `START TRANSACTION READ ONLY` ... `ROLLBACK`, and the driver
- * never sends multiple statements. Rows stream from the server; a query stops reading after
+ * never sends multiple statements (nor LOAD DATA LOCAL files).
+ *
+ * After every read-only statement the session is reset (COM_RESET_CONNECTION) and set up again:
+ * much of a MySQL session survives a ROLLBACK and would outlive the statement: GET_LOCK locks,
+ * LOCK TABLES, HANDLERs, PREPAREd statements, user variables and SET SESSION settings (a changed
+ * sql_mode such as ANSI_QUOTES would make the server read quotes differently from the statement
+ * check). The statement check refuses all of these; the reset makes sure nothing that slips past
+ * it (say, from inside a stored function) lasts. Rows stream from the server; a query stops reading after
  * limit+1 rows by dropping the connection (the server aborts the statement; the next call
  * reconnects). Decimals, big integers and dates arrive as strings.
  */
@@ -37,6 +44,8 @@ export class MysqlDriver implements DatabaseDriver {
       decimalNumbers: false,
       dateStrings: true,
       rowsAsArray: true,
+      // LOAD DATA LOCAL INFILE would make the client read a local file for the server.
+      flags: ['-LOCAL_FILES'],
     };
   }
 
@@ -62,18 +71,30 @@ export class MysqlDriver implements DatabaseDriver {
     await this.close();
     const connection = await runCancellable(signal, () => undefined, () => this.open());
     try {
-      const [[version, sqlMode] = []] = (await MysqlDriver.exec(connection, 'SELECT VERSION(), @@SESSION.sql_mode')) as [string, string][];
-      const mode = String(sqlMode ?? '').split(',').filter((flag) => flag && !QUOTING_MODES.has(flag.toUpperCase())).join(',');
-      await MysqlDriver.exec(connection, 'SET SESSION sql_mode = ?', [mode]);
-      if (/mariadb/i.test(String(version))) await MysqlDriver.exec(connection, `SET SESSION max_statement_time = ${this.config.statementTimeoutMs / 1000}`);
-      else await MysqlDriver.exec(connection, `SET SESSION max_execution_time = ${Math.round(this.config.statementTimeoutMs)}`);
-      if (this.readOnly) await MysqlDriver.exec(connection, 'SET SESSION TRANSACTION READ ONLY');
+      await this.setUpSession(connection);
     } catch (error) {
       connection.destroy();
       throw error;
     }
     this.connection = connection;
     this.health.reset();
+  }
+
+  /** Quoting the way the statement check reads it, the statement timeout, and read-only transactions. */
+  private async setUpSession(connection: Connection): Promise<void> {
+    const [[version, sqlMode] = []] = (await MysqlDriver.exec(connection, 'SELECT VERSION(), @@SESSION.sql_mode')) as [string, string][];
+    const mode = String(sqlMode ?? '').split(',').filter((flag) => flag && !QUOTING_MODES.has(flag.toUpperCase())).join(',');
+    const timeout = /mariadb/i.test(String(version))
+      ? `max_statement_time = ${this.config.statementTimeoutMs / 1000}`
+      : `max_execution_time = ${Math.round(this.config.statementTimeoutMs)}`;
+    await MysqlDriver.exec(connection, `SET SESSION sql_mode = ?, SESSION ${timeout}`, [mode]);
+    if (this.readOnly) await MysqlDriver.exec(connection, 'SET SESSION TRANSACTION READ ONLY');
+  }
+
+  /** Drops everything the last statement left in the session (see the class comment) and sets it up again. */
+  private async resetSession(connection: Connection): Promise<void> {
+    await new Promise<void>((resolve, reject) => connection.reset((error) => (error ? reject(error) : resolve())));
+    await this.setUpSession(connection);
   }
 
   /** KILL QUERY from a second connection: the running statement fails promptly. */
@@ -96,9 +117,13 @@ export class MysqlDriver implements DatabaseDriver {
       return await runCancellable(options.signal, () => this.cancelRunning(connection), () => work(connection));
     } finally {
       if (this.connection === connection) {
-        await MysqlDriver.exec(connection, 'ROLLBACK').catch(() => {
+        try {
+          await MysqlDriver.exec(connection, 'ROLLBACK');
+          await this.resetSession(connection);
+        } catch {
+          // A session that cannot be cleaned up is never reused.
           this.health.broken = true;
-        });
+        }
       }
     }
   }

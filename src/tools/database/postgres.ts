@@ -1,17 +1,24 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
-import { to as copyTo } from 'pg-copy-streams';
 import { ToolError } from '../types.js';
 import { firstRecordEnd, parseCsvRecords } from './csv.js';
+import { ExtendedCopyOut } from './pg-copy-out.js';
 import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable } from './server-support.js';
 import type { CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
  * PostgreSQL through pg. Read-only mode: the session defaults to read-only transactions and
- * every statement runs inside `BEGIN READ ONLY` ... `ROLLBACK`. Queries go through the extended
- * protocol (a cursor), which takes exactly one statement and fetches only limit+1 rows.
- * Exports are written by PostgreSQL itself: `COPY (query) TO STDOUT WITH (FORMAT csv, HEADER)`.
- * Every value arrives as the server's text, so numerics, big integers and dates stay exact.
+ * every statement runs inside `BEGIN READ ONLY` ... `ROLLBACK`, followed by `DISCARD ALL`.
+ * Every user statement goes through the extended protocol, which takes exactly one statement:
+ * queries through a cursor (fetching only limit+1 rows), exports as `COPY (query) TO STDOUT WITH
+ * (FORMAT csv, HEADER)` written by PostgreSQL itself (pg-copy-out.ts). Every value arrives as
+ * the server's text, so numerics, big integers and dates stay exact.
+ *
+ * Why DISCARD ALL: some session state survives a ROLLBACK. Session advisory locks
+ * (pg_advisory_lock, also from inside a user function the statement check cannot see into) would
+ * be held for as long as quarry keeps the connection, and PREPARE'd statements would stay. DISCARD
+ * ALL releases and drops them. It also resets settings, so the session's own settings are
+ * startup parameters (their reset values), not SETs.
  */
 
 /** Server text for every type: nothing is parsed into a lossy JavaScript number or Date. */
@@ -37,6 +44,8 @@ export class PostgresDriver implements DatabaseDriver {
       statement_timeout: this.config.statementTimeoutMs,
       application_name: 'quarry',
       types: RAW_TYPES,
+      // The statement check reads strings the standard way; the server must too.
+      options: `-c standard_conforming_strings=on${this.readOnly ? ' -c default_transaction_read_only=on' : ''}`,
     };
   }
 
@@ -49,9 +58,6 @@ export class PostgresDriver implements DatabaseDriver {
       this.health.broken = true;
     });
     await runCancellable(signal, () => client.end(), () => client.connect());
-    // The statement check reads strings the standard way; make sure the server does too.
-    await client.query('SET standard_conforming_strings = on');
-    if (this.readOnly) await client.query('SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY');
     this.client = client;
     this.health.reset();
   }
@@ -80,9 +86,13 @@ export class PostgresDriver implements DatabaseDriver {
     try {
       return await runCancellable(options.signal, () => this.cancelRunning(), () => work(client));
     } finally {
-      await client.query('ROLLBACK').catch(() => {
+      try {
+        await client.query('ROLLBACK');
+        await client.query('DISCARD ALL');
+      } catch {
+        // A session that cannot be cleaned up is never reused.
         this.health.broken = true;
-      });
+      }
     }
   }
 
@@ -107,7 +117,7 @@ export class PostgresDriver implements DatabaseDriver {
       return;
     }
     await this.run(options, async (client) => {
-      const stream = client.query(copyTo(`COPY (${sql}) TO STDOUT WITH (FORMAT csv, HEADER true)`));
+      const stream = client.query(new ExtendedCopyOut(`COPY (${sql}) TO STDOUT WITH (FORMAT csv, HEADER true)`));
       let head = '';
       let headerDone = false;
       for await (const chunk of stream as AsyncIterable<Buffer>) {

@@ -42,16 +42,34 @@ interface DialectRules {
   escapeStrings: boolean;
   /** Oracle q'[...]' strings. */
   qQuotes: boolean;
+  /**
+   * How `--` comments end: 'newline' (SQLite, MySQL: only \n), 'newline-or-cr' (PostgreSQL: \n
+   * or \r), 'unsure' (Oracle, Vertica: a lone \r inside a line comment is refused).
+   */
+  lineCommentEnd: 'newline' | 'newline-or-cr' | 'unsure';
+  /** U&"..." identifiers with escapes (PostgreSQL, Vertica): refused, since they can spell any name. */
+  unicodeIdentifiers: boolean;
 }
 
 const RULES: Record<Engine, DialectRules> = {
-  sqlite: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: true, bracketIdentifiers: true, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: false },
-  postgres: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: true, dollarQuotes: true, escapeStrings: true, qQuotes: false },
-  mysql: { backslashInStrings: true, doubleQuoteIsString: true, backtickIdentifiers: true, bracketIdentifiers: false, hashComments: true, dashCommentNeedsSpace: true, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: false },
-  oracle: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: true },
+  sqlite: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: true, bracketIdentifiers: true, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: false, lineCommentEnd: 'newline', unicodeIdentifiers: false },
+  postgres: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: true, dollarQuotes: true, escapeStrings: true, qQuotes: false, lineCommentEnd: 'newline-or-cr', unicodeIdentifiers: true },
+  mysql: { backslashInStrings: true, doubleQuoteIsString: true, backtickIdentifiers: true, bracketIdentifiers: false, hashComments: true, dashCommentNeedsSpace: true, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: false, lineCommentEnd: 'newline', unicodeIdentifiers: false },
+  oracle: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: true, lineCommentEnd: 'unsure', unicodeIdentifiers: false },
   // Vertica: dollar quotes are refused rather than guessed (see lexDollar).
-  vertica: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: true, qQuotes: false },
+  vertica: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: true, qQuotes: false, lineCommentEnd: 'unsure', unicodeIdentifiers: true },
 };
+
+/**
+ * Whitespace as the engines see it: ASCII only. Every engine reads other characters (U+00A0,
+ * U+2028, a BOM) as part of an identifier, so treating them as spaces (JavaScript's \s) would let
+ * `AS \u00a0$a$` open a dollar quote for us that the engine never sees.
+ */
+const WHITESPACE = /[ \t\n\r\f\v]/;
+/** What may follow `--` for MySQL to read a comment: a space or an ASCII control character. */
+const MYSQL_DASH_COMMENT_FOLLOWER = /[\x00-\x20\x7f]/;
+/** `$tag$` at a position (sticky: any tag length, no copy of the rest of the text). */
+const DOLLAR_TAG = /\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/y;
 
 const WORD_START = /[A-Za-z_\u0080-\uffff]/;
 const WORD_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
@@ -116,9 +134,23 @@ export function tokenize(sql: string, engine: Engine): Token[] {
     throw new SqlLexError(`unterminated block comment starting at character ${start + 1}`);
   };
 
+  /** From a `--` or `#` to the end of the line, where the engine ends it (see lineCommentEnd). */
+  const skipLineComment = () => {
+    const start = i;
+    for (; i < n; i++) {
+      const c = sql[i];
+      if (c === '\n') break;
+      if (c !== '\r' || sql[i + 1] === '\n' || rules.lineCommentEnd === 'newline') continue;
+      if (rules.lineCommentEnd === 'newline-or-cr') break;
+      throw new SqlLexError(`a carriage return inside the line comment at character ${start + 1} may end it for ${engine}; use newlines`);
+    }
+    i++;
+  };
+
   const lexDollar = (start: number): boolean => {
     // $1, $2: parameters, not quotes.
-    const match = /^\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/.exec(sql.slice(i, i + 200));
+    DOLLAR_TAG.lastIndex = i;
+    const match = DOLLAR_TAG.exec(sql);
     if (!match) return false;
     if (!rules.dollarQuotes) {
       throw new SqlLexError(`dollar-quoted strings (${match[0]}) are not allowed for ${engine}`);
@@ -135,21 +167,22 @@ export function tokenize(sql: string, engine: Engine): Token[] {
   while (i < n) {
     const ch = sql[i]!;
     const start = i;
-    if (/\s/.test(ch)) {
+    if (WHITESPACE.test(ch)) {
       i++;
       continue;
     }
     if (ch === '-' && sql[i + 1] === '-') {
       const after = sql[i + 2];
-      if (!rules.dashCommentNeedsSpace || after === undefined || /[\s\x00-\x1f]/.test(after)) {
-        const newline = sql.indexOf('\n', i);
-        i = newline < 0 ? n : newline + 1;
+      if (rules.dashCommentNeedsSpace && after !== undefined && after > '\x7f') {
+        throw new SqlLexError(`"--" followed by a non-ASCII character (character ${i + 1}) may or may not start a comment for ${engine}; put a space after "--"`);
+      }
+      if (!rules.dashCommentNeedsSpace || after === undefined || MYSQL_DASH_COMMENT_FOLLOWER.test(after)) {
+        skipLineComment();
         continue;
       }
     }
     if (ch === '#' && rules.hashComments) {
-      const newline = sql.indexOf('\n', i);
-      i = newline < 0 ? n : newline + 1;
+      skipLineComment();
       continue;
     }
     if (ch === '/' && sql[i + 1] === '*') {
@@ -161,8 +194,15 @@ export function tokenize(sql: string, engine: Engine): Token[] {
       continue;
     }
     if (ch === '"') {
-      if (rules.doubleQuoteIsString) push('string', readQuoted('"', rules.backslashInStrings, 'string'), start);
-      else push('quoted', readQuoted('"', false, 'quoted identifier'), start);
+      if (rules.doubleQuoteIsString) {
+        push('string', readQuoted('"', rules.backslashInStrings, 'string'), start);
+        continue;
+      }
+      const value = readQuoted('"', false, 'quoted identifier');
+      if (rules.unicodeIdentifiers && value.includes('\\') && /U&$/i.test(sql.slice(Math.max(0, start - 2), start))) {
+        throw new SqlLexError(`a U&"..." identifier with escapes (character ${start - 1}) can spell any name; write the name plainly`);
+      }
+      push('quoted', value, start);
       continue;
     }
     if (ch === '`' && rules.backtickIdentifiers) {
@@ -191,6 +231,9 @@ export function tokenize(sql: string, engine: Engine): Token[] {
           push('string', readQuoted("'", true, 'string'), start);
           continue;
         }
+      }
+      if (rules.unicodeIdentifiers && upper === 'UESCAPE') {
+        throw new SqlLexError(`UESCAPE (character ${start + 1}) changes how a U&"..." name is spelled; write the name plainly`);
       }
       push('word', upper, start);
       continue;

@@ -84,8 +84,17 @@ const SIDE_EFFECT_FUNCTIONS: Record<Engine, FunctionRules> = {
       'pg_promote', 'pg_logical_emit_message', 'pg_import_system_collations', 'pg_stat_file',
       'query_to_xml', 'query_to_xmlschema', 'query_to_xml_and_xmlschema', 'cursor_to_xml', 'cursor_to_xmlschema',
       'pg_backup_start', 'pg_backup_stop', 'pg_start_backup', 'pg_stop_backup', 'pg_log_backend_memory_contexts',
+      // Run SQL given as text, out of the check's sight (tablefunc and xml2 too).
+      'ts_stat', 'ts_rewrite', 'connectby', 'xpath_table',
+      // Index maintenance that changes the index even inside a read-only transaction.
+      'brin_summarize_new_values', 'brin_summarize_range', 'brin_desummarize_range', 'gin_clean_pending_list',
+      'pg_stat_statements_reset', 'pg_logical_slot_get_changes', 'pg_logical_slot_get_binary_changes', 'pg_nextoid',
+      'pg_truncate_visibility_map',
     ]),
-    prefixes: ['lo_', 'dblink', 'pg_read_', 'pg_ls_', 'pg_file_', 'pg_logdir_', 'pg_advisory', 'pg_try_advisory', 'pg_create_', 'pg_drop_', 'pg_replication_', 'pg_stat_reset', 'pg_wal_replay_'],
+    prefixes: [
+      'lo_', 'dblink', 'pg_read_', 'pg_ls_', 'pg_file_', 'pg_logdir_', 'pg_advisory', 'pg_try_advisory', 'pg_create_', 'pg_drop_',
+      'pg_copy_', 'pg_replication_', 'pg_stat_reset', 'pg_wal_replay_', 'crosstab', 'binary_upgrade_', 'heap_force_',
+    ],
     exceptions: new Set(),
     packages: NONE,
   },
@@ -192,9 +201,10 @@ function checkHiddenWrites(statement: Token[], engine: Engine): void {
         `refused: ${token.value} (at character ${token.start + 1}) can change data or state, and read-only mode allows no writes, locks or transaction control inside a query; if it is a column or table name, quote it as an identifier`,
       );
     }
-    // Sequence advances: Oracle and Vertica write them as a pseudo-column (seq.NEXTVAL).
-    if (token.kind === 'word' && SEQUENCE_WORDS.has(token.value)) {
-      throw new ReadOnlyViolation(`refused: ${token.value} (at character ${token.start + 1}) advances a sequence, which is a write`);
+    // Sequence advances: Oracle and Vertica write them as a pseudo-column (seq.NEXTVAL), MariaDB
+    // and the standard as NEXT VALUE FOR seq.
+    if (token.kind === 'word' && (SEQUENCE_WORDS.has(token.value) || (token.value === 'NEXT' && next?.kind === 'word' && next.value === 'VALUE'))) {
+      throw new ReadOnlyViolation(`refused: ${token.value === 'NEXT' ? 'NEXT VALUE' : token.value} (at character ${token.start + 1}) advances a sequence, which is a write`);
     }
     if (token.kind === 'word' && token.value === 'FOR' && next?.kind === 'word' && LOCKING_AFTER_FOR.has(next.value)) {
       throw new ReadOnlyViolation(`refused: FOR ${next.value} (at character ${token.start + 1}) takes row locks, which read-only mode does not allow`);

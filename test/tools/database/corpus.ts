@@ -8,6 +8,9 @@ import type { Engine } from '../../../src/tools/database/types.js';
  * auto-increment/sequence id, and audit_log(id, customer_id, action, update_count, deleted_flag, note).
  */
 
+/** A dollar-quote tag longer than the lexer once looked ahead (200 characters). */
+const LONG_TAG = `$${'t'.repeat(210)}$`;
+
 const GENERIC_MUTATIONS = [
   'DELETE FROM customers',
   'delete from customers where id = 1',
@@ -112,6 +115,24 @@ const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
     'EXPLAIN (ANALYZE) DELETE FROM customers',
     'SELECT pg_terminate_backend(pg_backend_pid())',
     "SELECT 1) TO PROGRAM 'touch /tmp/quarry-evil' WITH (FORMAT csv",
+    // Red-team escapes (each once passed the check; through export_query's COPY they committed the DELETE):
+    // PostgreSQL ends a "--" comment at a carriage return,
+    'SELECT 1 AS a --\r) TO STDOUT; COMMIT; BEGIN READ WRITE; DELETE FROM audit_log; COMMIT; COPY (SELECT 2 AS b\n, 3',
+    // reads U+00A0 as part of a name (so "\u00a0$a$" is no dollar quote),
+    'SELECT 1 AS \u00a0$a$) TO STDOUT; COMMIT; BEGIN READ WRITE; DELETE FROM audit_log; COMMIT; COPY (SELECT 1 AS \u00a0$a$',
+    'SELECT 1 AS x,\u2028$a$, pg_advisory_lock(1) AS y,\u2028$a$',
+    // and knows dollar-quote tags of any length.
+    `SELECT ${LONG_TAG} ' ${LONG_TAG}) TO STDOUT; COMMIT; BEGIN READ WRITE; DELETE FROM audit_log; COMMIT; COPY (SELECT 1 /* ' */`,
+    `SELECT ${LONG_TAG} ' ${LONG_TAG}, pg_terminate_backend(pg_backend_pid()) /* ' */`,
+    // Functions the check did not know: SQL run from a string, a name spelled with escapes, index maintenance.
+    "SELECT * FROM ts_stat('SELECT to_tsvector(pg_advisory_lock(43)::text)')",
+    "SELECT ts_rewrite('a'::tsquery, 'SELECT pg_advisory_lock(1)::text::tsquery, ''b''::tsquery')",
+    'SELECT U&"pg\\005fadvisory\\005flock"(44)',
+    'SELECT U&"pg!005fadvisory!005flock" UESCAPE \'!\' (45)',
+    "SELECT gin_clean_pending_list('audit_log_action')",
+    "SELECT brin_summarize_new_values('audit_log_action')",
+    "SELECT * FROM crosstab('SELECT pg_advisory_lock(1)')",
+    "SELECT pg_copy_logical_replication_slot('a', 'b')",
   ],
   mysql: [
     "SELECT 1 INTO OUTFILE '/tmp/quarry-evil.txt'",
@@ -140,6 +161,12 @@ const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
     'SELECT `--`; DELETE FROM customers',
     'ANALYZE TABLE customers',
     'SELECT * FROM customers FOR SHARE',
+    // Red-team escapes: MySQL reads "--" followed by DEL (0x7f) as a comment, the check read code and a string.
+    "SELECT 1 --\x7f '\n, LOAD_FILE(0x2f6574632f686f73746e616d65) AS x -- '",
+    // "--" then U+00A0 is no comment for MySQL (two minus signs and a name); the check read a comment.
+    "SELECT 1 --\u00a0, LOAD_FILE('/etc/hostname') AS f FROM (SELECT 1 AS \u00a0) t",
+    'SELECT NEXT VALUE FOR customers_seq',
+    'SELECT next value for customers_seq',
   ],
   oracle: [
     'SELECT 1 FROM dual; DELETE FROM customers',
@@ -160,6 +187,9 @@ const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
     "SELECT nq'{x}' FROM dual; DROP TABLE customers",
     "SELECT sys.dbms_lock.sleep(1) FROM dual",
     "SELECT utl_file.fopen('/tmp', 'x', 'w') FROM dual",
+    // Whether a lone carriage return ends a "--" comment is not known for Oracle: refused.
+    "SELECT 1 --\r, dbms_pipe.send_message('x')\nFROM dual",
+    'SELECT 1 FROM dual\u00a0; DELETE FROM customers',
   ],
   vertica: [
     'SELECT PURGE()',
@@ -180,6 +210,8 @@ const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
     "SELECT INTERRUPT_STATEMENT('x', 1)",
     "CONNECT TO VERTICA db USER u PASSWORD 'p' ON 'h', 5433",
     "SELECT E'\\''; DELETE FROM customers; --'",
+    "SELECT 1 --\r, PURGE()\n",
+    'SELECT U&"d\\0072op_partitions"(\'customers\', 1, 2)',
   ],
 };
 
@@ -206,6 +238,10 @@ const GENERIC_BENIGN = [
   "SELECT name FROM customers WHERE note = 'insert into; update; drop'",
   'SELECT a.action, a.update_count FROM audit_log a ORDER BY a.update_count DESC',
   "SELECT count(*) FROM audit_log WHERE action IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')",
+  // Windows line endings after a comment, non-ASCII names and strings.
+  'SELECT id, -- the key; DELETE FROM customers\r\n name FROM customers',
+  "SELECT name AS \"naïve ünïcode\", 'ça; DELETE FROM customers' AS s FROM customers",
+  "SELECT 'a\u00a0--\u00a0b' AS nbsp FROM customers",
 ];
 
 const SPECIFIC_BENIGN: Record<Engine, string[]> = {

@@ -133,6 +133,28 @@ describe('mysql read-only: the engine layer alone (statement check bypassed)', (
     expect(await snapshot()).toBe(before);
   });
 
+  test('session state that survives a ROLLBACK is reset after every statement', async () => {
+    const [config] = configsFor([url], dir);
+    const driver = new MysqlDriver(config!, true);
+    const signal = new AbortController().signal;
+    const options = { readOnly: true, signal };
+    await driver.connect(signal);
+    // With the statement check bypassed, each of these would outlive its statement.
+    await driver.query("SELECT GET_LOCK('quarry_redteam', 0)", 10, options);
+    await driver.query("SET SESSION sql_mode = 'ANSI_QUOTES,NO_BACKSLASH_ESCAPES'", 10, options);
+    await driver.query('SET @kept = 1', 10, options);
+    await driver.query("PREPARE kept FROM 'SELECT 1'", 10, options);
+    await driver.query('LOCK TABLES customers READ', 10, options);
+    const state = await driver.query("SELECT IS_USED_LOCK('quarry_redteam') IS NULL, @@SESSION.sql_mode LIKE '%ANSI_QUOTES%', @kept IS NULL, @@SESSION.tx_read_only", 10, options);
+    expect(state.rows).toEqual([[1, 0, 1, '1']]);
+    await expect(driver.query('EXECUTE kept', 10, options)).rejects.toThrow(/Unknown prepared statement/);
+    // The table lock is gone: another session can write (and undoes it).
+    await admin.query('SET SESSION lock_wait_timeout = 2');
+    await admin.query("INSERT INTO audit_log (customer_id, action) VALUES (1, 'lock-probe')");
+    await admin.query("DELETE FROM audit_log WHERE action = 'lock-probe'");
+    await driver.close();
+  });
+
   test('the driver never sends multiple statements', async () => {
     const [config] = configsFor([url], dir);
     const driver = new MysqlDriver(config!, true);

@@ -157,6 +157,53 @@ describe('postgres read-only: the engine layer alone (statement check bypassed)'
     expect(refused.output).toMatch(/^refused: the function lo_from_bytea\(\)/);
   });
 
+  test('an export runs exactly one statement: COPY goes through the extended protocol, so a second statement is refused by PostgreSQL', async () => {
+    const [config] = configsFor([url], dir);
+    const driver = new PostgresDriver(config!, true);
+    const signal = new AbortController().signal;
+    await driver.connect(signal);
+    const before = await snapshot();
+    const sink = { setColumns: () => undefined, writeRows: async () => undefined, writeEncoded: async () => undefined, setRowCount: () => undefined };
+    // With the statement check bypassed: before, this (as a simple-protocol COPY) committed the DELETE.
+    const smuggled = 'SELECT 1) TO STDOUT; COMMIT; BEGIN READ WRITE; DELETE FROM audit_log; COMMIT; COPY (SELECT 1';
+    await expect(driver.exportCsv(smuggled, sink, { readOnly: true, signal })).rejects.toThrow('cannot insert multiple commands into a prepared statement');
+    // The connection is still usable and still read-only.
+    await expect(driver.query('DELETE FROM audit_log', 10, { readOnly: false, signal })).rejects.toThrow(/read-only transaction/);
+    await driver.close();
+    expect(await snapshot()).toBe(before);
+  });
+
+  test('session state that survives a ROLLBACK is discarded after every statement', async () => {
+    // A user function the statement check cannot see into takes a session-level advisory lock.
+    await admin.query(`CREATE OR REPLACE FUNCTION lock_quietly() RETURNS int LANGUAGE sql AS $$ SELECT 1 FROM pg_advisory_lock(4242) $$; ALTER FUNCTION lock_quietly() OWNER TO quarry_test`);
+    const locked = await runner.run('postgres', { operation: 'query', sql: 'SELECT lock_quietly() AS locked' });
+    expect(locked.ok).toBe(true);
+    const held = await admin.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242");
+    expect(held.rows[0].n).toBe(0);
+    // With the check bypassed: a prepared statement and a setting do not outlive their statement either.
+    const [config] = configsFor([url], dir);
+    const driver = new PostgresDriver(config!, true);
+    const signal = new AbortController().signal;
+    await driver.connect(signal);
+    await driver.query('PREPARE kept AS SELECT 1', 10, { readOnly: true, signal });
+    await driver.query("SELECT set_config('standard_conforming_strings', 'off', false)", 10, { readOnly: true, signal });
+    const state = await driver.query(
+      "SELECT (SELECT count(*) FROM pg_prepared_statements)::text, current_setting('standard_conforming_strings'), current_setting('default_transaction_read_only')",
+      10,
+      { readOnly: true, signal },
+    );
+    expect(state.rows).toEqual([['0', 'on', 'on']]);
+    await driver.close();
+  });
+
+  test('index maintenance functions, which change an index even in a read-only transaction, are refused', async () => {
+    await admin.query(`DROP INDEX IF EXISTS audit_log_note_gin; CREATE INDEX audit_log_note_gin ON audit_log USING gin (to_tsvector('simple', coalesce(note, ''))) WITH (fastupdate = on);
+      INSERT INTO audit_log (customer_id, action, note) VALUES (1, 'gin', 'pending words'); DELETE FROM audit_log WHERE action = 'gin'`);
+    const result = await runner.run('postgres', { operation: 'query', sql: "SELECT gin_clean_pending_list('audit_log_note_gin')" });
+    expect(result.output).toMatch(/^refused: the function gin_clean_pending_list\(\)/);
+    await admin.query('DROP INDEX audit_log_note_gin');
+  });
+
   test('a function that writes, called from a SELECT, is refused by the read-only transaction', async () => {
     await admin.query(`CREATE OR REPLACE FUNCTION sneaky() RETURNS int LANGUAGE sql AS $$ DELETE FROM audit_log RETURNING 1 $$; ALTER FUNCTION sneaky() OWNER TO quarry_test`);
     const before = await snapshot();
@@ -195,6 +242,14 @@ describe('postgres export_query', () => {
     expect(result.ok).toBe(false);
     expect(result.output).toContain('division by zero');
     expect(readdirSync(dir).sort()).toEqual(before);
+  });
+
+  test.each(mutationCorpus('postgres').filter((sql) => sql.includes('TO STDOUT')))('export_query refuses %j and changes nothing', async (sql) => {
+    const before = await snapshot();
+    const result = await runner.run('postgres', { operation: 'export_query', sql, output_path: 'smuggled.csv' });
+    expect(result.output).toMatch(/^refused/);
+    expect(await snapshot()).toBe(before);
+    expect(existsSync(join(dir, 'smuggled.csv'))).toBe(false);
   });
 
   test('a refused statement is never wrapped in COPY', async () => {

@@ -67,3 +67,50 @@ describe('what the check returns and says', () => {
     expect(() => checkReadOnlyStatement('SELECT delete FROM t', 'postgres')).toThrow(/quote it as an identifier/);
   });
 });
+
+describe('the lexer reads text the way each engine does (red-team findings)', () => {
+  test('only ASCII whitespace separates tokens; other characters are part of a name, as the engines read them', () => {
+    expect(checkReadOnlyStatement('SELECT 1 AS \u00a0x', 'postgres').sql).toBe('SELECT 1 AS \u00a0x');
+    // "\u00a0$a$" is a name for PostgreSQL, not the start of a dollar quote.
+    expect(() => checkReadOnlyStatement('SELECT 1 AS \u00a0$a$, pg_sleep(0), pg_advisory_lock(1) AS \u00a0$a$', 'postgres')).toThrow(/pg_advisory_lock\(\)/);
+  });
+
+  test('a carriage return ends a "--" comment for PostgreSQL, not for SQLite or MySQL, and is refused where unknown', () => {
+    expect(() => checkReadOnlyStatement('SELECT 1 --\r, pg_advisory_lock(1)\n', 'postgres')).toThrow(/pg_advisory_lock/);
+    expect(checkReadOnlyStatement('SELECT 1 --\r, load_extension(1)\n', 'sqlite').sql).toBe('SELECT 1');
+    expect(checkReadOnlyStatement('SELECT 1 --\r, LOAD_FILE(1)\n', 'mysql').sql).toBe('SELECT 1');
+    for (const engine of ['oracle', 'vertica'] as const) {
+      expect(() => checkReadOnlyStatement('SELECT 1 --\r x\nFROM dual', engine)).toThrow(/carriage return inside the line comment/);
+      expect(checkReadOnlyStatement('SELECT 1 -- x\r\nFROM dual', engine).sql).toBe('SELECT 1 -- x\r\nFROM dual');
+    }
+  });
+
+  test('MySQL: "--" followed by DEL is a comment; followed by a non-ASCII character it is refused as ambiguous', () => {
+    expect(checkReadOnlyStatement('SELECT 1 --\x7f DELETE', 'mysql').sql).toBe('SELECT 1');
+    expect(() => checkReadOnlyStatement('SELECT 1 --\u00a0x', 'mysql')).toThrow(/may or may not start a comment/);
+  });
+
+  test('dollar-quote tags of any length are read as PostgreSQL reads them', () => {
+    const tag = `$${'t'.repeat(5000)}$`;
+    expect(checkReadOnlyStatement(`SELECT ${tag}'; DELETE FROM t ${tag} AS s`, 'postgres').sql).toBe(`SELECT ${tag}'; DELETE FROM t ${tag} AS s`);
+  });
+
+  test('U&"..." names with escapes and UESCAPE are refused; a plain U&"..." name is fine', () => {
+    expect(() => checkReadOnlyStatement('SELECT U&"pg\\005fadvisory\\005flock"(1)', 'postgres')).toThrow(/U&"..." identifier with escapes/);
+    expect(() => checkReadOnlyStatement('SELECT U&"x" UESCAPE \'!\'', 'vertica')).toThrow(/UESCAPE/);
+    expect(checkReadOnlyStatement('SELECT 1 AS U&"plain"', 'postgres').sql).toBe('SELECT 1 AS U&"plain"');
+  });
+
+  test('a megabyte of text is checked in linear time', () => {
+    const inputs = ['SELECT 1 ' + '--x\n'.repeat(250_000), 'SELECT ' + '$a '.repeat(300_000), `SELECT 1 ${'/* x */'.repeat(150_000)}`, `SELECT $a$${'x'.repeat(1_000_000)}`];
+    for (const sql of inputs) {
+      const started = performance.now();
+      try {
+        checkReadOnlyStatement(sql, 'postgres');
+      } catch (error) {
+        expect(error).toBeInstanceOf(ReadOnlyViolation);
+      }
+      expect(performance.now() - started).toBeLessThan(5000);
+    }
+  });
+});
