@@ -117,7 +117,8 @@ export class PostgresDriver implements DatabaseDriver {
       return;
     }
     await this.run(options, async (client) => {
-      const stream = client.query(new ExtendedCopyOut(`COPY (${sql}) TO STDOUT WITH (FORMAT csv, HEADER true)`));
+      // On lines of its own, so that a trailing "--" comment the check misread could not hide the ")".
+      const stream = client.query(new ExtendedCopyOut(`COPY (\n${sql}\n) TO STDOUT WITH (FORMAT csv, HEADER true)`));
       let head = '';
       let headerDone = false;
       for await (const chunk of stream as AsyncIterable<Buffer>) {
