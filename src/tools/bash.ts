@@ -3,7 +3,7 @@ import { HeadTailBuffer } from './head-tail-buffer.js';
 import { formatBytes, isInside, resolveToolPath } from './paths.js';
 import { decodeBytesVisibly } from './sanitize.js';
 import { restrictedEnvironment, unrestrictedEnvironment } from './shell-environment.js';
-import { checkRestrictedCommand, type PolicyEnvironment } from './shell-policy/index.js';
+import { checkRestrictedCommand, staticRefusal, type PolicyEnvironment } from './shell-policy/index.js';
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from './shell-sandbox.js';
 import { success, failure, ToolError, type Tool, type ToolContext } from './types.js';
 
@@ -109,6 +109,11 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
   readOnly: false,
   async run(args, context) {
     const restricted = context.profile.shell === 'restricted';
+    if (restricted) {
+      // Refuse what needs no file system before touching the backend (or creating a sandbox).
+      const refusal = await staticRefusal(args.command);
+      if (refusal) throw new ToolError(`bash: refused by the restricted shell: ${refusal}`, { error: 'refused' });
+    }
     const cwd = await resolveWorkingDir(args, context);
     let argv = restricted ? restrictedArgv(args.command) : unrestrictedArgv(args.command);
     let sandboxed = false;

@@ -69,8 +69,12 @@ class Checker {
   private readonly resolved = new Map<string, Resolved>();
   private cwds: string[];
 
-  constructor(private readonly environment: PolicyEnvironment) {
-    this.cwds = [environment.cwd];
+  /**
+   * Without an environment the checker knows no paths: only the checks that need no file
+   * system run, and path rules refuse nothing (see staticRefusal).
+   */
+  constructor(private readonly environment: PolicyEnvironment | null) {
+    this.cwds = [environment?.cwd ?? '.'];
   }
 
   private key(cwd: string, candidate: string): string {
@@ -86,7 +90,7 @@ class Checker {
       const next: string[] = [];
       for (const cwd of this.cwds) {
         for (const resolve of [resolvePhysical, resolveLogical]) {
-          const found = await resolve(target, cwd, this.environment.realpath);
+          const found = await resolve(target, cwd, this.requireEnvironment().realpath);
           if (found.path === '/proc' || found.path.startsWith('/proc/')) throw new PolicyRefusal(`cd: ${JSON.stringify(target)} leads to ${found.path}, inside /proc (process environments hold secrets)`);
           if (found.exists) next.push(found.path);
         }
@@ -113,7 +117,7 @@ class Checker {
     if (candidates.size * this.cwds.length > MAX_PATH_CANDIDATES) throw new PolicyRefusal(`the command has too many words to check (more than ${MAX_PATH_CANDIDATES} possible paths); split it`);
     for (const cwd of this.cwds) {
       for (const [candidate, { word, use }] of candidates) {
-        const found = await resolvePhysical(candidate, cwd, this.environment.realpath);
+        const found = await resolvePhysical(candidate, cwd, this.requireEnvironment().realpath);
         this.resolved.set(this.key(cwd, candidate), found);
         const why = resolvedPathRefusal(word, found, use);
         if (why) throw new PolicyRefusal(why);
@@ -121,7 +125,13 @@ class Checker {
     }
   }
 
+  private requireEnvironment(): PolicyEnvironment {
+    if (!this.environment) throw new Error('the shell policy needs an environment for path checks');
+    return this.environment;
+  }
+
   treeRefusal(command: string, words: readonly string[], options: { includeCwd?: boolean; allowRoot?: boolean } = {}): string | null {
+    if (!this.environment) return null;
     const checks: Array<[string, string]> = words.flatMap((marked) => {
       const word = marked.replaceAll(GLOB_MARK, '');
       const strings = marked.startsWith(GLOB_MARK) ? [patternPrefix(word)] : treeCandidates(word);
@@ -170,13 +180,30 @@ class Checker {
     for (let i = 0; i < words.length; i++) {
       if (words[i] !== 'git') continue;
       for (const cwd of this.cwds) {
-        const keys = await this.environment.gitConfigKeys(cwd, gitDirectoryArgs(words.slice(i + 1)));
+        const keys = await this.requireEnvironment().gitConfigKeys(cwd, gitDirectoryArgs(words.slice(i + 1)));
         if (!Array.isArray(keys)) throw new PolicyRefusal(`git: the repository's configuration could not be read, so git is refused: ${keys.error}`);
         const why = gitConfigRefusal(keys);
         if (why) throw new PolicyRefusal(why);
       }
     }
   }
+}
+
+/**
+ * The checks that need no file system (grammar, allowlist, options, programs), with path rules
+ * refusing nothing. Path rules only ever add refusals, so this never allows what
+ * checkRestrictedCommand refuses; it lets an obviously refused line be refused before anything
+ * reaches the backend (a remote sandbox is not even created for it).
+ */
+export async function staticRefusal(commandLine: string): Promise<string | null> {
+  const split = await splitCommandLine(commandLine);
+  if (!split.ok) return split.reason;
+  const checker = new Checker(null);
+  for (const command of split.commands) {
+    const why = checker.checkCommand(command);
+    if (why) return why;
+  }
+  return null;
 }
 
 export async function checkRestrictedCommand(commandLine: string, environment: PolicyEnvironment): Promise<PolicyDecision> {
