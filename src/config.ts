@@ -12,3 +12,18 @@ export function packageRoot(): string {
   // dist/config.js -> package root
   return resolve(new URL('.', import.meta.url).pathname, '..');
 }
+
+/** A mistake in a configuration file or variable: reported in one line as a usage error (exit 2). */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Replaces `${VAR}` with the environment's value; an unset variable is an error naming it and where. */
+export function interpolateEnv(value: string, env: NodeJS.ProcessEnv, where: string): string {
+  return value.replace(/\$\{([^}]*)\}/g, (_match, name: string) => {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError(`${where}: "\${${name}}" is not a valid variable reference`);
+    const resolved = env[name];
+    if (resolved === undefined) throw new ConfigError(`${where}: environment variable ${name} is not set (referenced as \${${name}})`);
+    return resolved;
+  });
+}

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { quarryHome } from '../config.js';
+import { ConfigError, interpolateEnv, quarryHome } from '../config.js';
 
 /**
  * MCP servers from `mcp_servers:` in `$QUARRY_HOME/config.yaml` or the `--config FILE` (SPEC §5.6, §6):
@@ -38,9 +38,8 @@ export interface HttpServerConfig extends CommonServerConfig {
 
 export type McpServerConfig = StdioServerConfig | HttpServerConfig;
 
-export class McpConfigError extends Error {
-  override name = 'McpConfigError';
-}
+/** MCP configuration mistakes are ordinary configuration errors. */
+export { ConfigError as McpConfigError };
 
 const COMMON_KEYS = ['type', 'startup_timeout_secs', 'tool_timeout_secs'];
 const KEYS_BY_TYPE = {
@@ -52,22 +51,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Replaces ${VAR} with the environment's value; an unset variable is an error naming it and where. */
-export function interpolateEnv(value: string, env: NodeJS.ProcessEnv, where: string): string {
-  return value.replace(/\$\{([^}]*)\}/g, (_match, name: string) => {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new McpConfigError(`${where}: "\${${name}}" is not a valid variable reference`);
-    const resolved = env[name];
-    if (resolved === undefined) throw new McpConfigError(`${where}: environment variable ${name} is not set (referenced as \${${name}})`);
-    return resolved;
-  });
-}
-
 function stringMap(raw: unknown, where: string, env: NodeJS.ProcessEnv): Record<string, string> {
   if (raw === undefined || raw === null) return {};
-  if (!isRecord(raw)) throw new McpConfigError(`${where} must be a mapping of names to strings`);
+  if (!isRecord(raw)) throw new ConfigError(`${where} must be a mapping of names to strings`);
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw)) {
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw new McpConfigError(`${where}.${key} must be a string`);
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw new ConfigError(`${where}.${key} must be a string`);
     out[key] = interpolateEnv(String(value), env, `${where}.${key}`);
   }
   return out;
@@ -75,18 +64,18 @@ function stringMap(raw: unknown, where: string, env: NodeJS.ProcessEnv): Record<
 
 function seconds(raw: unknown, where: string, fallback: number): number {
   if (raw === undefined || raw === null) return fallback * 1000;
-  if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) throw new McpConfigError(`${where} must be a positive number of seconds (got ${JSON.stringify(raw)})`);
+  if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) throw new ConfigError(`${where} must be a positive number of seconds (got ${JSON.stringify(raw)})`);
   return raw * 1000;
 }
 
 function parseServer(name: string, raw: unknown, file: string, env: NodeJS.ProcessEnv): McpServerConfig {
   const where = `${file}: mcp_servers.${name}`;
-  if (!isRecord(raw)) throw new McpConfigError(`${where} must be a mapping with "type: stdio" or "type: http"`);
+  if (!isRecord(raw)) throw new ConfigError(`${where} must be a mapping with "type: stdio" or "type: http"`);
   const type = raw.type;
-  if (type !== 'stdio' && type !== 'http') throw new McpConfigError(`${where}.type must be stdio or http (got ${JSON.stringify(type ?? null)})`);
+  if (type !== 'stdio' && type !== 'http') throw new ConfigError(`${where}.type must be stdio or http (got ${JSON.stringify(type ?? null)})`);
   const allowed: readonly string[] = KEYS_BY_TYPE[type];
   const unknown = Object.keys(raw).filter((key) => !allowed.includes(key));
-  if (unknown.length > 0) throw new McpConfigError(`${where}: unknown key ${unknown.map((key) => `"${key}"`).join(', ')}; a ${type} server takes ${allowed.join(', ')}`);
+  if (unknown.length > 0) throw new ConfigError(`${where}: unknown key ${unknown.map((key) => `"${key}"`).join(', ')}; a ${type} server takes ${allowed.join(', ')}`);
   const common = {
     name,
     startupTimeoutMs: seconds(raw.startup_timeout_secs, `${where}.startup_timeout_secs`, DEFAULT_STARTUP_TIMEOUT_SECS),
@@ -95,7 +84,7 @@ function parseServer(name: string, raw: unknown, file: string, env: NodeJS.Proce
   if (type === 'stdio') {
     const command = raw.command;
     if (!Array.isArray(command) || command.length === 0 || !command.every((part) => typeof part === 'string' || typeof part === 'number')) {
-      throw new McpConfigError(`${where}.command must be a non-empty list: the program and its arguments, e.g. [npx, -y, "@modelcontextprotocol/server-filesystem", /data]`);
+      throw new ConfigError(`${where}.command must be a non-empty list: the program and its arguments, e.g. [npx, -y, "@modelcontextprotocol/server-filesystem", /data]`);
     }
     const cwd = raw.cwd === undefined ? undefined : interpolateEnv(String(raw.cwd), env, `${where}.cwd`);
     return {
@@ -106,15 +95,15 @@ function parseServer(name: string, raw: unknown, file: string, env: NodeJS.Proce
       cwd,
     };
   }
-  if (typeof raw.url !== 'string' || raw.url.trim() === '') throw new McpConfigError(`${where}.url must be the server's http(s) URL`);
+  if (typeof raw.url !== 'string' || raw.url.trim() === '') throw new ConfigError(`${where}.url must be the server's http(s) URL`);
   const url = interpolateEnv(raw.url, env, `${where}.url`);
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new McpConfigError(`${where}.url is not a valid URL: ${JSON.stringify(url)}`);
+    throw new ConfigError(`${where}.url is not a valid URL: ${JSON.stringify(url)}`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new McpConfigError(`${where}.url must start with http:// or https://`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`${where}.url must start with http:// or https://`);
   return { ...common, type, url, headers: stringMap(raw.headers, `${where}.headers`, env) };
 }
 
@@ -124,13 +113,13 @@ export function parseMcpServers(text: string, file: string, env: NodeJS.ProcessE
   try {
     document = parseYaml(text);
   } catch (error) {
-    throw new McpConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
+    throw new ConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
   }
   if (document === null || document === undefined) return [];
-  if (!isRecord(document)) throw new McpConfigError(`${file}: expected a mapping of settings at the top level`);
+  if (!isRecord(document)) throw new ConfigError(`${file}: expected a mapping of settings at the top level`);
   const servers = document.mcp_servers;
   if (servers === undefined || servers === null) return [];
-  if (!isRecord(servers)) throw new McpConfigError(`${file}: mcp_servers must be a mapping of server name to settings`);
+  if (!isRecord(servers)) throw new ConfigError(`${file}: mcp_servers must be a mapping of server name to settings`);
   return Object.entries(servers).map(([name, raw]) => parseServer(name, raw, file, env));
 }
 
@@ -138,14 +127,14 @@ export function parseMcpServers(text: string, file: string, env: NodeJS.ProcessE
 export function loadMcpServers(configFile: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): McpServerConfig[] {
   const file = configFile ? resolve(cwd, configFile) : join(quarryHome(env), 'config.yaml');
   if (!existsSync(file)) {
-    if (configFile) throw new McpConfigError(`config file not found: ${file}`);
+    if (configFile) throw new ConfigError(`config file not found: ${file}`);
     return [];
   }
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new McpConfigError(`cannot read config file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new ConfigError(`cannot read config file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   return parseMcpServers(text, file, env);
 }

@@ -1,7 +1,10 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { ConfigError, interpolateEnv } from '../../config.js';
 import { ENGINES, type DatabaseConfig, type Engine } from './types.js';
+
+export { ConfigError };
 
 /**
  * Where databases come from (SPEC §6): `--db [ALIAS=]TARGET` flags, a YAML file (`--databases`
@@ -18,10 +21,6 @@ const URL_SCHEMES: Record<string, Engine> = {
 };
 const YAML_TYPES: Record<string, Engine> = { ...URL_SCHEMES, sqlite: 'sqlite', sqlite3: 'sqlite' };
 const YAML_KEYS = ['type', 'url', 'path', 'host', 'port', 'database', 'user', 'password', 'dsn', 'connect_timeout', 'statement_timeout'] as const;
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
 
 export interface DatabaseConfigSources {
   /** `--db` values, in order. */
@@ -155,16 +154,6 @@ function parseSeconds(value: unknown, where: string): number {
   return seconds;
 }
 
-/** `${VAR}` in a YAML string value; an unset variable is an error naming it. */
-function interpolate(value: string, env: NodeJS.ProcessEnv, where: string): string {
-  return value.replace(/\$\{([^}]*)\}/g, (_match, name: string) => {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError(`${where}: "\${${name}}" is not a valid variable reference`);
-    const resolved = env[name];
-    if (resolved === undefined) throw new ConfigError(`${where}: environment variable ${name} is not set (referenced as \${${name}})`);
-    return resolved;
-  });
-}
-
 export function parseDatabasesYaml(text: string, file: string, env: NodeJS.ProcessEnv, options: { required: boolean }): Draft[] {
   let document: unknown;
   try {
@@ -187,7 +176,7 @@ function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.Proces
   const values: Record<string, string | number> = {};
   for (const [key, value] of Object.entries(raw)) {
     if (!(YAML_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${where}: unknown key "${key}"; allowed keys: ${YAML_KEYS.join(', ')}`);
-    if (typeof value === 'string') values[key] = interpolate(value, env, `${where}.${key}`);
+    if (typeof value === 'string') values[key] = interpolateEnv(value, env, `${where}.${key}`);
     else if (typeof value === 'number') values[key] = value;
     else if (value !== null && value !== undefined) throw new ConfigError(`${where}.${key} must be a string or a number`);
   }
