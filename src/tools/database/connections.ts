@@ -26,7 +26,10 @@ async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<
 
 /** The driver for a database in a mode (read-only and mutations connections are kept apart). */
 export function driverFor(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
-  const key = `${config.alias}\u0000${readOnly ? 'ro' : 'rw'}`;
+  // Keyed by what is connected to, not only the alias: two workspaces in one process (tests,
+  // delegate children with other settings) may use one alias for different databases.
+  const target = [config.engine, config.path, config.host, config.port, config.database, config.user, config.dsn].map((part) => part ?? '').join('\u0000');
+  const key = `${config.alias}\u0000${target}\u0000${readOnly ? 'ro' : 'rw'}`;
   let driver = drivers.get(key);
   if (!driver) {
     driver = createDriver(config, readOnly);
