@@ -4,7 +4,9 @@
 import { readFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
-if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
+// `--version` anywhere before a command or prompt (e.g. `quarry --no-color --version`).
+const versionAsked = args.findIndex((arg) => arg === '--version' || arg === '-V');
+if (versionAsked >= 0 && args.slice(0, versionAsked).every((arg) => arg.startsWith('-') && arg !== '--')) {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
   process.stdout.write(`${pkg.version}\n`);
 } else {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { ProfileError } from '../profiles/schema.js';
 import { EXIT_FAILED, EXIT_USAGE, UsageError } from './errors.js';
@@ -17,6 +18,10 @@ export function reportError(error: unknown, verbose: boolean): number {
   return isUsage ? EXIT_USAGE : EXIT_FAILED;
 }
 
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
 export async function main(args: string[]): Promise<number> {
   let exitCode = 0;
   const setExit = (code: number) => {
@@ -28,8 +33,8 @@ export async function main(args: string[]): Promise<number> {
     .usage('$0 [PROMPT..]\n\nA command-line LLM agent for data work. See README.md for every command, flag and profile.')
     .option('verbose', { type: 'boolean', describe: 'Print more detail (stack traces of internal errors)' })
     .option('color', { type: 'boolean', default: true, describe: 'Colours on a TTY (--no-color turns them off)' })
-    .version(false)
-    .option('version', { alias: 'V', type: 'boolean', describe: 'Print the version' })
+    .version('version', 'Print the version', packageVersion())
+    .alias('version', 'V')
     .strict()
     .recommendCommands()
     .help()

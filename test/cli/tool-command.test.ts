@@ -20,6 +20,14 @@ describe('quarry --version', () => {
     const result = await runQuarry(['--version']);
     expect(result).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
   });
+
+  it('prints the version also after other flags, without running anything', async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const args of [['--no-color', '--version'], ['-p', 'readonly', '-V'], ['--verbose', '--version', 'a question']]) {
+      const result = await runQuarry(args, { env: env() });
+      expect(result).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+    }
+  });
 });
 
 describe('quarry tool', () => {
