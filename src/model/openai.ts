@@ -12,7 +12,7 @@ export class OpenAIChatProvider implements ModelProvider {
 
   constructor(private readonly options: ProviderConnection) {
     this.label = options.label;
-    // maxRetries 0: retries are ours (retry.ts). No SDK timeout: cancellation comes from our signal.
+    // maxRetries 0: retries are ours (retry.ts). The 10-minute timeout is only a backstop: cancellation comes from our signal.
     this.client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0, timeout: 10 * 60_000 });
   }
 
