@@ -25,6 +25,9 @@ const PROGRESS_INTERVAL_MS = 500;
 const NEEDS_QUOTES = /[",\r\n]/;
 
 export function csvField(value: CellValue): string {
+  // Strings and numbers first: they are nearly every value of an export, and this runs per value.
+  if (typeof value === 'string') return NEEDS_QUOTES.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+  if (typeof value === 'number' || typeof value === 'bigint') return `${value}`;
   const text = valueToText(value);
   if (text === null) return '';
   return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
@@ -32,8 +35,8 @@ export function csvField(value: CellValue): string {
 
 export function csvLine(values: readonly CellValue[]): string {
   let line = values.length ? csvField(values[0]) : '';
-  for (let i = 1; i < values.length; i++) line += `,${csvField(values[i])}`;
-  return `${line}\r\n`;
+  for (let i = 1; i < values.length; i++) line += ',' + csvField(values[i]);
+  return line + '\r\n';
 }
 
 /** Parses up to `limit` records of RFC 4180 text (for previews); an incomplete last record is dropped. */
@@ -171,7 +174,8 @@ export class CsvExportFile implements CsvSink {
   }
 
   private async appendBytes(data: Buffer): Promise<void> {
-    if (data.length > this.buffer.length - this.used) await this.flush();
+    // flush() also writes the pending header, which must come before bytes written straight out.
+    if (data.length > this.buffer.length - this.used || (this.header && data.length >= this.buffer.length)) await this.flush();
     if (data.length >= this.buffer.length) {
       await this.writeOut(data);
       return;

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { exportInWorker } from './sqlite-export.js';
 import { ToolError } from '../types.js';
 import { ReadOnlyViolation } from './statement-check.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
@@ -13,18 +14,17 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
  *
  * better-sqlite3 is synchronous: rows are read in chunks, yielding to the event loop between
  * them so a cancel or the statement timeout is noticed; a single long step (a big sort before
- * the first row) cannot be interrupted.
+ * the first row) cannot be interrupted. Exports of ordinary queries run in a worker thread
+ * (sqlite-export.ts), so they never hold up this one.
  */
 
 /** Rows read between two checks of the abort signal. */
 const ROWS_PER_CHUNK = 5000;
-/** Characters of SQLite-encoded CSV handed to the sink at a time. */
-const ENCODED_CHUNK_CHARS = 64 * 1024;
 /** Page cache for exports, in SQLite's notation (negative: KiB); SQLite's own default. */
 const EXPORT_CACHE_SIZE = -2000;
-/** SQLite's concat() takes at most 1000 arguments and each field brings a comma: wider rows nest. */
-const FIELDS_PER_CONCAT = 400;
-/** Leading keywords whose statement can be wrapped in a CTE so that SQLite writes the CSV itself. */
+/** SQLite takes at most 1000 arguments per function call (SQLITE_MAX_FUNCTION_ARG in better-sqlite3's build). */
+const MAX_SINK_ARGUMENTS = 1000;
+/** Leading keywords whose statement can be the body of a CTE, so the export thread can wrap it. */
 const WRAPPABLE = /^\s*(\(\s*)*(SELECT|WITH|VALUES)\b/i;
 
 type SqliteStatement = Database.Statement<unknown[], unknown>;
@@ -92,20 +92,26 @@ export class SqliteDriver implements DatabaseDriver {
     const columns = statement.columns().map((column) => column.name);
     sink.setColumns(columns);
     const deadline = Date.now() + this.config.statementTimeoutMs;
+    if (WRAPPABLE.test(sql) && columns.length > 0 && columns.length <= MAX_SINK_ARGUMENTS) {
+      await exportInWorker(this.config, sql, columns.length, sink, options);
+      return;
+    }
     // An export reads each page once, so better-sqlite3's 16 MB page cache only made peak memory
     // grow with the table up to that size; SQLite's own default is enough.
     const db = this.db!;
     const cacheSize = db.pragma('cache_size', { simple: true }) as number;
     db.pragma(`cache_size = ${EXPORT_CACHE_SIZE}`);
     try {
-      if (WRAPPABLE.test(sql) && columns.length > 0) await this.exportEncodedBySqlite(sql, columns.length, sink, options, deadline);
-      else await this.exportRows(statement, sink, options, deadline);
+      await this.exportRows(statement, sink, options, deadline);
     } finally {
       if (db.open) db.pragma(`cache_size = ${cacheSize}`);
     }
   }
 
-  /** Statements SQLite cannot wrap (PRAGMA, EXPLAIN): rows cross into JavaScript and csv.ts encodes them. */
+  /**
+   * Statements that cannot be wrapped (PRAGMA, EXPLAIN) or are wider than an aggregate takes:
+   * rows cross into JavaScript one at a time, in this thread.
+   */
   private async exportRows(statement: SqliteStatement, sink: CsvSink, options: RunOptions, deadline: number): Promise<void> {
     statement.raw(true).safeIntegers(true);
     let batch: CellValue[][] = [];
@@ -118,33 +124,6 @@ export class SqliteDriver implements DatabaseDriver {
       }
     }
     await sink.writeRows(batch);
-  }
-
-  /**
-   * SQLite builds each CSV line itself (one string per row instead of one value per column
-   * crossing into JavaScript): the fastest way through better-sqlite3. The statement is the
-   * body of a CTE whose columns are renamed c0..cN, so duplicate or odd column names do not matter.
-   * Lines go to the sink in small pieces (ENCODED_CHUNK_CHARS) so that they die young.
-   */
-  private async exportEncodedBySqlite(sql: string, columnCount: number, sink: CsvSink, options: RunOptions, deadline: number): Promise<void> {
-    const statement = this.prepare(wrapAsCsvLines(sql, columnCount), options).pluck(true);
-    let chunk = '';
-    let chunkRows = 0;
-    let rowsSinceCheck = 0;
-    for (const text of statement.iterate() as IterableIterator<string>) {
-      chunk += text;
-      chunkRows++;
-      if (chunk.length >= ENCODED_CHUNK_CHARS) {
-        await sink.writeEncoded(chunk, chunkRows);
-        chunk = '';
-        chunkRows = 0;
-      }
-      if (++rowsSinceCheck === ROWS_PER_CHUNK) {
-        rowsSinceCheck = 0;
-        await this.checkpoint(options.signal, deadline);
-      }
-    }
-    await sink.writeEncoded(chunk, chunkRows);
   }
 
   async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
@@ -184,22 +163,4 @@ export class SqliteDriver implements DatabaseDriver {
     this.db?.close();
     this.db = null;
   }
-}
-
-/** The statement wrapped so that SQLite returns each row as one finished CSV line (CRLF included). */
-export function wrapAsCsvLines(sql: string, columnCount: number): string {
-  const names = Array.from({ length: columnCount }, (_, i) => `c${i}`);
-  const groups: string[] = [];
-  for (let i = 0; i < names.length; i += FIELDS_PER_CONCAT) groups.push(names.slice(i, i + FIELDS_PER_CONCAT).map(csvExpression).join(`,',',`));
-  const fields = groups.length === 1 ? groups[0]! : groups.map((group) => `concat(${group})`).join(`,',',`);
-  return `WITH quarry_export(${names.join(',')}) AS (\n${sql}\n) SELECT concat(${fields},char(13,10)) FROM quarry_export`;
-}
-
-/**
- * One column as a CSV field, computed by SQLite: RFC 4180 quoting; numbers exactly as SQLite
- * prints them; blobs as \x hex; NULL as nothing (concat() skips it). instr() is used rather
- * than GLOB because GLOB stops at a NUL character inside text.
- */
-function csvExpression(column: string): string {
-  return `CASE typeof(${column}) WHEN 'text' THEN CASE WHEN instr(${column},'"') THEN '"'||replace(${column},'"','""')||'"' WHEN instr(${column},',') OR instr(${column},char(10)) OR instr(${column},char(13)) THEN '"'||${column}||'"' ELSE ${column} END WHEN 'blob' THEN '\\x'||lower(hex(${column})) ELSE ${column} END`;
 }

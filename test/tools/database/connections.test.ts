@@ -24,8 +24,8 @@ describe('connection reuse', () => {
     const [second] = configsFor([`shop=${join(dir, 'two.db')}`], dir);
     const a = await driverFor(first!, true);
     const b = await driverFor(second!, true);
-    await a.connect();
-    await b.connect();
+    await a.connect(options.signal);
+    await b.connect(options.signal);
     expect((await a.query('SELECT label FROM t', 10, options)).rows).toEqual([['first']]);
     expect((await b.query('SELECT label FROM t', 10, options)).rows).toEqual([['second']]);
   });

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { csvLine } from '../../../src/tools/database/csv.js';
@@ -9,9 +9,9 @@ import { configsFor, makeRunner } from './helpers.js';
 
 /**
  * export_query of SQLite must be exact: every value of the file reads back as what the table
- * holds. SQLite encodes the lines itself (sqlite.ts); quarry's own encoder (csv.ts, used for
- * statements SQLite cannot wrap and for the other engines) is the reference for every type but
- * REAL, which SQLite prints in its own exact form ("2.0", "1.0e-06").
+ * holds. Exports run in a worker thread (sqlite-export-worker.ts) that encodes with csv.ts, the
+ * encoder every engine shares, so csv.ts over the rows better-sqlite3 returns is the reference,
+ * REAL values included: they are written as the shortest text that reads back as the same double.
  */
 
 /** A seeded 64-bit generator (PCG's LCG step), so failures reproduce. */
@@ -165,20 +165,23 @@ describe('sqlite export_query is exact', () => {
     expect(records[0]).toEqual(['x', 'y']);
     expect(records.length - 1).toBe(doubles.length + 2);
     expect(result.metadata).toMatchObject({ rows: doubles.length + 2 });
-    const shape = /^-?\d+\.\d+(e[+-]\d{2,3})?$/;
     doubles.forEach((value, i) => {
       const [x, y] = records[i + 1]!;
-      expect(shape.test(x!) && shape.test(y!), `row ${i}: ${x}, ${y}`).toBe(true);
       if (Number(x) !== value || Number(y) !== -value) expect(`${x}, ${y}`).toBe(`${value}, ${-value}`);
+      // The shortest such text: one digit fewer would no longer read back as the same double.
+      expect(x!.replace(/^-/, '').replace(/e.*$/, '').replace('.', '').replace(/^0+/, '').replace(/0+$/, '').length, `row ${i}: ${x}`).toBeLessThanOrEqual(17);
     });
-    // SQLite's text for these: the sign of zero is lost, infinities print as Inf.
+    expect(records[1 + edges.indexOf(0.1)]).toEqual(['0.1', '-0.1']);
+    expect(records[1 + edges.indexOf(2)]).toEqual(['2', '-2']);
+    expect(records[1 + edges.indexOf(1e-7)]).toEqual(['1e-7', '-1e-7']);
+    // The sign of zero is not kept (as in JavaScript's own text); infinities are spelled out.
     expect(records.slice(-2)).toEqual([
-      ['0.0', 'Inf'],
-      ['-Inf', ''],
+      ['0', 'Infinity'],
+      ['-Infinity', ''],
     ]);
   });
 
-  test('rows wider than one concat() call (450 columns) are exported whole', async () => {
+  test('wide rows (450 columns) are exported whole', async () => {
     const width = 450;
     const table = exportTable((db) => {
       const columns = Array.from({ length: width }, (_, i) => `c${i}`);
@@ -188,5 +191,90 @@ describe('sqlite export_query is exact', () => {
     }, 'SELECT * FROM wide');
     const { bytes } = await table.run();
     expect(bytes.toString('utf8')).toBe(csvLine(table.columns) + table.rows.map((row) => csvLine(row)).join(''));
+  });
+
+  test('rows wider than a SQLite function takes (1,100 columns) go through the row-by-row path, byte for byte the same', async () => {
+    const width = 1100;
+    const table = exportTable((db) => {
+      const columns = Array.from({ length: width }, (_, i) => `c${i}`);
+      db.exec(`CREATE TABLE wider (${columns.join(', ')})`);
+      const insert = db.prepare(`INSERT INTO wider VALUES (${columns.map(() => '?').join(', ')})`);
+      for (let row = 0; row < 4; row++) insert.run(...columns.map((_, i) => (i % 4 === 0 ? `v${row}.${i}, "q"` : i % 4 === 1 ? BigInt(row * i) : i % 4 === 2 ? row / 8 : null)));
+    }, 'SELECT * FROM wider');
+    const { bytes, result } = await table.run();
+    expect(bytes.toString('utf8')).toBe(csvLine(table.columns) + table.rows.map((row) => csvLine(row)).join(''));
+    expect(result.metadata).toMatchObject({ rows: 4 });
+  });
+});
+
+describe('sqlite export_query keeps the order of the statement', () => {
+  // The export wraps the statement in an aggregate; SQLite must still feed it the rows in the
+  // statement's own order. Each statement's file must equal its rows, in order, as the statement
+  // returns them by itself.
+  const setup = (db: Database.Database) => {
+    db.exec('CREATE TABLE a (id INTEGER PRIMARY KEY, k INTEGER, label TEXT); CREATE TABLE b (a_id INTEGER, amount REAL); CREATE INDEX b_a ON b(a_id)');
+    const next = randomBits(99n);
+    const insertA = db.prepare('INSERT INTO a (k, label) VALUES (?, ?)');
+    const insertB = db.prepare('INSERT INTO b VALUES (?, ?)');
+    db.transaction(() => {
+      for (let i = 0; i < 3000; i++) insertA.run(Number(next() % 50n), `label ${Number(next() % 1000n)}`);
+      for (let i = 0; i < 6000; i++) insertB.run(Number(next() % 3000n) + 1, Number(next() % 100000n) / 100);
+    })();
+  };
+  const statements = [
+    'SELECT * FROM a ORDER BY label DESC, id',
+    'SELECT a.id, a.label, b.amount FROM a JOIN b ON b.a_id = a.id ORDER BY b.amount, a.id, b.rowid',
+    'SELECT k, count(*) AS n, sum(id) FROM a GROUP BY k ORDER BY n DESC, k',
+    'SELECT DISTINCT label FROM a ORDER BY label',
+    'SELECT id, label FROM a WHERE k < 10 UNION ALL SELECT a_id, amount FROM b WHERE amount > 900 ORDER BY 2 DESC, 1',
+    'SELECT id, k, row_number() OVER (PARTITION BY k ORDER BY id DESC) AS r FROM a ORDER BY k, r',
+    'SELECT * FROM (SELECT * FROM a ORDER BY id DESC LIMIT 500 OFFSET 20) ORDER BY label, id',
+    'WITH t AS (SELECT k, max(id) AS m FROM a GROUP BY k) SELECT * FROM t ORDER BY m DESC',
+    'VALUES (3, \'c\'), (1, \'a\'), (2, \'b\')',
+  ];
+  for (const sql of statements) {
+    test(sql, async () => {
+      const table = exportTable(setup, sql);
+      const { bytes } = await table.run();
+      expect(table.rows.length).toBeGreaterThan(2);
+      expect(bytes.toString('utf8')).toBe(csvLine(table.columns) + table.rows.map((row) => csvLine(row)).join(''));
+    });
+  }
+});
+
+describe('sqlite export_query stops when asked', () => {
+  function bigDatabase() {
+    const dir = makeTempDir();
+    const dbPath = join(dir, 'big.db');
+    const db = new Database(dbPath);
+    db.exec('CREATE TABLE t (v INTEGER); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 100000) INSERT INTO t SELECT i FROM n');
+    db.close();
+    return { dir, dbPath };
+  }
+
+  test('the statement timeout stops an export part-way and leaves no file', async () => {
+    const { dir, dbPath } = bigDatabase();
+    const configs = configsFor([`slow${++tables}=${dbPath}`], dir).map((config) => ({ ...config, statementTimeoutMs: 300 }));
+    const started = Date.now();
+    const result = await makeRunner(configs, dir).run('sqlite', { operation: 'export_query', sql: 'SELECT a.v, b.v FROM t a, t b', output_path: 'slow.csv' });
+    expect(result.ok).toBe(false);
+    expect(result.metadata.error).toBe('timeout');
+    expect(result.output).toContain('statement timeout (0.3 s)');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(readdirSync(dir).sort()).toEqual(['big.db']);
+  });
+
+  test('a cancel during one long SQLite step (no row yet) still answers within seconds and leaves no file', async () => {
+    const { dir, dbPath } = bigDatabase();
+    const runner = makeRunner(configsFor([`step${++tables}=${dbPath}`], dir), dir);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const started = Date.now();
+    // One row at the very end: about 10^10 joined rows are counted inside a single SQLite step.
+    const result = await runner.run('sqlite', { operation: 'export_query', sql: 'SELECT count(*) FROM t a, t b', output_path: 'never.csv' }, controller.signal);
+    expect(result.ok).toBe(false);
+    expect(result.metadata.error).toBe('cancelled');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(readdirSync(dir).sort()).toEqual(['big.db']);
   });
 });

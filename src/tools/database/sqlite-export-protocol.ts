@@ -1,0 +1,28 @@
+/** What the main thread and the SQLite export worker (sqlite-export-worker.ts) say to each other. */
+
+export interface ExportJob {
+  path: string;
+  readOnly: boolean;
+  busyTimeoutMs: number;
+  /** The wrapped statement, calling `sinkName`. */
+  sql: string;
+  sinkName: string;
+  /** Int32Array view: [STOP] is set by the main thread (1 cancel, 2 timeout); [IN_FLIGHT] counts unwritten chunks. */
+  control: SharedArrayBuffer;
+  /** MAX_IN_FLIGHT slots of CHUNK_BYTES, filled in turn: chunk k is in slot k % MAX_IN_FLIGHT. */
+  chunks: SharedArrayBuffer;
+}
+
+export type ExportMessage =
+  | { type: 'chunk'; slot: number; bytes: number; rows: number }
+  | { type: 'done'; rows: number }
+  | { type: 'stopped'; reason: 'cancel' | 'timeout' }
+  | { type: 'refused'; message: string }
+  | { type: 'failed'; message: string };
+
+export const STOP = 0;
+export const IN_FLIGHT = 1;
+export const STOP_CANCEL = 1;
+export const STOP_TIMEOUT = 2;
+export const MAX_IN_FLIGHT = 4;
+export const CHUNK_BYTES = 1 << 20;
