@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Entry point. Kept tiny so that `quarry --version` does not pay for loading yargs or any tool:
 // everything else is imported only when a command needs it.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 // `--version` anywhere before a command or prompt (e.g. `quarry --no-color --version`).
@@ -10,6 +10,8 @@ if (versionAsked >= 0 && args.slice(0, versionAsked).every((arg) => arg.startsWi
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
   process.stdout.write(`${pkg.version}\n`);
 } else {
-  const { main } = await import('./cli/main.js');
+  // The build bundles the start-up path (scripts/postbuild.mjs); the plain compiled modules are the fallback.
+  const bundled = new URL('./bundle/main.js', import.meta.url);
+  const { main } = (await import(existsSync(bundled) ? bundled.href : './cli/main.js')) as typeof import('./cli/main.js');
   process.exitCode = await main(args);
 }

@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** `$QUARRY_HOME`, default `~/.quarry`: config.yaml, profiles/, prompts/, sessions/. */
 export function quarryHome(env: NodeJS.ProcessEnv = process.env): string {
@@ -7,10 +9,17 @@ export function quarryHome(env: NodeJS.ProcessEnv = process.env): string {
   return configured ? resolve(configured) : join(homedir(), '.quarry');
 }
 
+let root: string | undefined;
+
 /** The installed package's root (where profiles/ and package.json live). */
 export function packageRoot(): string {
-  // dist/config.js -> package root
-  return resolve(new URL('.', import.meta.url).pathname, '..');
+  if (root) return root;
+  // This code runs from dist/config.js, from a chunk in dist/bundle/ or (tests) from src/config.ts:
+  // the root is the nearest directory upwards with a package.json.
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  root = dir;
+  return root;
 }
 
 /** A mistake in a configuration file or variable: reported in one line as a usage error (exit 2). */

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import yargs from 'yargs';
+import { packageRoot } from '../config.js';
 import { ProfileError } from '../profiles/schema.js';
 import { EXIT_FAILED, EXIT_USAGE, UsageError } from './errors.js';
 import { registerDbCommand } from './db.js';
@@ -19,7 +21,7 @@ export function reportError(error: unknown, verbose: boolean): number {
 }
 
 function packageVersion(): string {
-  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 export async function main(args: string[]): Promise<number> {
@@ -30,6 +32,8 @@ export async function main(args: string[]): Promise<number> {
   const verbose = args.includes('--verbose');
   const parser = yargs(args)
     .scriptName('quarry')
+    // quarry's own text is English; yargs' words (Options:, [default]) would otherwise follow LANG.
+    .locale('en')
     .usage('$0 [PROMPT..]\n\nA command-line LLM agent for data work. See README.md for every command, flag and profile.')
     .option('verbose', { type: 'boolean', describe: 'Print more detail (stack traces of internal errors)' })
     .option('color', { type: 'boolean', default: true, describe: 'Colours on a TTY (--no-color turns them off)' })

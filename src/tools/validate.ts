@@ -7,7 +7,10 @@ import type { ToolParameters } from './types.js';
  * else is an error that names the field, written for the model to fix its call.
  */
 
-const ajv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false });
+// validateSchema: false skips checking each schema against the JSON Schema meta-schema, whose
+// own compilation cost about 40 ms on every start; tool schemas are ours or an MCP server's,
+// and a server's `$schema` (say draft 2020-12, which this Ajv class does not load) is then ignored.
+const ajv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false, validateSchema: false });
 const compiled = new WeakMap<ToolParameters, ValidateFunction>();
 
 export type ValidationOutcome =

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { CellValue, CsvSink } from './types.js';
-import { valueToText } from './values.js';
+import { numberToText, valueToText } from './values.js';
 
 /**
  * CSV export files (SPEC §5.4): RFC 4180 with a header row, written to a temporary file beside
@@ -27,7 +27,8 @@ const NEEDS_QUOTES = /[",\r\n]/;
 export function csvField(value: CellValue): string {
   // Strings and numbers first: they are nearly every value of an export, and this runs per value.
   if (typeof value === 'string') return NEEDS_QUOTES.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
-  if (typeof value === 'number' || typeof value === 'bigint') return `${value}`;
+  if (typeof value === 'number') return numberToText(value);
+  if (typeof value === 'bigint') return `${value}`;
   const text = valueToText(value);
   if (text === null) return '';
   return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
