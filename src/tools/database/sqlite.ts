@@ -60,11 +60,12 @@ export class SqliteDriver implements DatabaseDriver {
       const info = statement.run();
       return { columns: [], rows: [], more: false, affectedRows: info.changes };
     }
-    statement.raw(true).safeIntegers(true);
     const columns = statement.columns().map((column) => column.name);
+    const limited = this.withLimit(sql, columns.length, limit + 1, options) ?? statement;
+    limited.raw(true).safeIntegers(true);
     const rows: CellValue[][] = [];
     const deadline = Date.now() + this.config.statementTimeoutMs;
-    const iterator = statement.iterate() as IterableIterator<CellValue[]>;
+    const iterator = limited.iterate() as IterableIterator<CellValue[]>;
     try {
       for (;;) {
         const next = iterator.next();
@@ -75,6 +76,23 @@ export class SqliteDriver implements DatabaseDriver {
       }
     } finally {
       iterator.return?.();
+    }
+  }
+
+  /**
+   * The statement with `LIMIT n` around it, so that an ORDER BY keeps only the first n rows while
+   * sorting (SQLite's top-N sort) instead of sorting the whole table to hand over n rows. SQLite
+   * keeps a FROM subquery's ORDER BY when the outer query has no ORDER BY, join or aggregate.
+   * Columns are renamed c0..cN so that duplicate names do not matter; the names shown come from
+   * the statement itself. Null when the statement cannot be wrapped (PRAGMA, WITH … INSERT).
+   */
+  private withLimit(sql: string, columnCount: number, limit: number, options: RunOptions): SqliteStatement | null {
+    if (!WRAPPABLE.test(sql) || columnCount === 0) return null;
+    const names = Array.from({ length: columnCount }, (_, i) => `c${i}`).join(',');
+    try {
+      return this.prepare(`WITH quarry_query(${names}) AS (\n${sql}\n) SELECT * FROM quarry_query LIMIT ${limit}`, options);
+    } catch {
+      return null;
     }
   }
 

@@ -57,6 +57,34 @@ describe('sqlite query', () => {
     expect(exact.metadata).toMatchObject({ rows: 2, more: false });
   });
 
+  test('the limit is applied inside SQLite (a top-N sort), with the order and the column names of the statement', async () => {
+    const queryDir = makeTempDir();
+    const path = join(queryDir, 'sorted.db');
+    const db = new Database(path);
+    db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, label TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 3000) INSERT INTO t SELECT i, (i * 7919) % 1000, 'row ' || i FROM n");
+    const sql = 'SELECT a.id, b.id, a.k FROM t a JOIN t b ON b.id = a.id ORDER BY a.k DESC, a.id';
+    const expected = db.prepare(sql).raw(true).all().slice(0, 5) as unknown[][];
+    // What SQLite runs for the call: the statement wrapped with LIMIT; its ORDER BY survives the wrapping.
+    const plan = db.prepare(`EXPLAIN QUERY PLAN WITH quarry_query(c0,c1,c2) AS (\n${sql}\n) SELECT * FROM quarry_query LIMIT 6`).all() as { detail: string }[];
+    db.close();
+    expect(plan.map((row) => row.detail).join(' | ')).toContain('USE TEMP B-TREE FOR ORDER BY');
+    const result = await makeRunner(configsFor([path], queryDir), queryDir).run('sqlite', { operation: 'query', sql, row_limit: 5 });
+    expect(result.metadata).toMatchObject({ rows: 5, more: true, columns: ['id', 'id', 'k'] });
+    const shown = result.output.split('\n').filter((line) => line.startsWith('│ ')).slice(1).map((line) => line.split('│').slice(1, -1).map((cell) => Number(cell.trim())));
+    expect(shown).toEqual(expected);
+  });
+
+  test('statements that cannot be wrapped still run: PRAGMA, and WITH … INSERT … RETURNING in mutations mode', async () => {
+    const pragma = await runner.run('sqlite', { operation: 'query', sql: 'PRAGMA table_info(customers)', row_limit: 2 });
+    expect(pragma.metadata).toMatchObject({ rows: 2, more: true });
+    const mutableDir = makeTempDir();
+    const path = createSqliteFixture(mutableDir);
+    const evalRunner = makeRunner(configsFor([`m=${path}`], mutableDir), mutableDir, 'eval');
+    const result = await evalRunner.run('sqlite', { operation: 'query', sql: "WITH n(v) AS (SELECT 'Eve') INSERT INTO customers (name) SELECT v FROM n RETURNING name" });
+    expect(result.ok, result.output).toBe(true);
+    expect(result.output).toContain('│ Eve  │');
+  });
+
   test('a SQL error is reported without a stack trace', async () => {
     const result = await runner.run('sqlite', { operation: 'query', sql: 'SELECT * FROM nope' });
     expect(result).toMatchObject({ ok: false, output: 'sqlite error (shop): no such table: nope', metadata: { error: 'database_error' } });
