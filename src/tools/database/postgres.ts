@@ -98,15 +98,23 @@ export class PostgresDriver implements DatabaseDriver {
 
   async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
     return this.run(options, async (client) => {
-      const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: RAW_TYPES }));
+      if (!COPYABLE.test(sql)) return readRows(client, sql, limit);
+      // The limit inside the statement lets the planner bound its work: an ORDER BY becomes a
+      // top-N sort instead of sorting every row to hand over limit+1. The subquery keeps its
+      // ORDER BY (PostgreSQL does not pull up a sorted subquery, and the LIMIT bound passes
+      // through the subquery scan to the sort). Where the wrapped form is refused but the
+      // statement alone is not (a data-modifying WITH must be at the top level), the statement
+      // runs alone; in read-only mode a savepoint keeps the transaction usable for that.
+      const limited = `SELECT * FROM (\n${sql}\n) AS quarry_query LIMIT ${limit + 1}`;
+      if (options.readOnly) await client.query('SAVEPOINT quarry_limit');
       try {
-        const { rows, fields } = await new Promise<{ rows: unknown[][]; fields: { name: string }[] }>((resolve, reject) => {
-          cursor.read(limit + 1, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result?.fields ?? [] })));
-        });
-        const more = rows.length > limit;
-        return { columns: fields.map((field) => field.name), rows: (more ? rows.slice(0, limit) : rows) as QueryResult['rows'], more };
-      } finally {
-        await new Promise<void>((resolve) => cursor.close(() => resolve()));
+        const result = await readRows(client, limited, limit);
+        if (options.readOnly) await client.query('RELEASE SAVEPOINT quarry_limit');
+        return result;
+      } catch (error) {
+        if (!/^(42|0A)/.test((error as { code?: string }).code ?? '')) throw error;
+        if (options.readOnly) await client.query('ROLLBACK TO SAVEPOINT quarry_limit');
+        return readRows(client, sql, limit);
       }
     });
   }
@@ -233,5 +241,19 @@ export class PostgresDriver implements DatabaseDriver {
     const client = this.client;
     this.client = null;
     if (client) await client.end().catch(() => undefined);
+  }
+}
+
+/** Up to limit+1 rows through a cursor (the statement as the server plans it for a cursor). */
+async function readRows(client: pg.Client, sql: string, limit: number): Promise<QueryResult> {
+  const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: RAW_TYPES }));
+  try {
+    const { rows, fields } = await new Promise<{ rows: unknown[][]; fields: { name: string }[] }>((resolve, reject) => {
+      cursor.read(limit + 1, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result?.fields ?? [] })));
+    });
+    const more = rows.length > limit;
+    return { columns: fields.map((field) => field.name), rows: (more ? rows.slice(0, limit) : rows) as QueryResult['rows'], more };
+  } finally {
+    await new Promise<void>((resolve) => cursor.close(() => resolve()));
   }
 }

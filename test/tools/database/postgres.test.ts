@@ -252,6 +252,18 @@ describe('postgres export_query', () => {
     expect(existsSync(join(dir, 'smuggled.csv'))).toBe(false);
   });
 
+  test('the limit is applied inside the statement: the order and column names of the statement, a top-N sort in the plan', async () => {
+    const sql = 'SELECT b.id, b.label AS id, b.amount FROM big b ORDER BY b.amount DESC, b.label';
+    const expected = (await admin.query({ text: `${sql} LIMIT 7`, rowMode: 'array' })).rows.map((row: unknown[]) => row.map(String));
+    const result = await runner.run('postgres', { operation: 'query', sql, row_limit: 7 });
+    expect(result.metadata).toMatchObject({ rows: 7, more: true, columns: ['id', 'id', 'amount'] });
+    const shown = result.output.split('\n').filter((line) => line.startsWith('│ ')).slice(1).map((line) => line.split('│').slice(1, -1).map((cell) => cell.trim()));
+    expect(shown).toEqual(expected);
+    // What the tool sends for that call: the sort is bounded by the limit.
+    const plan = await admin.query({ text: `EXPLAIN ANALYZE SELECT * FROM (\n${sql}\n) AS quarry_query LIMIT 8`, rowMode: 'array' });
+    expect(plan.rows.map((row: unknown[]) => String(row[0])).join('\n')).toContain('top-N heapsort');
+  });
+
   test('a refused statement is never wrapped in COPY', async () => {
     const result = await runner.run('postgres', { operation: 'export_query', sql: "SELECT 1) TO PROGRAM 'touch /tmp/quarry-evil' WITH (FORMAT csv", output_path: 'evil.csv' });
     expect(result.ok).toBe(false);
@@ -268,5 +280,15 @@ describe('postgres mutations mode', () => {
     const count = await admin.query("SELECT count(*)::int AS n FROM audit_log WHERE action = 'eval'");
     expect(count.rows[0].n).toBe(1);
     await admin.query("DELETE FROM audit_log WHERE action = 'eval'");
+  });
+
+  test('a data-modifying WITH, which cannot be wrapped with the limit, runs once by itself', async () => {
+    const evalRunner = makeRunner(configsFor([url], dir), dir, 'eval');
+    const result = await evalRunner.run('postgres', { operation: 'query', sql: "WITH added AS (INSERT INTO audit_log (customer_id, action) VALUES (2, 'eval-cte') RETURNING action) SELECT action FROM added" });
+    expect(result.ok, result.output).toBe(true);
+    expect(result.output).toContain('│ eval-cte │');
+    const count = await admin.query("SELECT count(*)::int AS n FROM audit_log WHERE action = 'eval-cte'");
+    expect(count.rows[0].n).toBe(1);
+    await admin.query("DELETE FROM audit_log WHERE action = 'eval-cte'");
   });
 });
