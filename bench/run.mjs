@@ -1,7 +1,8 @@
 // `npm run bench`: runs every bench/*.bench.mjs module and prints one table.
 // Each module exports `async function run({ root, workDir, median, time })` returning rows
 // { name, quarry, reference, referenceName, unit, note }. Numbers are medians of several runs;
-// the ratio column is quarry / reference, measured in the same run because these machines are noisy.
+// the ratio column is quarry / reference, measured in the same run because these machines are noisy
+// (or a row's own `ratio`: the median of per-pair ratios when the two were run in alternation).
 import { mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +36,7 @@ const table = rows.map((row) => [
   fmt(row.quarry, row.unit),
   row.referenceName ?? '',
   fmt(row.reference, row.unit),
-  row.quarry !== undefined && row.reference ? `${(row.quarry / row.reference).toFixed(2)}x` : '',
+  row.ratio !== undefined ? `${row.ratio.toFixed(2)}x` : row.quarry !== undefined && row.reference ? `${(row.quarry / row.reference).toFixed(2)}x` : '',
   row.note ?? '',
 ]);
 const header = ['benchmark', 'quarry', 'reference', 'ref value', 'ratio', 'note'];

@@ -14,19 +14,46 @@ export function median(values) {
 export function measure(argv, { runs = 5, cwd, env, warmup = 1, input } = {}) {
   const times = [];
   const rss = [];
-  const hasTime = spawnSync('/usr/bin/time', ['-f', '%M', 'true']).status === 0;
   for (let i = 0; i < runs + warmup; i++) {
-    const command = hasTime ? ['/usr/bin/time', '-f', '__RSS_KB=%M', ...argv] : argv;
-    const started = process.hrtime.bigint();
-    const result = spawnSync(command[0], command.slice(1), { cwd, env, input, maxBuffer: 1024 * 1024 * 1024, encoding: 'utf8' });
-    const elapsed = Number(process.hrtime.bigint() - started) / 1e6;
-    if (result.status !== 0) {
-      throw new Error(`${argv.join(' ')} exited ${result.status}: ${(result.stderr ?? '').slice(-500)}`);
-    }
+    const { ms, rssMb } = runOnce(argv, { cwd, env, input });
     if (i < warmup) continue;
-    times.push(elapsed);
-    const match = /__RSS_KB=(\d+)/.exec(result.stderr ?? '');
-    if (match) rss.push(Number(match[1]) / 1024);
+    times.push(ms);
+    if (rssMb !== undefined) rss.push(rssMb);
   }
   return { ms: median(times), rssMb: rss.length ? median(rss) : undefined, stdout: '' };
+}
+
+/**
+ * Two commands measured in alternation (a, b, a, b, ...) after a warm-up of each, so that the
+ * shared machine's slow and fast spells fall on both alike. Returns each one's medians and the
+ * median of the per-pair time ratios a/b, which drifts far less than a ratio of two medians.
+ */
+export function measurePair(a, b, { runs = 5, warmup = 1 } = {}) {
+  const result = { a: { times: [], rss: [] }, b: { times: [], rss: [] }, ratios: [] };
+  for (let i = 0; i < runs + warmup; i++) {
+    const first = runOnce(a);
+    const second = runOnce(b);
+    if (i < warmup) continue;
+    for (const [side, run] of [[result.a, first], [result.b, second]]) {
+      side.times.push(run.ms);
+      if (run.rssMb !== undefined) side.rss.push(run.rssMb);
+    }
+    result.ratios.push(first.ms / second.ms);
+  }
+  const summary = (side) => ({ ms: median(side.times), rssMb: side.rss.length ? median(side.rss) : undefined });
+  return { a: summary(result.a), b: summary(result.b), ratio: median(result.ratios) };
+}
+
+const hasTime = spawnSync('/usr/bin/time', ['-f', '%M', 'true']).status === 0;
+
+function runOnce(argv, { cwd, env, input } = {}) {
+  const command = hasTime ? ['/usr/bin/time', '-f', '__RSS_KB=%M', ...argv] : argv;
+  const started = process.hrtime.bigint();
+  const result = spawnSync(command[0], command.slice(1), { cwd, env, input, maxBuffer: 1024 * 1024 * 1024, encoding: 'utf8' });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (result.status !== 0) {
+    throw new Error(`${argv.join(' ')} exited ${result.status}: ${(result.stderr ?? '').slice(-500)}`);
+  }
+  const match = /__RSS_KB=(\d+)/.exec(result.stderr ?? '');
+  return { ms, rssMb: match ? Number(match[1]) / 1024 : undefined };
 }

@@ -10,8 +10,16 @@ import type { Connection, Submittable } from 'pg';
  * one-statement rule as a layer independent of the statement check (SPEC §11.2).
  *
  * It is a pg "submittable": pg's client parses the messages and hands this stream each CopyData
- * chunk; the socket is paused while the consumer is behind, so memory stays flat.
+ * message; the socket is paused while the consumer is behind, so memory stays flat.
+ *
+ * A CopyData message is one row, and its bytes are a view into pg's parse buffer, which pg
+ * reuses for the next bytes from the socket: a row kept beyond the call is overwritten (exports
+ * came out with rows cut into each other). Rows are therefore copied at once into batches this
+ * stream owns, which also hands the consumer a few hundred chunks instead of a million rows.
  */
+
+/** Bytes of rows gathered before they are passed on. */
+const BATCH_BYTES = 256 * 1024;
 
 export class ExtendedCopyOut extends Readable implements Submittable {
   /** Rows COPY reported (from its command tag), known at the end. */
@@ -19,6 +27,8 @@ export class ExtendedCopyOut extends Readable implements Submittable {
   private connection: Connection | null = null;
   private socketPaused = false;
   private failed = false;
+  private batch = Buffer.allocUnsafe(BATCH_BYTES);
+  private batchUsed = 0;
 
   constructor(private readonly text: string) {
     super();
@@ -36,7 +46,26 @@ export class ExtendedCopyOut extends Readable implements Submittable {
 
   handleCopyData(message: { chunk: Buffer }): void {
     if (this.destroyed) return;
-    if (!this.push(message.chunk)) this.pauseSocket();
+    const row = message.chunk;
+    if (row.length > BATCH_BYTES - this.batchUsed) this.passBatch();
+    if (row.length >= BATCH_BYTES) {
+      this.pass(Buffer.from(row));
+      return;
+    }
+    row.copy(this.batch, this.batchUsed);
+    this.batchUsed += row.length;
+  }
+
+  private passBatch(): void {
+    if (this.batchUsed === 0) return;
+    const full = this.batch.subarray(0, this.batchUsed);
+    this.batch = Buffer.allocUnsafe(BATCH_BYTES);
+    this.batchUsed = 0;
+    this.pass(full);
+  }
+
+  private pass(data: Buffer): void {
+    if (!this.push(data)) this.pauseSocket();
   }
 
   override _read(): void {
@@ -60,7 +89,9 @@ export class ExtendedCopyOut extends Readable implements Submittable {
   }
 
   handleReadyForQuery(): void {
-    if (!this.failed && !this.destroyed) this.push(null);
+    if (this.failed || this.destroyed) return;
+    this.passBatch();
+    this.push(null);
   }
 
   // Messages a COPY TO STDOUT does not produce; pg may still call these on any submittable.
