@@ -1,7 +1,9 @@
+import pg from 'pg';
 import { PassThrough } from 'node:stream';
 import { parse } from 'pg-protocol';
 import { describe, expect, test } from 'vitest';
 import { ExtendedCopyOut } from '../../../src/tools/database/pg-copy-out.js';
+import { requireEnv } from './helpers.js';
 
 /**
  * ExtendedCopyOut against pg's own wire parser (pg-protocol, the parser inside pg's Connection):
@@ -39,5 +41,48 @@ describe('ExtendedCopyOut', () => {
     expect(received === rows.join('')).toBe(true);
     // Rows are passed on in batches, not one chunk per row.
     expect(parts.length).toBeLessThan(rows.length / 10);
+  });
+
+  describe('on a real PostgreSQL connection, reading the socket itself during the COPY', () => {
+    async function withClient(work: (client: pg.Client) => Promise<void>): Promise<void> {
+      const client = new pg.Client({ connectionString: requireEnv('QUARRY_TEST_PG_URL') });
+      await client.connect();
+      try {
+        await work(client);
+      } finally {
+        await client.end();
+      }
+    }
+
+    async function readAll(stream: ExtendedCopyOut): Promise<string> {
+      const parts: Buffer[] = [];
+      for await (const chunk of stream as AsyncIterable<Buffer>) parts.push(chunk);
+      return Buffer.concat(parts).toString('utf8');
+    }
+
+    test('rows, notices between them, the row count, and pg takes the connection back', async () => {
+      await withClient(async (client) => {
+        await client.query(`CREATE OR REPLACE FUNCTION pg_temp.noisy(i int) RETURNS int AS $$ BEGIN IF i % 1000 = 0 THEN RAISE NOTICE 'at %', i; END IF; RETURN i; END $$ LANGUAGE plpgsql`);
+        const notices: string[] = [];
+        client.on('notice', (notice) => notices.push(notice.message ?? ''));
+        const stream = client.query(new ExtendedCopyOut("COPY (SELECT pg_temp.noisy(i), repeat('z', i % 300) FROM generate_series(1, 50000) AS i) TO STDOUT WITH (FORMAT csv)"));
+        const text = await readAll(stream);
+        expect(stream.readSocketItself).toBe(true);
+        expect(stream.rowCount).toBe(50_000);
+        const expected = Array.from({ length: 50_000 }, (_, k) => `${k + 1},${(k + 1) % 300 ? 'z'.repeat((k + 1) % 300) : '""'}\n`).join('');
+        expect(text === expected).toBe(true);
+        expect(notices).toEqual(Array.from({ length: 50 }, (_, k) => `at ${(k + 1) * 1000}`));
+        // The connection is pg's again: a plain query works.
+        expect((await client.query('SELECT 41 + 1 AS n')).rows).toEqual([{ n: 42 }]);
+      });
+    });
+
+    test('an error part-way ends the stream with the error and leaves the connection usable', async () => {
+      await withClient(async (client) => {
+        const stream = client.query(new ExtendedCopyOut('COPY (SELECT 1 / (30000 - i) FROM generate_series(1, 40000) AS i) TO STDOUT WITH (FORMAT csv)'));
+        await expect(readAll(stream)).rejects.toThrow('division by zero');
+        expect((await client.query('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+      });
+    });
   });
 });
