@@ -7,7 +7,7 @@
 // and the bash tool's parser load only when used). Packages with native code, wasm or files
 // read at run time stay outside the bundle and load from node_modules as before.
 import { build } from 'esbuild';
-import { chmodSync, rmSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url).pathname;
 const EXTERNAL = [
@@ -16,6 +16,28 @@ const EXTERNAL = [
   '@e965/xlsx', 'yauzl', 'saxes',
   'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk', '@daytonaio/sdk',
 ];
+
+/**
+ * pg asks at load time whether it runs on Cloudflare Workers. Without a global `navigator`
+ * (Node 20 has none) it constructs a `Response`, which makes Node load its whole fetch
+ * implementation (undici): about 35 ms on every PostgreSQL use, for a question whose answer
+ * here is always no. The bundled copy answers it directly. If pg's code changes and the
+ * function is not found, the build says so and bundles pg unchanged.
+ */
+const nodeOnlyPg = {
+  name: 'pg-node-only',
+  setup(bundle) {
+    bundle.onLoad({ filter: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/ }, async ({ path }) => {
+      const source = readFileSync(path, 'utf8');
+      const marker = 'function isCloudflareRuntime() {';
+      if (!source.includes(marker)) {
+        console.warn(`postbuild: ${path} has no isCloudflareRuntime(); pg is bundled unchanged`);
+        return { contents: source, loader: 'js' };
+      }
+      return { contents: source.replace(marker, `${marker}\n  return false; // quarry runs on Node.js (scripts/postbuild.mjs)`), loader: 'js' };
+    });
+  },
+};
 
 rmSync(`${root}dist/bundle`, { recursive: true, force: true });
 await build({
@@ -33,6 +55,7 @@ await build({
   chunkNames: 'chunk-[hash]',
   legalComments: 'none',
   logLevel: 'warning',
+  plugins: [nodeOnlyPg],
 });
 
 // The bin must be executable when linked by npm.
