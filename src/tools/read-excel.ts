@@ -1,7 +1,7 @@
 import { extname } from 'node:path';
 import { WorkbookError } from './excel/errors.js';
 import { MAX_CELL_CHARS } from './excel/cell-values.js';
-import { HIDDEN_MARK, MAX_COLUMNS, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
+import { HIDDEN_MARK, MAX_COLUMNS, parseColumn, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
 import { readBytes } from './excel/file-bytes.js';
 import type { OpenWorkbook, SheetSummary } from './excel/model.js';
 import { formatCount } from './long-lines.js';
@@ -25,6 +25,7 @@ export type ReadExcelArgs = {
   sheet?: string;
   start_row?: number;
   end_row?: number;
+  start_column?: string;
   show_hidden?: boolean;
 };
 
@@ -76,10 +77,12 @@ async function readSheet(workbook: OpenWorkbook, args: ReadExcelArgs) {
   const requestedLast = args.end_row ?? firstRow + READ_EXCEL_DEFAULT_ROWS - 1;
   if (requestedLast < firstRow) throw new WorkbookError(`end_row (${requestedLast}) is before start_row (${firstRow})`, 'bad_range');
   const lastRow = Math.min(requestedLast, firstRow + READ_EXCEL_MAX_ROWS - 1);
+  const firstColumn = args.start_column === undefined ? 1 : parseColumn(args.start_column);
+  if (firstColumn === null) throw new WorkbookError(`start_column "${args.start_column}" is not a column: give letters as in Excel (A, AY, XFD) or a 1-based number`, 'bad_range');
   const slice = await workbook.readRows(sheet, firstRow, lastRow);
   if (slice.lastRow === 0) return { text: `sheet "${sheet.name}" is empty: no values`, metadata: { sheet: sheet.name, totalRows: 0, rowsShown: 0 } };
   if (slice.lastRow !== null && firstRow > slice.lastRow) throw new WorkbookError(`start_row ${formatCount(firstRow)} is beyond the last row (${formatCount(slice.lastRow)}) of sheet "${sheet.name}"`, 'bad_range');
-  return renderSlice(slice, { sheet, firstRow, lastRow, showHidden: args.show_hidden === true, date1904: workbook.date1904 });
+  return renderSlice(slice, { sheet, firstRow, lastRow, firstColumn, showHidden: args.show_hidden === true, date1904: workbook.date1904 });
 }
 
 async function getInfo(workbook: OpenWorkbook, args: ReadExcelArgs) {
@@ -96,7 +99,7 @@ export const readExcelTool: Tool<ReadExcelArgs> = {
     'get_info (per sheet, or for `sheet` only: rows, columns, hidden rows and columns, merged ranges, formulas; scans whole sheets); ' +
     `read_sheet (rows start_row..end_row of \`sheet\`, ${READ_EXCEL_DEFAULT_ROWS} rows by default and at most ${formatCount(READ_EXCEL_MAX_ROWS)} per call; ` +
     'sheet is a name or a 1-based index, default the first visible sheet). Output: a header of column letters, then tab-separated ' +
-    `rows prefixed with their row number; at most ${MAX_COLUMNS} columns, cells cut at ${MAX_CELL_CHARS} characters, tabs and newlines in cells ` +
+    `rows prefixed with their row number; at most ${MAX_COLUMNS} columns at a time (start_column moves the window), cells cut at ${MAX_CELL_CHARS} characters, tabs and newlines in cells ` +
     'shown as \\t and \\n. Values appear as Excel shows them: dates as ISO dates, formulas as their cached results, errors such as #DIV/0! as written, ' +
     `merged cells' value in their top-left cell. Hidden rows and columns are skipped and counted in the footer; show_hidden=true shows them marked ${HIDDEN_MARK}. ` +
     'The footer gives the sheet\'s row count and the start_row to read on. Large .xlsx files are streamed: reading the first rows is fast. For .csv use read.',
@@ -108,6 +111,7 @@ export const readExcelTool: Tool<ReadExcelArgs> = {
       sheet: { type: 'string', description: 'Sheet name or 1-based index (read_sheet, get_info). Default for read_sheet: the first visible sheet.' },
       start_row: { type: 'integer', minimum: 1, description: 'First row to show (1-based, as numbered in Excel). Default 1.' },
       end_row: { type: 'integer', minimum: 1, description: `Last row to show (inclusive). Default start_row + ${READ_EXCEL_DEFAULT_ROWS - 1}.` },
+      start_column: { type: 'string', description: `First column to show (read_sheet): letters as in Excel ("AY") or a 1-based number. Default A. At most ${MAX_COLUMNS} columns are shown from it.` },
       show_hidden: { type: 'boolean', description: `Show hidden rows and columns, marked ${HIDDEN_MARK}. Default false.` },
     },
     required: ['path', 'action'],

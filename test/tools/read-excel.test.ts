@@ -119,7 +119,21 @@ describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
     expect(rows[1]!.split('\t')).toHaveLength(51);
     expect(rows[1]!.endsWith('\tAW\tAX')).toBe(true);
     expect(rows[3]).toBe(`2\t${Array.from({ length: 50 }, (_, c) => (c + 1) * 2).join('\t')}`);
-    expect(rows[4]).toBe('[rows 1-2 of 2; 10 more columns (AY-BH) not shown: at most 50 columns]');
+    expect(rows[4]).toBe('[rows 1-2 of 2; 10 more columns (AY-BH) not shown: at most 50 columns at a time; call read_excel with start_column=AY]');
+  });
+
+  it('start_column moves the window of columns (letters or a 1-based number)', async () => {
+    const byLetters = await output({ path: 'sample.xlsx', action: 'read_sheet', sheet: 'Wide', start_column: 'ay' });
+    const rows = byLetters.split('\n');
+    expect(rows[1]).toBe(['row', 'AY', 'AZ', 'BA', 'BB', 'BC', 'BD', 'BE', 'BF', 'BG', 'BH'].join('\t'));
+    expect(rows[3]).toBe(`2\t${Array.from({ length: 10 }, (_, c) => (c + 51) * 2).join('\t')}`);
+    expect(rows[4]).toBe('[rows 1-2 of 2; columns from AY (start_column)]');
+    expect(await output({ path: 'sample.xlsx', action: 'read_sheet', sheet: 'Wide', start_column: 51 })).toBe(byLetters);
+    const middle = (await output({ path: 'sample.xlsx', action: 'read_sheet', sheet: 'Wide', start_column: 'C' })).split('\n');
+    expect(middle[1]!.split('\t').slice(1, 3)).toEqual(['C', 'D']);
+    expect(middle[4]).toBe('[rows 1-2 of 2; columns from C (start_column); 8 more columns (BA-BH) not shown: at most 50 columns at a time; call read_excel with start_column=BA]');
+    const wrong = await failureOf({ path: 'sample.xlsx', action: 'read_sheet', sheet: 'Wide', start_column: 'A1' });
+    expect(wrong.output).toContain('start_column "A1" is not a column');
   });
 
   it('get_info counts the hidden D:E range as two columns, lists merges and formulas', async () => {

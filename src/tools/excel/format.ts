@@ -13,6 +13,16 @@ export const MAX_COLUMNS = 50;
 /** Marks a hidden row or column when show_hidden is on. */
 export const HIDDEN_MARK = '[hidden]';
 
+/** A column given as letters ("AY", any case) or a 1-based number ("51"); null when it is neither. */
+export function parseColumn(text: string): number | null {
+  const trimmed = text.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) >= 1 ? Number(trimmed) : null;
+  if (!/^[A-Za-z]{1,3}$/.test(trimmed)) return null;
+  let column = 0;
+  for (const letter of trimmed.toUpperCase()) column = column * 26 + (letter.charCodeAt(0) - 64);
+  return column;
+}
+
 export function columnLetters(column: number): string {
   let letters = '';
   for (let n = column; n > 0; n = Math.floor((n - 1) / 26)) letters = String.fromCharCode(65 + ((n - 1) % 26)) + letters;
@@ -41,6 +51,8 @@ export interface SliceRequest {
   sheet: SheetSummary;
   firstRow: number;
   lastRow: number;
+  /** 1-based: the first column of the window of at most MAX_COLUMNS columns shown. */
+  firstColumn: number;
   showHidden: boolean;
   date1904: boolean;
 }
@@ -61,7 +73,7 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
   for (const row of rows) for (const cell of row.cells) lastColumn = Math.max(lastColumn, cell.column);
   const allColumns = Array.from({ length: lastColumn }, (_, i) => i + 1);
   const hiddenColumns = allColumns.filter(hiddenColumn).length;
-  const visibleColumns = showHidden ? allColumns : allColumns.filter((column) => !hiddenColumn(column));
+  const visibleColumns = (showHidden ? allColumns : allColumns.filter((column) => !hiddenColumn(column))).filter((column) => column >= request.firstColumn);
   const columns = visibleColumns.slice(0, MAX_COLUMNS);
   const cutColumns = visibleColumns.slice(MAX_COLUMNS);
 
@@ -84,7 +96,12 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
   if (hiddenRows > 0) hiddenParts.push(plural(hiddenRows, 'hidden row'));
   if (hiddenColumns > 0) hiddenParts.push(plural(hiddenColumns, 'hidden column'));
   if (hiddenParts.length > 0) notes.push(`${hiddenParts.join(', ')} ${showHidden ? `shown, marked ${HIDDEN_MARK}` : 'skipped (show_hidden=true shows them)'}`);
-  if (cutColumns.length > 0) notes.push(`${plural(cutColumns.length, 'more column')} (${columnLetters(cutColumns[0]!)}-${columnLetters(cutColumns[cutColumns.length - 1]!)}) not shown: at most ${MAX_COLUMNS} columns`);
+  if (request.firstColumn > 1) notes.push(`columns from ${columnLetters(request.firstColumn)} (start_column)`);
+  if (cutColumns.length > 0) {
+    notes.push(
+      `${plural(cutColumns.length, 'more column')} (${columnLetters(cutColumns[0]!)}-${columnLetters(cutColumns[cutColumns.length - 1]!)}) not shown: at most ${MAX_COLUMNS} columns at a time; call read_excel with start_column=${columnLetters(cutColumns[0]!)}`,
+    );
+  }
   if (moreRows) notes.push(`more rows: call read_excel with start_row=${lastRowShown + 1}`);
   lines.push(`[${notes.join('; ')}]`);
   return {
@@ -97,6 +114,7 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
       rowsShown: rows.length,
       hiddenRows,
       hiddenColumns,
+      firstColumn: columnLetters(columns[0] ?? request.firstColumn),
       columnsCut: cutColumns.length,
       moreHint: `call read_excel with start_row=${firstRow} and a smaller end_row`,
     },
