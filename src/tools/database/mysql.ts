@@ -1,5 +1,6 @@
 import mysql from 'mysql2';
 import { ToolError } from '../types.js';
+import { tokenize } from './sql-lexer.js';
 import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, splitQualifiedName } from './server-support.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
@@ -135,9 +136,32 @@ export class MysqlDriver implements DatabaseDriver {
   }
 
   async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
-    return this.run(options, (connection) => new Promise<QueryResult>((resolve, reject) => {
+    return this.run(options, async (connection) => {
+      // With the limit in the statement the server can stop early (a top-N sort for ORDER BY)
+      // instead of sorting every row for limit+1 of them. MariaDB ignores ORDER BY in a derived
+      // table, so the limit is appended to the statement itself, and only where it has no
+      // LIMIT (or locking or INTO clause) of its own at the top level.
+      const limited = appendLimit(sql, limit + 1);
+      if (limited === null) return this.readRows(connection, sql, limit, false);
+      try {
+        return await this.readRows(connection, limited, limit, true);
+      } catch (error) {
+        if (!LIMIT_REFUSALS.has(Number((error as { errno?: number }).errno))) throw error;
+        return this.readRows(connection, sql, limit, false);
+      }
+    });
+  }
+
+  /**
+   * Up to `limit` rows and whether there are more. Without a LIMIT in the statement the server
+   * would go on sending every row, so the connection is dropped after limit+1 (the server aborts
+   * the statement); with one, the last row is simply the end.
+   */
+  private readRows(connection: Connection, sql: string, limit: number, limitedByServer: boolean): Promise<QueryResult> {
+    return new Promise<QueryResult>((resolve, reject) => {
       let columns: string[] | null = null;
       const rows: CellValue[][] = [];
+      let more = false;
       let settled = false;
       const settle = (result: QueryResult | Error) => {
         if (settled) return;
@@ -157,6 +181,8 @@ export class MysqlDriver implements DatabaseDriver {
           return;
         }
         if (rows.length === limit) {
+          more = true;
+          if (limitedByServer) return;
           this.abandon(connection);
           settle({ columns, rows, more: true });
           return;
@@ -164,8 +190,8 @@ export class MysqlDriver implements DatabaseDriver {
         rows.push(row as CellValue[]);
       });
       query.on('error', (error: Error) => settle(error));
-      query.on('end', () => settle({ columns: columns ?? [], rows, more: false }));
-    }));
+      query.on('end', () => settle({ columns: columns ?? [], rows, more }));
+    });
   }
 
   async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
@@ -256,4 +282,32 @@ export class MysqlDriver implements DatabaseDriver {
     if (!connection) return;
     await new Promise<void>((resolve) => connection.end(() => resolve()));
   }
+}
+
+/** Server errors that mean "this statement cannot take a LIMIT there": parse error, LIMIT in a subquery, UNION and LIMIT. */
+const LIMIT_REFUSALS = new Set([1064, 1221, 1235]);
+/** Top-level words after which no LIMIT may be appended (the statement's own limit, locking, INTO, and so on). */
+const NO_LIMIT_AFTER = new Set(['LIMIT', 'FETCH', 'OFFSET', 'FOR', 'LOCK', 'INTO', 'PROCEDURE']);
+
+/** The statement with `LIMIT n` on a line of its own, or null where that would not simply cut its rows. */
+export function appendLimit(sql: string, limit: number): string | null {
+  let tokens;
+  try {
+    tokens = tokenize(sql, 'mysql');
+  } catch {
+    return null;
+  }
+  const first = tokens.find((token) => !(token.kind === 'punct' && token.value === '('));
+  if (!first || first.kind !== 'word' || (first.value !== 'SELECT' && first.value !== 'WITH')) return null;
+  let depth = 0;
+  for (const token of tokens) {
+    if (token.kind === 'punct') {
+      if (token.value === '(') depth++;
+      else if (token.value === ')') depth--;
+      else if (token.value === ';' && depth === 0) return null;
+      continue;
+    }
+    if (depth === 0 && token.kind === 'word' && NO_LIMIT_AFTER.has(token.value)) return null;
+  }
+  return `${sql}\nLIMIT ${limit}`;
 }

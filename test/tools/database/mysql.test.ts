@@ -2,7 +2,7 @@ import mysql from 'mysql2/promise';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { MysqlDriver } from '../../../src/tools/database/mysql.js';
+import { appendLimit, MysqlDriver } from '../../../src/tools/database/mysql.js';
 import { TEST_DB_PASSWORD } from '../../support/servers.js';
 import { makeTempDir } from '../../support/context.js';
 import { benignCorpus, mutationCorpus } from './corpus.js';
@@ -62,6 +62,28 @@ describe('mysql query', () => {
     expect(result.output).toContain('│ 100 │ row 100 │ 25.00  │');
     const next = await runner.run('mysql', { operation: 'query', sql: 'SELECT COUNT(*) AS n FROM big' });
     expect(next.output).toContain('│ 20000 │');
+  });
+
+  test('the limit is appended to the statement where it has none of its own: the same rows, in order', async () => {
+    const ordered = await runner.run('mysql', { operation: 'query', sql: 'SELECT id, label FROM big ORDER BY amount DESC, id', row_limit: 3 });
+    expect(ordered.metadata).toMatchObject({ rows: 3, more: true, columns: ['id', 'label'] });
+    expect(ordered.output).toContain('│ 20000 │ row 20000 │');
+    expect(ordered.output.indexOf('│ 20000 │')).toBeLessThan(ordered.output.indexOf('│ 19999 │'));
+    const own = await runner.run('mysql', { operation: 'query', sql: 'SELECT id FROM big ORDER BY id LIMIT 5' });
+    expect(own.metadata).toMatchObject({ rows: 5, more: false });
+    const union = await runner.run('mysql', { operation: 'query', sql: 'SELECT id FROM big WHERE id < 3 UNION ALL SELECT id FROM big WHERE id > 19998 ORDER BY id DESC', row_limit: 2 });
+    expect(union.metadata).toMatchObject({ rows: 2, more: true });
+    expect(union.output.split('\n').filter((line) => line.startsWith('│ ')).slice(1).map((line) => line.replace(/[│ ]/g, ''))).toEqual(['20000', '19999']);
+    const inner = await runner.run('mysql', { operation: 'query', sql: '(SELECT id FROM big ORDER BY id DESC LIMIT 3)', row_limit: 2 });
+    expect(inner.metadata).toMatchObject({ rows: 2, more: true });
+  });
+
+  test('appendLimit leaves statements alone where a LIMIT would do more than cut rows', () => {
+    expect(appendLimit('SELECT * FROM t -- last line comment', 101)).toBe('SELECT * FROM t -- last line comment\nLIMIT 101');
+    expect(appendLimit('WITH x AS (SELECT 1 LIMIT 1) SELECT * FROM x', 11)).toBe('WITH x AS (SELECT 1 LIMIT 1) SELECT * FROM x\nLIMIT 11');
+    for (const sql of ['SELECT * FROM t LIMIT 5', 'SELECT * FROM t LIMIT 2, 5', 'SELECT * FROM t FOR UPDATE', 'SELECT * FROM t LOCK IN SHARE MODE', 'SELECT 1 INTO @x', 'SHOW TABLES', 'DESCRIBE t', 'EXPLAIN SELECT 1', "SELECT 'unterminated"]) {
+      expect(appendLimit(sql, 101), sql).toBeNull();
+    }
   });
 
   test('list_tables and describe', async () => {
