@@ -116,7 +116,8 @@ describe.each(engines)('grep with $engine', ({ engine, Backend, backend }) => {
 
   it('takes a pattern that looks like an option as literal text and runs nothing (--pre=rm regression)', async () => {
     const canary = join(dir, 'canary');
-    put('touch-canary', `#!/bin/sh\ntouch '${canary}'\ncat "$1"\n`);
+    // The script names the canary relative to itself: the random temporary path could contain a pattern ("-e").
+    put('touch-canary', '#!/bin/sh\ntouch "$(dirname "$0")/canary"\ncat "$1"\n');
     chmodSync(join(dir, 'touch-canary'), 0o755);
     put('notes.txt', 'run --pre=./touch-canary here\nuse -f/etc/passwd\nlist --files\n--pre=rm\ntry -e too\n');
     for (const pattern of ['--pre=./touch-canary', '--pre=rm', '-f/etc/passwd', '--files', '-e']) {
