@@ -24,14 +24,17 @@ const PREVIEW_BYTES = 64 * 1024;
 const PROGRESS_INTERVAL_MS = 500;
 const NEEDS_QUOTES = /[",\r\n]/;
 
+function quoteIfNeeded(text: string): string {
+  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
 export function csvField(value: CellValue): string {
   // Strings and numbers first: they are nearly every value of an export, and this runs per value.
-  if (typeof value === 'string') return NEEDS_QUOTES.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+  if (typeof value === 'string') return quoteIfNeeded(value);
   if (typeof value === 'number') return numberToText(value);
   if (typeof value === 'bigint') return `${value}`;
   const text = valueToText(value);
-  if (text === null) return '';
-  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  return text === null ? '' : quoteIfNeeded(text);
 }
 
 export function csvLine(values: readonly CellValue[]): string {

@@ -1,7 +1,7 @@
 import mysql from 'mysql2';
 import { ToolError } from '../types.js';
 import { tokenize } from './sql-lexer.js';
-import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, splitQualifiedName } from './server-support.js';
+import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
@@ -33,11 +33,7 @@ export class MysqlDriver implements DatabaseDriver {
 
   private connectionOptions(): mysql.ConnectionOptions {
     return {
-      host: this.config.host,
-      port: this.config.port,
-      database: this.config.database,
-      user: this.config.user,
-      password: this.config.password,
+      ...serverLogin(this.config),
       connectTimeout: this.config.connectTimeoutMs,
       multipleStatements: false,
       supportBigNumbers: true,

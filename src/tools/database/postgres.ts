@@ -3,7 +3,7 @@ import Cursor from 'pg-cursor';
 import { ToolError } from '../types.js';
 import { firstRecordEnd, parseCsvRecords } from './csv.js';
 import { ExtendedCopyOut } from './pg-copy-out.js';
-import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable } from './server-support.js';
+import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin } from './server-support.js';
 import type { CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
@@ -35,11 +35,7 @@ export class PostgresDriver implements DatabaseDriver {
 
   private clientConfig(): pg.ClientConfig {
     return {
-      host: this.config.host,
-      port: this.config.port,
-      database: this.config.database,
-      user: this.config.user,
-      password: this.config.password,
+      ...serverLogin(this.config),
       connectionTimeoutMillis: this.config.connectTimeoutMs,
       statement_timeout: this.config.statementTimeoutMs,
       application_name: 'quarry',

@@ -1,4 +1,5 @@
 import { ToolError } from '../types.js';
+import type { DatabaseConfig } from './types.js';
 
 /** Helpers shared by the drivers of server engines (PostgreSQL, MySQL, Oracle, Vertica). */
 
@@ -6,6 +7,11 @@ import { ToolError } from '../types.js';
 export const PING_AFTER_IDLE_MS = 10_000;
 /** Rows handed to an export sink at a time. */
 export const EXPORT_BATCH_ROWS = 5000;
+
+/** Where and as whom to connect, in the field names pg, mysql2 and vertica-nodejs share. */
+export function serverLogin(config: DatabaseConfig): Pick<DatabaseConfig, 'host' | 'port' | 'database' | 'user' | 'password'> {
+  return { host: config.host, port: config.port, database: config.database, user: config.user, password: config.password };
+}
 
 /**
  * Runs `work` and calls `cancel` if the signal aborts meanwhile (the server-side cancel makes

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 import { csvLine } from './csv.js';
-import { CHUNK_BYTES, IN_FLIGHT, MAX_IN_FLIGHT, STOP, STOP_TIMEOUT, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
+import { CHUNK_BYTES, EXPORT_CACHE_SIZE, IN_FLIGHT, MAX_IN_FLIGHT, NOT_READ_ONLY, STOP, STOP_TIMEOUT, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
 import type { CellValue } from './types.js';
 
 /**
@@ -26,7 +26,6 @@ import type { CellValue } from './types.js';
 const TEXT_CHARS = 64 * 1024;
 /** Rows between two looks at the stop flag. */
 const ROWS_PER_CHECK = 512;
-const EXPORT_CACHE_SIZE = -2000;
 
 class Stopped extends Error {}
 
@@ -75,7 +74,6 @@ function run(job: ExportJob, port: NonNullable<typeof parentPort>): void {
   try {
     db = new Database(job.path, { readonly: job.readOnly, fileMustExist: true, timeout: job.busyTimeoutMs });
     if (job.readOnly) db.pragma('query_only = ON');
-    // An export reads each page once: SQLite's own small cache, not better-sqlite3's 16 MB.
     db.pragma(`cache_size = ${EXPORT_CACHE_SIZE}`);
     db.aggregate(job.sinkName, {
       start: 0,
@@ -91,7 +89,7 @@ function run(job: ExportJob, port: NonNullable<typeof parentPort>): void {
     });
     const statement = db.prepare(job.sql);
     if (job.readOnly && !(statement.readonly && statement.reader)) {
-      port.postMessage({ type: 'refused', message: 'refused by SQLite: this statement is not a read-only query (SQLite reports it can change the database or its attachments)' } satisfies ExportMessage);
+      port.postMessage({ type: 'refused', message: NOT_READ_ONLY } satisfies ExportMessage);
       return;
     }
     statement.pluck(true).get();

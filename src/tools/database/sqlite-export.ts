@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { packageRoot } from '../../config.js';
 import { ToolError } from '../types.js';
-import { CHUNK_BYTES, IN_FLIGHT, MAX_IN_FLIGHT, STOP, STOP_CANCEL, STOP_TIMEOUT, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
+import { CHUNK_BYTES, IN_FLIGHT, MAX_IN_FLIGHT, STOP, STOP_CANCEL, STOP_TIMEOUT, wrapStatement, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
 import { ReadOnlyViolation } from './statement-check.js';
 import type { CsvSink, DatabaseConfig, RunOptions } from './types.js';
 
@@ -31,19 +31,13 @@ function workerUrl(): URL {
   return pathToFileURL(join(packageRoot(), 'dist/tools/database/sqlite-export-worker.js'));
 }
 
-/** The user's statement as the body of a CTE whose columns are renamed c0..cN (duplicate names do not matter). */
-export function wrapForSink(sql: string, columnCount: number, sinkName: string): string {
-  const names = Array.from({ length: columnCount }, (_, i) => `c${i}`).join(',');
-  return `WITH quarry_export(${names}) AS (\n${sql}\n) SELECT ${sinkName}(${names}) FROM quarry_export`;
-}
-
 export async function exportInWorker(config: DatabaseConfig, sql: string, columnCount: number, sink: CsvSink, options: RunOptions): Promise<void> {
   const sinkName = `quarry_csv_${randomBytes(8).toString('hex')}`;
   const job: ExportJob = {
     path: config.path!,
     readOnly: options.readOnly,
     busyTimeoutMs: config.connectTimeoutMs,
-    sql: wrapForSink(sql, columnCount, sinkName),
+    sql: wrapStatement(sql, columnCount, (columns) => `SELECT ${sinkName}(${columns}) FROM quarry_statement`),
     sinkName,
     control: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
     chunks: new SharedArrayBuffer(MAX_IN_FLIGHT * CHUNK_BYTES),

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { EXPORT_CACHE_SIZE, NOT_READ_ONLY, wrapStatement } from './sqlite-export-protocol.js';
 import { exportInWorker } from './sqlite-export.js';
 import { ToolError } from '../types.js';
 import { ReadOnlyViolation } from './statement-check.js';
@@ -20,8 +21,6 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
 
 /** Rows read between two checks of the abort signal. */
 const ROWS_PER_CHUNK = 5000;
-/** Page cache for exports, in SQLite's notation (negative: KiB); SQLite's own default. */
-const EXPORT_CACHE_SIZE = -2000;
 /** SQLite takes at most 1000 arguments per function call (SQLITE_MAX_FUNCTION_ARG in better-sqlite3's build). */
 const MAX_SINK_ARGUMENTS = 1000;
 /** Leading keywords whose statement can be the body of a CTE, so the export thread can wrap it. */
@@ -49,7 +48,7 @@ export class SqliteDriver implements DatabaseDriver {
     if (!this.db) throw new Error('not connected');
     const statement = this.db.prepare(sql);
     if (options.readOnly && !(statement.readonly && statement.reader)) {
-      throw new ReadOnlyViolation('refused by SQLite: this statement is not a read-only query (SQLite reports it can change the database or its attachments)');
+      throw new ReadOnlyViolation(NOT_READ_ONLY);
     }
     return statement;
   }
@@ -88,9 +87,8 @@ export class SqliteDriver implements DatabaseDriver {
    */
   private withLimit(sql: string, columnCount: number, limit: number, options: RunOptions): SqliteStatement | null {
     if (!WRAPPABLE.test(sql) || columnCount === 0) return null;
-    const names = Array.from({ length: columnCount }, (_, i) => `c${i}`).join(',');
     try {
-      return this.prepare(`WITH quarry_query(${names}) AS (\n${sql}\n) SELECT * FROM quarry_query LIMIT ${limit}`, options);
+      return this.prepare(wrapStatement(sql, columnCount, () => `SELECT * FROM quarry_statement LIMIT ${limit}`), options);
     } catch {
       return null;
     }

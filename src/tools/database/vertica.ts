@@ -1,6 +1,6 @@
 import vertica, { type Client, type VerticaClientConfig } from 'vertica-nodejs';
 import { ToolError } from '../types.js';
-import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, splitQualifiedName } from './server-support.js';
+import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
@@ -31,11 +31,7 @@ export class VerticaDriver implements DatabaseDriver {
 
   private clientConfig(): VerticaClientConfig {
     return {
-      host: this.config.host,
-      port: this.config.port,
-      database: this.config.database,
-      user: this.config.user,
-      password: this.config.password,
+      ...serverLogin(this.config),
       connectionTimeoutMillis: this.config.connectTimeoutMs,
       types: RAW_TYPES,
     };

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { wrapStatement } from '../../../src/tools/database/sqlite-export-protocol.js';
 import { SqliteDriver } from '../../../src/tools/database/sqlite.js';
 import { isReadOnlyCall } from '../../../src/tools/types.js';
 import { makeTempDir } from '../../support/context.js';
@@ -65,7 +66,7 @@ describe('sqlite query', () => {
     const sql = 'SELECT a.id, b.id, a.k FROM t a JOIN t b ON b.id = a.id ORDER BY a.k DESC, a.id';
     const expected = db.prepare(sql).raw(true).all().slice(0, 5) as unknown[][];
     // What SQLite runs for the call: the statement wrapped with LIMIT; its ORDER BY survives the wrapping.
-    const plan = db.prepare(`EXPLAIN QUERY PLAN WITH quarry_query(c0,c1,c2) AS (\n${sql}\n) SELECT * FROM quarry_query LIMIT 6`).all() as { detail: string }[];
+    const plan = db.prepare(`EXPLAIN QUERY PLAN ${wrapStatement(sql, 3, () => 'SELECT * FROM quarry_statement LIMIT 6')}`).all() as { detail: string }[];
     db.close();
     expect(plan.map((row) => row.detail).join(' | ')).toContain('USE TEMP B-TREE FOR ORDER BY');
     const result = await makeRunner(configsFor([path], queryDir), queryDir).run('sqlite', { operation: 'query', sql, row_limit: 5 });
