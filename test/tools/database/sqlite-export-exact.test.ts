@@ -3,7 +3,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { csvLine } from '../../../src/tools/database/csv.js';
-import type { CellValue } from '../../../src/tools/database/types.js';
+import { exportInWorker } from '../../../src/tools/database/sqlite-export.js';
+import type { CellValue, CsvSink } from '../../../src/tools/database/types.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, makeRunner } from './helpers.js';
 
@@ -276,5 +277,27 @@ describe('sqlite export_query stops when asked', () => {
     expect(result.metadata.error).toBe('cancelled');
     expect(Date.now() - started).toBeLessThan(5000);
     expect(readdirSync(dir).sort()).toEqual(['big.db']);
+  });
+
+  test('a write that fails (disk full) stops the export thread and is the error reported', async () => {
+    const { dir, dbPath } = bigDatabase();
+    const config = { ...configsFor([`full${++tables}=${dbPath}`], dir)[0]!, statementTimeoutMs: 60_000 };
+    let chunks = 0;
+    let bytesAccepted = 0;
+    const sink: CsvSink = {
+      setColumns: () => undefined,
+      writeRows: async () => undefined,
+      setRowCount: () => undefined,
+      writeEncoded: async (chunk) => {
+        if (++chunks === 2) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        bytesAccepted += chunk.length;
+      },
+    };
+    // 10^10 rows: only a stop ends this export.
+    const started = Date.now();
+    await expect(exportInWorker(config, 'SELECT a.v, b.v FROM t a, t b', 2, sink, { readOnly: true, signal: new AbortController().signal })).rejects.toThrow('ENOSPC');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(chunks).toBe(2);
+    expect(bytesAccepted).toBeGreaterThan(0);
   });
 });
