@@ -36,6 +36,16 @@ export interface ToolContext {
    * never imports agent/). Absent in a delegated child (one level only) and for `quarry tool`.
    */
   runChildAgent?: (request: ChildAgentRequest) => Promise<ChildAgentResult>;
+  /**
+   * Present when the caller wants progress of long work (an MCP client that sent a progress
+   * token): export_query reports rows and bytes written so far, at most a few times a second.
+   */
+  onProgress?: (progress: ToolProgress) => void;
+}
+
+export interface ToolProgress {
+  rows: number;
+  bytes: number;
 }
 
 export interface ChildAgentRequest {

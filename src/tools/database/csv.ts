@@ -118,13 +118,15 @@ export class CsvExportFile implements CsvSink {
     private readonly tempPath: string,
     private readonly handle: FileHandle,
     private readonly showProgress: boolean,
+    private readonly onProgress?: (progress: { rows: number; bytes: number }) => void,
   ) {}
 
-  static async create(target: string, options: { showProgress: boolean }): Promise<CsvExportFile> {
+  /** showProgress: a progress line on stderr (a TTY); onProgress: the same figures to a caller (an MCP client). */
+  static async create(target: string, options: { showProgress: boolean; onProgress?: ((progress: { rows: number; bytes: number }) => void) | undefined }): Promise<CsvExportFile> {
     await mkdir(dirname(target), { recursive: true });
     const tempPath = join(dirname(target), `.${basename(target)}.quarry-${randomBytes(6).toString('hex')}.tmp`);
     const handle = await open(tempPath, 'wx', 0o644);
-    return new CsvExportFile(target, tempPath, handle, options.showProgress);
+    return new CsvExportFile(target, tempPath, handle, options.showProgress, options.onProgress);
   }
 
   setColumns(columns: string[], encodedHeader?: string): void {
@@ -209,11 +211,12 @@ export class CsvExportFile implements CsvSink {
   }
 
   private progress(): void {
-    if (!this.showProgress) return;
+    if (!this.showProgress && !this.onProgress) return;
     const now = Date.now();
     if (now - this.lastProgress < PROGRESS_INTERVAL_MS) return;
     this.lastProgress = now;
-    process.stderr.write(`\rexport: ${this.rows.toLocaleString('en-US')} rows, ${(this.bytes / 1e6).toFixed(1)} MB`);
+    this.onProgress?.({ rows: this.rows, bytes: this.bytes });
+    if (this.showProgress) process.stderr.write(`\rexport: ${this.rows.toLocaleString('en-US')} rows, ${(this.bytes / 1e6).toFixed(1)} MB`);
   }
 
   /** Finishes the file and links it into place; fails (and cleans up) if the target appeared meanwhile. */

@@ -163,7 +163,7 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
   const backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
   const requested = await resolveToolPath(backend, context.workingDir, outputPath);
   const target = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots });
-  const file = await CsvExportFile.create(target, { showProgress: process.stderr.isTTY === true });
+  const file = await CsvExportFile.create(target, { showProgress: process.stderr.isTTY === true, onProgress: context.onProgress });
   let summary;
   try {
     await driver.exportCsv(sql, file, options);
