@@ -53,7 +53,12 @@ export function registerMcpCommand(parser: Argv, setExit: (code: number) => void
           describe: 'An extra browser Origin allowed over HTTP (repeatable); loopback origins are always allowed',
           coerce: (value: string | string[] | undefined): string[] => (value === undefined ? [] : [value].flat()),
         })
-        .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Serve tools the profile would ask approval for; the client\'s approval applies' }),
+        .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Serve tools the profile would ask approval for; the client\'s approval applies' })
+        .epilog(
+          'quarry cannot ask for approval over MCP: without --yes, tools and calls the profile would ask about are not served ' +
+            '(they are refused with the reason); with --yes they are, and the MCP client\'s own approval applies. ' +
+            'delegate is never served. See README "quarry mcp" for client configuration.',
+        ),
     async (argv) => {
       setExit(
         await runMcpCommand({
