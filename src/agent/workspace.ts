@@ -22,6 +22,8 @@ export interface Workspace {
   workingDir: string;
   backend: Backend;
   registry: ToolRegistry;
+  /** The configured databases (the database tools' configuration; passwords included, never shown). */
+  databases: readonly DatabaseConfig[];
   /** Releases what the tools opened (connections, sandboxes). */
   close(): Promise<void>;
 }
@@ -68,6 +70,7 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
     workingDir,
     backend,
     registry,
+    databases,
     // Stops MCP servers, closes database connections and deletes a sandbox; safe to call twice.
     close: () => (closing ??= Promise.all([mcp?.close(), backend.dispose?.(), closeAllDatabaseConnections()]).then(() => undefined)),
   };

@@ -5,6 +5,7 @@ import { packageRoot } from '../config.js';
 import { ProfileError } from '../profiles/schema.js';
 import { EXIT_FAILED, EXIT_USAGE, UsageError } from './errors.js';
 import { registerDbCommand } from './db.js';
+import { registerEvalCommand } from './eval.js';
 import { registerMcpCommand } from './mcp.js';
 import { registerProfilesCommand } from './profiles.js';
 import { registerRunCommand } from './run.js';
@@ -69,6 +70,7 @@ export async function main(args: string[]): Promise<number> {
   registerDbCommand(parser, setExit);
   registerSessionsCommands(parser, setExit);
   registerMcpCommand(parser, setExit);
+  registerEvalCommand(parser, setExit);
   registerRunCommand(parser, setExit, args);
 
   try {
