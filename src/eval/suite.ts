@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, extname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { UsageError } from '../cli/errors.js';
+import { parseCsvRecords } from '../tools/database/csv.js';
 import type { CompareRule } from './compare.js';
 
 /**
@@ -118,45 +119,9 @@ function spiderQuestions(path: string, entries: unknown[]): EvalQuestion[] {
   });
 }
 
-/** A tiny RFC 4180 reader for expected_csv (quoted fields, doubled quotes, CRLF or LF). */
+/** expected_csv's records (RFC 4180; the CSV reader of the export previews, with a last line that may lack its newline). */
 export function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  let i = 0;
-  const endField = () => {
-    row.push(field);
-    field = '';
-  };
-  while (i < text.length) {
-    const char = text[i]!;
-    if (quoted) {
-      if (char === '"' && text[i + 1] === '"') {
-        field += '"';
-        i += 2;
-        continue;
-      }
-      if (char === '"') quoted = false;
-      else field += char;
-      i++;
-      continue;
-    }
-    if (char === '"') quoted = true;
-    else if (char === ',') endField();
-    else if (char === '\n' || char === '\r') {
-      endField();
-      rows.push(row);
-      row = [];
-      if (char === '\r' && text[i + 1] === '\n') i++;
-    } else field += char;
-    i++;
-  }
-  if (field !== '' || row.length > 0) {
-    endField();
-    rows.push(row);
-  }
-  return rows;
+  return parseCsvRecords(/[\r\n]$/.test(text) ? text : `${text}\n`, Number.POSITIVE_INFINITY);
 }
 
 const YAML_KEYS = ['id', 'question', 'evidence', 'database', 'expected_sql', 'expected_rows', 'expected_csv', 'order_matters', 'tolerance', 'tags', 'difficulty'];
