@@ -22,12 +22,15 @@ export interface Workspace {
   workingDir: string;
   backend: Backend;
   registry: ToolRegistry;
+  /** The configured databases (their tools are in the registry). */
+  databases: DatabaseConfig[];
   /** Releases what the tools opened (connections, sandboxes). */
   close(): Promise<void>;
 }
 
 export interface WorkspaceOptions {
-  profile?: string;
+  /** A name or path to load, or a profile already loaded (a resumed session's). */
+  profile?: string | Profile;
   workingDir?: string;
   cwd?: string;
   /** `--config FILE`; default `$QUARRY_HOME/config.yaml` (MCP servers). */
@@ -47,7 +50,7 @@ export function resolveWorkingDir(requested: string | undefined, cwd: string): s
 
 export async function openWorkspace(options: WorkspaceOptions): Promise<Workspace> {
   const cwd = options.cwd ?? process.cwd();
-  const profile = loadProfile(options.profile, cwd);
+  const profile = typeof options.profile === 'object' ? options.profile : loadProfile(options.profile, cwd);
   const workingDir = resolveWorkingDir(options.workingDir, cwd);
   const databases = databaseConfigs(options, cwd);
   const mcpConfigs = options.mcp === false ? [] : mcpServerConfigs(options.configFile, cwd);
@@ -68,6 +71,7 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
     workingDir,
     backend,
     registry,
+    databases,
     // Stops MCP servers, closes database connections and deletes a sandbox; safe to call twice.
     close: () => (closing ??= Promise.all([mcp?.close(), backend.dispose?.(), closeAllDatabaseConnections()]).then(() => undefined)),
   };
