@@ -483,4 +483,42 @@ describe('a torn trace line', () => {
     expect(trace.filter((e) => e.type === 'error').map((e) => e.message)).toEqual(['written without its newline']);
     expect(trace.filter((e) => e.type === 'trace_repaired')).toEqual([]);
   });
+
+  /** A private mount namespace (unshare, as a mapped root user) where a small tmpfs can fill up. */
+  const canMountTmpfs = spawnSync('unshare', ['-m', '-r', 'sh', '-c', 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs "$d" && umount "$d" && rmdir "$d"']).status === 0;
+
+  it.skipIf(!canMountTmpfs)('a disk that fills mid-run: exit 1 with a one-line error, the trace stays valid JSONL, and the session resumes once there is room', async () => {
+    const home = makeTempDir('quarry-home-');
+    const work = makeTempDir('quarry-work-');
+    for (let i = 0; i < 8; i++) writeFileSync(join(work, `big${i}.txt`), `${'x'.repeat(100)}\n`.repeat(3000));
+    const script = writeScript(work, 'reads.json', [...Array.from({ length: 8 }, (_, i) => ({ tool_calls: [{ name: 'read', arguments: { path: `big${i}.txt` } }] })), { text: 'done' }]);
+    const answer = writeScript(work, 'answer.json', [{ text: 'resumed after the disk filled' }]);
+    const cli = join(REPO_ROOT, 'dist', 'cli.js');
+    const q = (value: string) => `'${value.replace(/'/g, "'\\''")}'`;
+    // 160 KB of session space: the third 53 KB tool result does not fit.
+    const shell = [
+      `mount -t tmpfs -o size=160k tmpfs ${q(home)}`,
+      `${q(process.execPath)} ${q(cli)} -m script:${q(script)} -w ${q(work)} go 2>${q(join(work, 'first.err'))}; echo "first=$?"`,
+      `cp -r ${q(join(home, 'sessions'))} ${q(join(work, 'after-first'))}`,
+      `mount -o remount,size=16m ${q(home)}`,
+      `${q(process.execPath)} ${q(cli)} --resume latest -m script:${q(answer)} --format json 'go on'; echo "second=$?"`,
+      `cp -r ${q(join(home, 'sessions'))} ${q(join(work, 'after-second'))}`,
+    ].join('; ');
+    const result = spawnSync('unshare', ['-m', '-r', 'sh', '-c', shell], { encoding: 'utf8', env: cliEnv(home) as NodeJS.ProcessEnv, timeout: 60_000 });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^first=1$/m);
+    expect(result.stdout).toMatch(/^second=0$/m);
+    const firstErr = readFileSync(join(work, 'first.err'), 'utf8');
+    expect(firstErr).toMatch(/^quarry: internal error: cannot write the session trace \S+trace\.jsonl: ENOSPC$/m);
+    expect(firstErr).not.toMatch(/\n\s+at /);
+    const [id] = readdirSync(join(work, 'after-first'));
+    const firstTrace = readFileSync(join(work, 'after-first', id!, 'trace.jsonl'), 'utf8');
+    expect(firstTrace.endsWith('\n')).toBe(true);
+    const firstEvents = firstTrace.trim().split('\n').map((line) => JSON.parse(line) as TraceLine);
+    expect(firstEvents.at(-1)).toMatchObject({ type: 'run_end', status: 'failed' });
+    const secondEvents = readFileSync(join(work, 'after-second', id!, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TraceLine);
+    expect(secondEvents.filter((e) => e.type === 'run_start')).toHaveLength(2);
+    expect(secondEvents.at(-1)).toMatchObject({ type: 'run_end', status: 'completed' });
+    expect(JSON.parse(readFileSync(join(work, 'after-second', id!, 'meta.json'), 'utf8'))).toMatchObject({ status: 'completed', runs: 2 });
+  });
 });
