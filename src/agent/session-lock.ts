@@ -111,10 +111,11 @@ function installExitHook(): void {
 /**
  * Takes the session's lock or throws SessionLockedError naming the live holder. A stale lock
  * is taken over by renaming it aside (atomic: of several processes that find it stale, one
- * renames it); the renamed file is checked to be the stale one before it is deleted.
+ * renames it); the renamed file is checked to be the stale one before it is deleted. Returns
+ * false when this process already held it.
  */
-export function acquireSessionLock(dir: string, describe: (holder: LockHolder | undefined) => string): void {
-  if (held.has(dir)) return;
+export function acquireSessionLock(dir: string, describe: (holder: LockHolder | undefined) => string): boolean {
+  if (held.has(dir)) return false;
   const path = join(dir, LOCK_FILE);
   const me: LockHolder = { pid: process.pid, ...(ownStart ? { started: ownStart } : {}), host: hostname(), nonce: randomBytes(8).toString('hex'), at: new Date().toISOString() };
   for (let attempt = 0; attempt < 20; attempt++) {
@@ -142,7 +143,7 @@ export function acquireSessionLock(dir: string, describe: (holder: LockHolder | 
     }
     held.set(dir, me.nonce);
     installExitHook();
-    return;
+    return true;
   }
   throw new SessionLockedError(describe(readLockHolder(dir)), readLockHolder(dir));
 }

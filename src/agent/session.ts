@@ -338,7 +338,7 @@ export class Session {
     const before = readMeta(dir);
     if (!before) throw new UsageError(`session ${id} has no readable meta.json`);
     if (!options.lock) return new Session(id, dir, before);
-    acquireSessionLock(dir, (holder) => lockedMessage(id, dir, holder, readMeta(dir)));
+    const acquired = acquireSessionLock(dir, (holder) => lockedMessage(id, dir, holder, readMeta(dir)));
     try {
       const meta = readMeta(dir) ?? before;
       // A session run by an older quarry (no lock file) in a process that is still alive.
@@ -349,7 +349,7 @@ export class Session {
       session.recoverFromCrash();
       return session;
     } catch (error) {
-      releaseSessionLock(dir);
+      if (acquired) releaseSessionLock(dir);
       throw error;
     }
   }
@@ -463,8 +463,8 @@ function traceSize(dir: string): number {
 function lockedMessage(id: string, dir: string, holder: LockHolder | undefined, meta: SessionMeta | undefined): string {
   if (!holder) return `session ${id} is being opened by another process; try again in a moment`;
   if (holder.host !== hostname()) return `session ${id} is held by process ${holder.pid} on host ${holder.host}; if that process is gone, remove ${join(dir, LOCK_FILE)}`;
-  const doing = meta?.status === 'running' ? 'is running in' : 'is open in';
-  return `session ${id} ${doing} process ${holder.pid}; wait for it or stop it with quarry cancel ${id}`;
+  if (meta?.status === 'running') return `session ${id} is running in process ${holder.pid}; wait for it or stop it with quarry cancel ${id}`;
+  return `session ${id} is open in process ${holder.pid} (a REPL, or a run starting up); try again once that quarry has exited`;
 }
 
 export function requestCancel(id: string, env: NodeJS.ProcessEnv = process.env): { meta: SessionMeta | undefined; dir: string } {
@@ -472,8 +472,6 @@ export function requestCancel(id: string, env: NodeJS.ProcessEnv = process.env):
   writeFileSync(join(dir, CANCEL_FILE), `${process.pid}\n`);
   return { meta: readMeta(dir), dir };
 }
-
-export { isProcessAlive };
 
 export function readSessionMeta(id: string, env: NodeJS.ProcessEnv = process.env): SessionMeta | undefined {
   return readMeta(join(sessionsDir(env), id));

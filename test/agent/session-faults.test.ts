@@ -246,7 +246,7 @@ describe('one process per session', () => {
     for (const loser of losers) {
       const result = await loser.done;
       expect(result.code).toBe(2);
-      expect(result.stderr).toMatch(/^quarry: session \S+ is (running|open) in process \d+; wait for it or stop it with quarry cancel \S+\n$/);
+      expect(result.stderr).toMatch(/^quarry: session \S+ is (running in process \d+; wait for it or stop it with quarry cancel \S+|open in process \d+ \(a REPL, or a run starting up\); try again once that quarry has exited)\n$/);
     }
     const winner = racers.find((r) => !losers.includes(r))!;
     await waitFor('the winner\'s model call', () => (server!.requests.length >= 2 ? true : undefined));
