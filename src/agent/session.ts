@@ -63,10 +63,12 @@ export interface SessionMeta {
   /** --model (or QUARRY_MODEL) and --base-url as given; keys are read from the environment again. */
   model_spec?: { model: string; base_url?: string };
   databases?: StoredDatabases;
+  /** --system-prompt (absolute path), --vars-file (absolute) and --var values, for a resume that names none. */
+  prompt?: { system_prompt?: string; vars_file?: string; vars: string[] };
 }
 
 /** What a new session records about how it was set up (see SessionMeta). */
-export type SessionSetupRecord = Pick<SessionMeta, 'profile_ref' | 'profile_source' | 'profile_content' | 'model_spec' | 'databases'>;
+export type SessionSetupRecord = Pick<SessionMeta, 'profile_ref' | 'profile_source' | 'profile_content' | 'model_spec' | 'databases' | 'prompt'>;
 
 export type TraceEvent =
   | { type: 'run_start'; prompt: string; model: string; profile: string; working_dir: string; profile_source?: string; resumed?: boolean }

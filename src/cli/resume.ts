@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { canonicalJson } from '../agent/loop.js';
 import type { Session, SessionSetupRecord, StoredDatabases, StoredProfile } from '../agent/session.js';
 import type { Workspace } from '../agent/workspace.js';
+import { findTemplateFile } from '../agent/prompts.js';
 import { resolveProfile } from '../profiles/load.js';
 import { ProfileError, type Profile } from '../profiles/schema.js';
 import { describeDatabase, parseDbFlag, redactUrl } from '../tools/database/config.js';
@@ -18,6 +19,7 @@ import type { RunCommandOptions } from './run.js';
  * - databases: `--db`/`--databases`/`--config` if any is given, else the session's sources read
  *   again (the same flags, file and environment; passwords are never stored), and every database
  *   the session used must still point at the same target.
+ * - system prompt: `--system-prompt`/`--var`/`--vars-file` if any is given, else the session's.
  */
 export interface RunPlan {
   profile: Profile;
@@ -25,6 +27,8 @@ export interface RunPlan {
   model: { model?: string; baseUrl?: string };
   databases: { dbFlags: string[]; databasesFile?: string };
   configFile?: string;
+  /** The system prompt template and its variables. */
+  prompt: { systemPrompt?: string; varsFile?: string; vars: string[] };
   /** Stored targets to check once the databases are loaded (resume without database flags). */
   expectTargets?: StoredDatabases['targets'];
   /** A line for stderr (a profile switched by --profile on resume). */
@@ -94,10 +98,16 @@ export function planRun(options: RunCommandOptions, resumed: Session | undefined
   const spec = resumed?.info.model_spec;
   const model = options.model ?? spec?.model;
   const baseUrl = options.baseUrl ?? (options.model === undefined ? spec?.base_url : undefined);
+  const stored = resumed?.info.prompt;
+  const promptGiven = options.systemPrompt !== undefined || options.varsFile !== undefined || options.vars.length > 0;
+  const prompt = !stored || promptGiven
+    ? { ...(options.systemPrompt ? { systemPrompt: findTemplateFile(options.systemPrompt, cwd) } : {}), ...(options.varsFile ? { varsFile: resolve(cwd, options.varsFile) } : {}), vars: options.vars }
+    : { ...(stored.system_prompt ? { systemPrompt: stored.system_prompt } : {}), ...(stored.vars_file ? { varsFile: stored.vars_file } : {}), vars: stored.vars };
   return {
     ...planProfile(options, resumed, cwd),
     model: { ...(model ? { model } : {}), ...(baseUrl ? { baseUrl } : {}) },
     ...planDatabases(options, resumed),
+    prompt,
   };
 }
 
@@ -132,6 +142,7 @@ export function setupRecord(plan: RunPlan, workspace: Workspace, cwd: string, en
     profile_content: profileContent(workspace.profile),
     ...(model ? { model_spec: { model, ...(plan.model.baseUrl ? { base_url: plan.model.baseUrl } : {}) } } : {}),
     databases,
+    prompt: { ...(plan.prompt.systemPrompt ? { system_prompt: plan.prompt.systemPrompt } : {}), ...(plan.prompt.varsFile ? { vars_file: plan.prompt.varsFile } : {}), vars: plan.prompt.vars },
   };
 }
 

@@ -83,9 +83,9 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
       if (resumed && plan.expectTargets) checkDatabaseTargets(resumed.id, plan.expectTargets, workspace);
       if (plan.note) process.stderr.write(`${plan.note}\n`);
       const provider = await modelConfig(() => createProvider(choice, cwd));
-      const vars = { ...(options.varsFile ? readVarsFile(options.varsFile) : {}), ...parseVarFlags(options.vars) };
+      const vars = { ...(plan.prompt.varsFile ? readVarsFile(plan.prompt.varsFile) : {}), ...parseVarFlags(plan.prompt.vars) };
       const built = buildSystemPrompt({
-        ...(options.systemPrompt ? { file: options.systemPrompt } : {}),
+        ...(plan.prompt.systemPrompt ? { file: plan.prompt.systemPrompt } : {}),
         vars,
         automatic: automaticVariables({ profile: workspace.profile, workingDir: workspace.workingDir, databases: describeDatabases(workspace) }),
         cwd,

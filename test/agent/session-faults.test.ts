@@ -213,6 +213,29 @@ describe('resume keeps the session\'s profile, model and databases', () => {
   });
 });
 
+describe('resume keeps the session\'s system prompt', () => {
+  it('a template with variables comes back without flags; new flags replace it', async () => {
+    server = await startOpenAIServer(() => ({ text: 'ok' }));
+    const home = makeTempDir('quarry-home-');
+    const work = makeTempDir('quarry-work-');
+    writeFileSync(join(work, 'review.md'), '---\nvariables:\n  quarter:\n    required: true\n---\nYou review {{quarter}}.\n');
+    writeFileSync(join(work, 'vars.yaml'), 'quarter: Q2\n');
+    const env = cliEnv(home);
+    const first = await runCli(['--base-url', server.url, '-m', 'm', '--system-prompt', 'review.md', '--vars-file', 'vars.yaml', 'go'], { env, cwd: work });
+    expect(first.code).toBe(0);
+    const again = await runCli(['--resume', 'latest', 'go on'], { env, cwd: home });
+    expect(again.code).toBe(0);
+    const systemOf = (index: number) => ((server!.requests[index]!.body.messages as ChatMessage[])[0]!.content ?? '').trim();
+    expect(systemOf(1)).toBe('You review Q2.');
+    const replaced = await runCli(['--resume', 'latest', '--system-prompt', join(work, 'review.md'), '--var', 'quarter=Q3', 'and Q3?'], { env, cwd: home });
+    expect(replaced.code).toBe(0);
+    expect(systemOf(2)).toBe('You review Q3.');
+    const sessions = sessionIds(home);
+    expect(sessions).toHaveLength(1);
+    expect(meta(home, sessions[0]!)).toMatchObject({ prompt: { system_prompt: join(work, 'review.md'), vars: ['quarter=Q3'] } });
+  });
+});
+
 describe('one process per session', () => {
   it.each([
     ['free', false],
