@@ -37,7 +37,7 @@ export type AgentEvent =
   | { type: 'error'; message: string };
 
 export interface RunResult {
-  status: SessionStatus;
+  status: Exclude<SessionStatus, 'interrupted'>;
   /** The final answer (the last assistant text). */
   text: string;
   error?: string;
@@ -103,7 +103,7 @@ function parseArguments(text: string): { args: Record<string, unknown> | null; e
   return { args: value as Record<string, unknown>, error: null };
 }
 
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
@@ -152,14 +152,15 @@ export class Agent {
     }, CANCEL_POLL_MS);
     poll.unref();
     const signal = controller.signal;
-    session.append({ type: 'run_start', prompt, model: this.options.provider.label, profile: this.options.workspace.profile.name, working_dir: this.options.workspace.workingDir });
+    const { profile, workingDir } = this.options.workspace;
+    session.append({ type: 'run_start', prompt, model: this.options.provider.label, profile: profile.name, profile_source: profile.source, working_dir: workingDir });
     this.addMessage({ role: 'user', content: prompt });
     this.recentCalls = [];
     let usage = emptyUsage();
     let turns = 0;
     let toolCalls = 0;
     let text = '';
-    let status: SessionStatus = 'completed';
+    let status: RunResult['status'] = 'completed';
     let error: string | undefined;
     try {
       for (;;) {
@@ -323,8 +324,10 @@ export class Agent {
       this.emit({ type: 'tool_blocked', id: call.id, name: call.name, message: content });
       this.emit({ type: 'tool_end', id: call.id, name: call.name, arguments: prepared[i]?.args ?? null, ok: false, duration_ms: 0, output: content, metadata: { error: 'repeated_call' } });
       results[i] = { role: 'tool', toolCallId: call.id, name: call.name, content, isError: true };
+      this.options.session.append({ type: 'message', message: results[i] as Message });
     }
-    for (const result of results) this.addMessage(result);
+    // Each result went to the trace as its call finished (runOne); the conversation gets them in call order.
+    this.messages.push(...results);
     return stopReason;
   }
 
@@ -342,11 +345,15 @@ export class Agent {
     const started = performance.now();
     session.append({ type: 'tool_start', id: call.id, name: call.name, arguments: call.arguments });
     this.emit({ type: 'tool_start', id: call.id, name: call.name, arguments: call.arguments });
+    // The result is in the trace the moment the call finishes, before its tool_end, so a crash
+    // while other calls of the message still run cannot lose it (conversationFromTrace).
     const finish = (ok: boolean, output: string, metadata: Record<string, unknown>): Message => {
       const duration = Math.round(performance.now() - started);
+      const message: Message = { role: 'tool', toolCallId: call.id, name: call.name, content: output, ...(ok ? {} : { isError: true }) };
+      session.append({ type: 'message', message });
       session.append({ type: 'tool_end', id: call.id, name: call.name, ok, duration_ms: duration, metadata });
       this.emit({ type: 'tool_end', id: call.id, name: call.name, arguments: item.args, ok, duration_ms: duration, output, metadata });
-      return { role: 'tool', toolCallId: call.id, name: call.name, content: output, ...(ok ? {} : { isError: true }) };
+      return message;
     };
     if (item.argsError || !item.args) return finish(false, `${call.name}: ${item.argsError}`, { error: 'invalid_json' });
     if (signal.aborted) return finish(false, `${call.name}: cancelled by the user before it started`, { error: 'cancelled' });

@@ -22,14 +22,15 @@ export interface Workspace {
   workingDir: string;
   backend: Backend;
   registry: ToolRegistry;
-  /** The configured databases (the database tools' configuration; passwords included, never shown). */
+  /** The configured databases (their tools are in the registry; passwords included, never shown). */
   databases: readonly DatabaseConfig[];
   /** Releases what the tools opened (connections, sandboxes). */
   close(): Promise<void>;
 }
 
 export interface WorkspaceOptions {
-  profile?: string;
+  /** A name or path to load, or a profile already loaded (a resumed session's). */
+  profile?: string | Profile;
   workingDir?: string;
   cwd?: string;
   /** `--config FILE`; default `$QUARRY_HOME/config.yaml` (MCP servers). */
@@ -49,7 +50,7 @@ export function resolveWorkingDir(requested: string | undefined, cwd: string): s
 
 export async function openWorkspace(options: WorkspaceOptions): Promise<Workspace> {
   const cwd = options.cwd ?? process.cwd();
-  const profile = loadProfile(options.profile, cwd);
+  const profile = typeof options.profile === 'object' ? options.profile : loadProfile(options.profile, cwd);
   const workingDir = resolveWorkingDir(options.workingDir, cwd);
   const databases = databaseConfigs(options, cwd);
   const mcpConfigs = options.mcp === false ? [] : mcpServerConfigs(options.configFile, cwd);

@@ -2,7 +2,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { parseApprovalAnswer, type ApprovalAnswer } from '../agent/approver.js';
-import { assertNotRunningElsewhere, Session } from '../agent/session.js';
+import { Session } from '../agent/session.js';
+import { checkResumableUnder } from './resume.js';
 import { quarryHome } from '../config.js';
 import type { Message } from '../model/types.js';
 import { exitCodeFor, type RunSetup } from './run-session.js';
@@ -111,8 +112,14 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         return true;
       }
       case 'resume': {
-        const next = Session.open(arg || 'latest');
-        assertNotRunningElsewhere(next.info);
+        const next = Session.open(arg || 'latest', process.env, { lock: true });
+        try {
+          checkResumableUnder(next, workspace.profile);
+        } catch (error) {
+          if (next.dir !== session.dir) next.close();
+          throw error;
+        }
+        if (next.dir !== session.dir) session.close();
         session = next;
         const resumed = session.conversation();
         agent = setup.makeAgent(session, resumed);

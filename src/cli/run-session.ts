@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import { Agent, type AgentOptions } from '../agent/loop.js';
 import { Approver, parseApprovalAnswer, type AskApproval } from '../agent/approver.js';
 import { automaticVariables, buildSystemPrompt, parseVarFlags, readVarsFile } from '../agent/prompts.js';
-import { assertNotRunningElsewhere, Session } from '../agent/session.js';
+import { Session } from '../agent/session.js';
 import { childAgentRunner } from '../agent/delegate.js';
 import { openWorkspace, type Workspace } from '../agent/workspace.js';
 import { chooseModel, createProvider, knownContextWindow, type ModelChoice } from '../model/resolve.js';
@@ -11,6 +11,7 @@ import type { Message, ModelProvider } from '../model/types.js';
 import { ModelError } from '../model/types.js';
 import { EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
 import { createRenderer, type Renderer, type RunInfo } from './render.js';
+import { checkDatabaseTargets, planRun, setupRecord } from './resume.js';
 import { readPromptFromStdin, writeAnswerFile, type RunCommandOptions } from './run.js';
 
 /** Everything a run (one-shot or REPL) is built from. */
@@ -64,60 +65,71 @@ export function exitCodeFor(status: string): number {
 }
 
 export async function runAgentCommand(options: RunCommandOptions): Promise<number> {
-  const choice: ModelChoice = await modelConfig(() => chooseModel({ model: options.model, baseUrl: options.baseUrl }));
-  const resumed = options.resume ? Session.open(options.resume) : undefined;
-  if (resumed) assertNotRunningElsewhere(resumed.info);
-  const workspace = await openWorkspace({
-    profile: !options.profileGiven && resumed ? resumed.info.profile : options.profile,
-    ...(options.workingDir ?? resumed?.info.working_dir ? { workingDir: options.workingDir ?? resumed?.info.working_dir } : {}),
-    ...(options.configFile ? { configFile: options.configFile } : {}),
-    databases: { dbFlags: options.db, ...(options.databases ? { databasesFile: options.databases } : {}) },
-  });
+  const cwd = process.cwd();
+  // Taken first: of two processes resuming one session, one gets it and the other stops here (exit 2).
+  const resumed = options.resume ? Session.open(options.resume, process.env, { lock: true }) : undefined;
+  let session: Session | undefined = resumed;
   try {
-    const provider = await modelConfig(() => createProvider(choice, process.cwd()));
-    const vars = { ...(options.varsFile ? readVarsFile(options.varsFile) : {}), ...parseVarFlags(options.vars) };
-    const built = buildSystemPrompt({
-      ...(options.systemPrompt ? { file: options.systemPrompt } : {}),
-      vars,
-      automatic: automaticVariables({ profile: workspace.profile, workingDir: workspace.workingDir, databases: describeDatabases(workspace) }),
-      cwd: process.cwd(),
+    const plan = planRun(options, resumed, cwd);
+    const choice: ModelChoice = await modelConfig(() => chooseModel(plan.model));
+    const workingDir = options.workingDir ?? resumed?.info.working_dir;
+    const workspace = await openWorkspace({
+      profile: plan.profile,
+      ...(workingDir ? { workingDir } : {}),
+      ...(plan.configFile ? { configFile: plan.configFile } : {}),
+      databases: plan.databases,
     });
-    let prompt = options.prompt.join(' ').trim();
-    const interactive = !prompt && Boolean(process.stdin.isTTY);
-    if (!prompt && !interactive) {
-      prompt = readPromptFromStdin() || built.initialPrompt || '';
-      if (!prompt) throw new UsageError('no prompt: give the question as arguments or on stdin, or run quarry in a terminal for the interactive REPL');
+    try {
+      if (resumed && plan.expectTargets) checkDatabaseTargets(resumed.id, plan.expectTargets, workspace);
+      if (plan.note) process.stderr.write(`${plan.note}\n`);
+      const provider = await modelConfig(() => createProvider(choice, cwd));
+      const vars = { ...(plan.prompt.varsFile ? readVarsFile(plan.prompt.varsFile) : {}), ...parseVarFlags(plan.prompt.vars) };
+      const built = buildSystemPrompt({
+        ...(plan.prompt.systemPrompt ? { file: plan.prompt.systemPrompt } : {}),
+        vars,
+        automatic: automaticVariables({ profile: workspace.profile, workingDir: workspace.workingDir, databases: describeDatabases(workspace) }),
+        cwd,
+      });
+      let prompt = options.prompt.join(' ').trim();
+      const interactive = !prompt && Boolean(process.stdin.isTTY);
+      if (!prompt && !interactive) {
+        prompt = readPromptFromStdin() || built.initialPrompt || '';
+        if (!prompt) throw new UsageError('no prompt: give the question as arguments or on stdin, or run quarry in a terminal for the interactive REPL');
+      }
+      const canAsk = Boolean(process.stdin.isTTY && process.stderr.isTTY);
+      const approver = new Approver({ autoApprove: options.yes, ...(canAsk && !interactive ? { ask: askOnTerminal } : {}) });
+      const renderer = createRenderer(options.format, options.color && Boolean(process.stderr.isTTY));
+      const contextWindow = options.contextWindow ?? knownContextWindow(choice.model);
+      const setup: RunSetup = {
+        options, workspace, provider, system: built.system, contextWindow, approver, renderer,
+        makeAgent: (session, messages) => {
+          const agentOptions: AgentOptions = {
+            provider, system: built.system, workspace, session, approver, contextWindow, messages,
+            maxTurns: options.maxTurns,
+            retryPolicy: retryPolicyFromEnv(),
+            ...(options.reasoningEffort ? { reasoningEffort: options.reasoningEffort } : {}),
+            onEvent: (event) => renderer.event(event),
+          };
+          // delegate: each tool call can run a child agent that shares all of this.
+          agentOptions.extendToolContext = childAgentRunner(agentOptions);
+          return new Agent(agentOptions);
+        },
+        info: (session) => ({ sessionId: session.id, model: provider.label, scripted: provider.scripted, profile: workspace.profile.name }),
+      };
+      const record = setupRecord(plan, workspace, cwd);
+      if (resumed) resumed.update({ profile: workspace.profile.name, model: provider.label, ...record });
+      else session = Session.create({ profile: workspace.profile.name, model: provider.label, workingDir: workspace.workingDir, ...record });
+      const messages = resumed ? resumed.conversation() : [];
+      if (interactive) {
+        const { runRepl } = await import('./repl.js');
+        return await runRepl(setup, session as Session, messages, built.initialPrompt);
+      }
+      return await runOneShot(setup, session as Session, messages, prompt);
+    } finally {
+      await workspace.close();
     }
-    const canAsk = Boolean(process.stdin.isTTY && process.stderr.isTTY);
-    const approver = new Approver({ autoApprove: options.yes, ...(canAsk && !interactive ? { ask: askOnTerminal } : {}) });
-    const renderer = createRenderer(options.format, options.color && Boolean(process.stderr.isTTY));
-    const contextWindow = options.contextWindow ?? knownContextWindow(choice.model);
-    const setup: RunSetup = {
-      options, workspace, provider, system: built.system, contextWindow, approver, renderer,
-      makeAgent: (session, messages) => {
-        const agentOptions: AgentOptions = {
-          provider, system: built.system, workspace, session, approver, contextWindow, messages,
-          maxTurns: options.maxTurns,
-          retryPolicy: retryPolicyFromEnv(),
-          ...(options.reasoningEffort ? { reasoningEffort: options.reasoningEffort } : {}),
-          onEvent: (event) => renderer.event(event),
-        };
-        // delegate: each tool call can run a child agent that shares all of this.
-        agentOptions.extendToolContext = childAgentRunner(agentOptions);
-        return new Agent(agentOptions);
-      },
-      info: (session) => ({ sessionId: session.id, model: provider.label, scripted: provider.scripted, profile: workspace.profile.name }),
-    };
-    const session = resumed ?? Session.create({ profile: workspace.profile.name, model: provider.label, workingDir: workspace.workingDir });
-    if (resumed) resumed.update({ model: provider.label });
-    const messages = resumed ? resumed.conversation() : [];
-    if (interactive) {
-      const { runRepl } = await import('./repl.js');
-      return await runRepl(setup, session, messages, built.initialPrompt);
-    }
-    return await runOneShot(setup, session, messages, prompt);
   } finally {
-    await workspace.close();
+    session?.close();
   }
 }
 

@@ -72,7 +72,8 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
       const options: RunCommandOptions = {
         prompt: strings(argv.prompt),
         profile: argv.profile,
-        profileGiven: given('--profile', '-p') || Boolean(process.env.QUARRY_PROFILE),
+        // Only the flag: QUARRY_PROFILE is a default for new sessions, it never changes a resumed one's profile.
+        profileGiven: given('--profile', '-p'),
         workingDir: argv['working-dir'],
         configFile: argv.config,
         model: argv.model,

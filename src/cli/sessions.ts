@@ -1,5 +1,7 @@
 import type { Argv } from 'yargs';
-import { isProcessAlive, listSessionIds, readSessionMeta, readTrace, requestCancel, resolveSessionId, sessionsDir, conversationFromTrace } from '../agent/session.js';
+import {
+  childSessions, conversationFromTrace, effectiveStatus, listSessionIds, readSessionMeta, readTraceChecked, requestCancel, resolveSessionId, sessionsDir, type SessionMeta,
+} from '../agent/session.js';
 import { join } from 'node:path';
 import { EXIT_FAILED, EXIT_OK } from './errors.js';
 
@@ -14,8 +16,14 @@ function clip(text: string, limit: number): string {
   return flat.length > limit ? `${flat.slice(0, limit - 3)}...` : flat;
 }
 
+/** meta.json with the status as it really is: "running" only while its process lives (else "interrupted"). */
+function currentMeta(id: string): SessionMeta | undefined {
+  const meta = readSessionMeta(id);
+  return meta && { ...meta, status: effectiveStatus(meta, join(sessionsDir(), id)) };
+}
+
 function listSessions(format: 'text' | 'json'): number {
-  const metas = listSessionIds().map((id) => readSessionMeta(id)).filter((meta) => meta !== undefined);
+  const metas = listSessionIds().map((id) => currentMeta(id)).filter((meta) => meta !== undefined);
   if (format === 'json') {
     process.stdout.write(`${JSON.stringify(metas, null, 2)}\n`);
     return EXIT_OK;
@@ -34,8 +42,10 @@ function listSessions(format: 'text' | 'json'): number {
 
 function showSession(requested: string): number {
   const id = resolveSessionId(requested);
-  const meta = readSessionMeta(id);
+  const meta = currentMeta(id);
   const dir = join(sessionsDir(), id);
+  const { events, unreadable } = readTraceChecked(dir);
+  const children = childSessions(dir);
   const out: string[] = [
     `session ${id}`,
     `  status ${meta?.status}, profile ${meta?.profile}, model ${meta?.model}`,
@@ -44,9 +54,11 @@ function showSession(requested: string): number {
     `  usage ${meta?.usage.input_tokens} in / ${meta?.usage.output_tokens} out / ${meta?.usage.cached_tokens} cached tokens`,
     ...(meta?.error ? [`  last error: ${meta.error}`] : []),
     `  trace ${join(dir, 'trace.jsonl')}`,
+    ...(unreadable.length ? [`  ${unreadable.length} unreadable trace line${unreadable.length > 1 ? 's' : ''} skipped (cut off while being written): line ${unreadable.map((u) => u.line).join(', ')}`] : []),
+    ...children.map((child) => `  delegated ${child.id}: ${effectiveStatus(child.meta, child.dir)}, ${clip(child.meta.first_prompt, PROMPT_PREVIEW_CHARS)}`),
     '',
   ];
-  for (const message of conversationFromTrace(readTrace(dir))) {
+  for (const message of conversationFromTrace(events)) {
     if (message.role === 'user') out.push(`user: ${message.content}`);
     else if (message.role === 'assistant') {
       if (message.content) out.push(`assistant: ${message.content}`);
@@ -60,19 +72,19 @@ function showSession(requested: string): number {
 function exportSession(requested: string): number {
   const id = resolveSessionId(requested);
   const dir = join(sessionsDir(), id);
-  process.stdout.write(`${JSON.stringify({ meta: readSessionMeta(id), events: readTrace(dir) }, null, 2)}\n`);
+  const { events, unreadable } = readTraceChecked(dir);
+  const children = childSessions(dir).map((child) => ({ ...child.meta, status: effectiveStatus(child.meta, child.dir) }));
+  const document = { meta: currentMeta(id), events, ...(children.length ? { children } : {}), ...(unreadable.length ? { unreadable_lines: unreadable } : {}) };
+  process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
   return EXIT_OK;
 }
 
 async function cancelSession(requested: string): Promise<number> {
   const id = resolveSessionId(requested);
-  const before = readSessionMeta(id);
+  const before = currentMeta(id);
   if (before?.status !== 'running') {
-    process.stderr.write(`quarry: session ${id} is not running (status: ${before?.status ?? 'unknown'})\n`);
-    return EXIT_FAILED;
-  }
-  if (!isProcessAlive(before.pid)) {
-    process.stderr.write(`quarry: session ${id} is marked running but its process (${before.pid}) is gone; nothing to cancel\n`);
+    const gone = before?.status === 'interrupted' ? `; its process (${before.pid}) is gone, nothing to cancel` : '';
+    process.stderr.write(`quarry: session ${id} is not running (status: ${before?.status ?? 'unknown'})${gone}\n`);
     return EXIT_FAILED;
   }
   requestCancel(id);

@@ -50,15 +50,23 @@ function profileFilesIn(dir: string): Map<string, string> {
  * which may not shadow a built-in) or file path (relative to `cwd`).
  */
 export function loadProfile(nameOrPath: string = DEFAULT_PROFILE, cwd: string = process.cwd()): Profile {
+  return resolveProfile(nameOrPath, cwd).profile;
+}
+
+/**
+ * loadProfile, plus `ref`: what loads the same profile again from anywhere (the built-in's
+ * name, else the file's absolute path), which sessions store to resume under it.
+ */
+export function resolveProfile(nameOrPath: string = DEFAULT_PROFILE, cwd: string = process.cwd()): { profile: Profile; ref: string } {
   if (looksLikePath(nameOrPath)) {
     const path = resolve(cwd, nameOrPath);
     if (!existsSync(path)) throw new ProfileError(`profile file not found: ${path}`);
-    return readProfileFile(path, basename(path, extname(path)));
+    return { profile: readProfileFile(path, basename(path, extname(path))), ref: path };
   }
   const builtin = profileFilesIn(builtinDir()).get(nameOrPath);
-  if (builtin) return { ...readProfileFile(builtin, nameOrPath), source: `built-in` };
+  if (builtin) return { profile: { ...readProfileFile(builtin, nameOrPath), source: `built-in` }, ref: nameOrPath };
   const user = profileFilesIn(userDir()).get(nameOrPath);
-  if (user) return readProfileFile(user, nameOrPath);
+  if (user) return { profile: readProfileFile(user, nameOrPath), ref: resolve(user) };
   const known = listProfileNames();
   throw new ProfileError(`unknown profile "${nameOrPath}"; available: ${known.join(', ')} (or pass the path of a YAML file)`);
 }

@@ -57,7 +57,9 @@ describe('delegate', () => {
     expect(parentResult!.content).toMatch(/^notes\.txt has 3 lines\.\n\[delegate: completed; 2 turn\(s\), 2 tool call\(s\); \d+ input \/ \d+ output tokens; .+; session [\w.-]+\]$/);
 
     const childEvents = trace(childDir);
-    const [readResult, nestedResult] = toolResults(childEvents);
+    // Results are traced as each call finishes (completion order), so pick them by tool.
+    const readResult = toolResults(childEvents).find((r) => r.name === 'read');
+    const nestedResult = toolResults(childEvents).find((r) => r.name === 'delegate');
     expect(readResult).toMatchObject({ name: 'read' });
     expect(readResult!.content).toContain('     3\tthree');
     expect(nestedResult).toMatchObject({ name: 'delegate', isError: true });

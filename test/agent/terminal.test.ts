@@ -3,6 +3,7 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliEnv } from '../support/agent-cli.js';
+import { CLI_PATH } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 import { runOnPty } from '../support/pty.js';
 
@@ -107,5 +108,41 @@ describe('on a terminal', () => {
     expect(readFileSync(join(home, 'repl_history'), 'utf8')).toContain('first question');
     // The cancelled sleep left no process behind (pgrep exits 1 when nothing matches).
     expect(() => execFileSync('pgrep', ['-f', marker])).toThrow();
+  });
+
+  it('/resume continues only a session that ran under the REPL\'s own profile, and lets go of the session it leaves', async () => {
+    const home = makeTempDir('quarry-home-');
+    const work = makeTempDir('quarry-work-');
+    const env = cliEnv(home);
+    const answer = join(home, 'answer.json');
+    writeFileSync(answer, JSON.stringify({ turns: [{ text: 'One-shot answer.' }] }));
+    const start = (profile: string) => JSON.parse(execFileSync(process.execPath, [CLI_PATH, '-m', `script:${answer}`, '-p', profile, '-w', work, '--format', 'json', 'first'], { env: env as NodeJS.ProcessEnv, encoding: 'utf8' })) as { session_id: string };
+    const underEval = start('eval').session_id;
+    const underReadonly = start('readonly').session_id;
+    const evalTrace = readFileSync(join(home, 'sessions', underEval, 'trace.jsonl'), 'utf8');
+    const script = scriptFile(home, [{ text: 'Continued.' }]);
+    const result = await runOnPty(['--model', `script:${script}`, '-w', work], env, [
+      { expect: 'quarry> ' },
+      { send: `/resume ${underEval}\r` },
+      { expect: `session ${underEval} ran under profile eval \\(built-in\\), not this REPL's readonly \\(built-in\\); continue it with quarry --resume ${underEval}` },
+      { expect: 'quarry> ' },
+      { send: `/resume ${underReadonly}\r` },
+      { expect: `resumed session ${underReadonly} \\(2 messages\\)` },
+      { expect: 'quarry> ' },
+      { send: 'next\r' },
+      { expect: 'Continued\\.' },
+      { expect: 'quarry> ' },
+      { send: '\u0004' },
+    ]);
+    expect(result.failed).toBeNull();
+    expect(result.code).toBe(0);
+    expect(readFileSync(join(home, 'sessions', underEval, 'trace.jsonl'), 'utf8')).toBe(evalTrace);
+    const users = readFileSync(join(home, 'sessions', underReadonly, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; message?: { role: string; content: string } })
+      .filter((e) => e.type === 'message' && e.message?.role === 'user').map((e) => e.message?.content);
+    expect(users).toEqual(['first', 'next']);
+    // Three sessions (two one-shots and the REPL's own), none left locked.
+    const sessions = readdirSync(join(home, 'sessions'));
+    expect(sessions).toHaveLength(3);
+    for (const id of sessions) expect(existsSync(join(home, 'sessions', id, 'lock'))).toBe(false);
   });
 });
