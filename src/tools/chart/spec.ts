@@ -153,7 +153,10 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
   const encoding: Record<string, unknown> = {};
   let mark: Record<string, unknown>;
   let yTitle = y ?? 'count';
-  const xEncoding = { field: x, type: kind(x), axis: axisFor(kind(x), x), ...(kind(x) === 'nominal' ? { sort: categoryOrder(rows, x, type === 'bar' ? measure : undefined) } : {}) };
+  const xOrder = kind(x) === 'nominal' ? categoryOrder(rows, x, type === 'bar' ? measure : undefined) : [];
+  // Few categories read best level; many are slanted so their labels fit.
+  const xAxis = kind(x) === 'nominal' ? { ...axisFor('nominal', x), labelAngle: xOrder.length <= 8 ? 0 : -45 } : axisFor(kind(x), x);
+  const xEncoding = { field: x, type: kind(x), axis: xAxis, ...(kind(x) === 'nominal' ? { sort: xOrder } : {}) };
   switch (type) {
     case 'bar': {
       mark = { type: 'bar' };
