@@ -32,5 +32,12 @@ const csv = join(workDir, 'top5_orders_2024.csv');
 if (run.status === 0 && existsSync(csv)) {
   const lines = readFileSync(csv, 'utf8').trimEnd().split(/\r?\n/);
   console.error(`\n${csv}: ${lines.length - 1} rows; first lines:\n${lines.slice(0, 4).join('\n')}`);
+  console.error(`${join(workDir, 'top5_spend_2024.png')}: the chart (also .svg and .vl.json)`);
+  // The session as one self-contained HTML page, to open in a browser or send to someone.
+  const report = join(workDir, 'report.html');
+  console.error(`\n$ quarry report latest -o ${report}`);
+  const made = spawnSync(process.execPath, [join(root, 'dist', 'cli.js'), 'report', 'latest', '-o', report], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (made.status !== 0) process.exit(made.status ?? 1);
+  console.error(`${report}: the session report`);
 }
 process.exit(run.status ?? 1);

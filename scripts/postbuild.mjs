@@ -15,6 +15,8 @@ const EXTERNAL = [
   '@vscode/ripgrep', 'web-tree-sitter', 'tree-sitter-bash',
   '@e965/xlsx', 'yauzl', 'saxes',
   'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk', '@daytonaio/sdk',
+  // Charts: native resvg, and vega's large lazily loaded graph.
+  '@resvg/resvg-js', 'vega', 'vega-lite',
 ];
 
 /**

@@ -3,6 +3,7 @@ import { LocalBackend } from '../backends/local.js';
 import type { Backend } from '../backends/types.js';
 import type { Profile } from '../profiles/schema.js';
 import { bashTool } from '../tools/bash.js';
+import { createChartTool } from '../tools/chart/tool.js';
 import { createDatabaseTools } from '../tools/database/tool.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
 import { delegateTool } from '../tools/delegate.js';
@@ -67,6 +68,8 @@ export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions
   for (const tool of createDatabaseTools(options.databases ?? [], profile)) {
     if (profileAllowsTool(profile, tool.name)) registry.register(tool as Tool);
   }
+  // chart draws from any configured database or from a CSV file, so every profile gets it.
+  if (profileAllowsTool(profile, 'chart')) registry.register(createChartTool(options.databases ?? []) as Tool);
   for (const tool of options.mcpTools ?? []) {
     if (profileAllowsTool(profile, tool.name)) registry.register(tool);
   }

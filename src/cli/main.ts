@@ -8,6 +8,7 @@ import { registerDbCommand } from './db.js';
 import { registerEvalCommand } from './eval.js';
 import { registerMcpCommand } from './mcp.js';
 import { registerProfilesCommand } from './profiles.js';
+import { registerReportCommand } from './report.js';
 import { registerRunCommand } from './run.js';
 import { registerSessionsCommands } from './sessions.js';
 import { registerToolCommand } from './tool.js';
@@ -69,6 +70,7 @@ export async function main(args: string[]): Promise<number> {
   registerProfilesCommand(parser, setExit);
   registerDbCommand(parser, setExit);
   registerSessionsCommands(parser, setExit);
+  registerReportCommand(parser, setExit);
   registerMcpCommand(parser, setExit);
   registerEvalCommand(parser, setExit);
   registerRunCommand(parser, setExit, args);

@@ -58,6 +58,11 @@ export function toolRow(event: Extract<AgentEvent, { type: 'tool_end' }>): strin
   // A database call names its table too: `sqlite describe orders`.
   const detail = key === 'operation' && typeof args.table_name === 'string' ? ` ${args.table_name}` : '';
   const target = key ? ` ${oneLine(`${String(args[key])}${detail}`, TARGET_CHARS)}` : '';
+  if (event.ok && event.name === 'chart' && Array.isArray(event.metadata.files)) {
+    // `ok chart bar: sales.svg, sales.png, sales.vl.json (1.2 s)`
+    const files = (event.metadata.files as string[]).map((file) => file.split('/').pop()).join(', ');
+    return `ok chart ${String(event.metadata.type ?? '')}: ${files} (${seconds(event.duration_ms)})`;
+  }
   if (event.ok) {
     const lines = event.output === '' ? 0 : event.output.split('\n').length - (event.output.endsWith('\n') ? 1 : 0);
     const details = [`${lines} line${lines === 1 ? '' : 's'}`, formatBytes(Buffer.byteLength(event.output))];

@@ -23,6 +23,7 @@ export const REPL_HELP = `Commands:
   /compact          summarise older turns now to free context
   /resume [ID]      continue another session (default: the latest)
   /clear            start a fresh conversation in this session
+  /report [FILE]    write this session as an HTML page (default: report.html in the session directory)
   /approve          approve every tool call for the rest of this session
   /exit             leave (Ctrl+D does the same)
 Ctrl+C cancels the running turn; Ctrl+C twice at the prompt exits.`;
@@ -130,6 +131,15 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         agent.clear();
         renderer.note('started a fresh conversation (the earlier one stays in the trace)');
         return true;
+      case 'report': {
+        const { writeSessionReport } = await import('./report.js');
+        try {
+          renderer.note(`report: ${await writeSessionReport(session.id, arg || undefined, false)}`);
+        } catch (error) {
+          renderer.note(`report not written: ${(error as Error).message}`);
+        }
+        return true;
+      }
       case 'approve':
         approver.approveAll();
         renderer.note('every tool call is approved for the rest of this session');

@@ -182,7 +182,7 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
 }
 
 /** Every failure becomes a model-readable error without passwords (driver text included). */
-function toToolError(error: unknown, config: DatabaseConfig, signal: AbortSignal, operation: string): ToolError {
+export function toToolError(error: unknown, config: DatabaseConfig, signal: AbortSignal, operation: string): ToolError {
   if (error instanceof ToolError) return new ToolError(scrubSecrets(error.message, config), error.metadata);
   if (error instanceof ReadOnlyViolation) return new ToolError(error.message, { error: 'read_only_violation' });
   if (signal.aborted) return new ToolError(`cancelled: the ${config.engine} ${operation} was stopped`, { error: 'cancelled' });

@@ -1,0 +1,104 @@
+import { driverFor } from '../database/connections.js';
+import { parseCsvRecords } from '../database/csv.js';
+import { statementToRun, toToolError } from '../database/tool.js';
+import type { CellValue, DatabaseConfig } from '../database/types.js';
+import { valueToText } from '../database/values.js';
+import { ToolError } from '../types.js';
+
+/**
+ * The chart tool's data: rows of a read-only query (the same statement check and engine
+ * read-only layer as `query`) or of a CSV file, with each column's kind decided from its values.
+ */
+
+/** The most rows a chart takes; more must be aggregated in SQL first. */
+export const MAX_CHART_ROWS = 10_000;
+/** The largest CSV file a chart reads. */
+export const MAX_CHART_CSV_BYTES = 20 * 1024 * 1024;
+
+export type ColumnKind = 'quantitative' | 'temporal' | 'nominal';
+
+export interface ChartData {
+  columns: string[];
+  /** Values as plotted: numbers, ISO date text, or text; null for NULL / empty. */
+  rows: Array<Array<number | string | null>>;
+  kinds: Record<string, ColumnKind>;
+  source: string;
+}
+
+const ISO_DATE = /^\d{4}-\d{2}(-\d{2})?([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+const NUMBER_TEXT = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+
+function plotValue(value: CellValue): number | string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  const text = valueToText(value);
+  return text === null || text === '' ? null : text;
+}
+
+/** A column is quantitative when every value is a number, temporal when every value is an ISO date or time, nominal otherwise. */
+export function columnKind(values: ReadonlyArray<number | string | null>): ColumnKind {
+  const present = values.filter((value): value is number | string => value !== null);
+  if (present.length === 0) return 'nominal';
+  if (present.every((value) => typeof value === 'number' || NUMBER_TEXT.test(value.trim()))) return 'quantitative';
+  if (present.every((value) => typeof value === 'string' && ISO_DATE.test(value.trim()))) return 'temporal';
+  return 'nominal';
+}
+
+function typed(columns: string[], raw: Array<Array<number | string | null>>, source: string): ChartData {
+  const kinds: Record<string, ColumnKind> = {};
+  columns.forEach((column, index) => {
+    kinds[column] = columnKind(raw.map((row) => row[index] ?? null));
+  });
+  const rows = raw.map((row) =>
+    columns.map((column, index) => {
+      const value = row[index] ?? null;
+      if (value === null) return null;
+      if (kinds[column] === 'quantitative') return typeof value === 'number' ? value : Number(value.trim());
+      return typeof value === 'string' ? value : String(value);
+    }),
+  );
+  return { columns, rows, kinds, source };
+}
+
+const TOO_MANY = `a chart takes at most ${MAX_CHART_ROWS.toLocaleString('en-US')} rows`;
+
+export async function queryData(config: DatabaseConfig, sql: string, readOnly: boolean, signal: AbortSignal): Promise<ChartData> {
+  const options = { readOnly, signal: AbortSignal.any([signal, AbortSignal.timeout(config.statementTimeoutMs)]) };
+  let result;
+  try {
+    const statement = statementToRun(sql, config.engine, readOnly);
+    const driver = await driverFor(config, readOnly);
+    await driver.connect(options.signal);
+    result = await driver.query(statement, MAX_CHART_ROWS, options);
+  } catch (error) {
+    // The database tools' own wording (refusals as they are, passwords scrubbed from driver text).
+    throw toToolError(error, config, options.signal, 'chart query');
+  }
+  if (result.more) throw new ToolError(`chart: the query returns more than ${MAX_CHART_ROWS.toLocaleString('en-US')} rows; ${TOO_MANY}: aggregate in SQL first (GROUP BY, date_trunc/strftime buckets, or a sample)`);
+  if (result.columns.length === 0) throw new ToolError('chart: the statement returned no columns');
+  const unique = uniqueNames(result.columns);
+  return typed(unique, result.rows.map((row) => row.map(plotValue)), `${config.alias} (${config.engine})`);
+}
+
+export function csvData(text: string, source: string): ChartData {
+  const records = parseCsvRecords(/[\r\n]$/.test(text) ? text : `${text}\n`, MAX_CHART_ROWS + 2);
+  if (records.length === 0) throw new ToolError(`chart: ${source} is empty`);
+  const [header, ...body] = records;
+  if (body.length > MAX_CHART_ROWS) throw new ToolError(`chart: ${source} has more than ${MAX_CHART_ROWS.toLocaleString('en-US')} rows; ${TOO_MANY}: aggregate first (export a GROUP BY query)`);
+  const columns = uniqueNames(header!);
+  return typed(columns, body.map((row) => columns.map((_, index) => (row[index] === undefined || row[index] === '' ? null : row[index]!))), source);
+}
+
+/** Column names as Vega-Lite fields: duplicates get a suffix (a field name must be unique). */
+function uniqueNames(columns: readonly string[]): string[] {
+  const seen = new Map<string, number>();
+  return columns.map((column) => {
+    const name = column === '' ? 'column' : column;
+    const count = seen.get(name) ?? 0;
+    seen.set(name, count + 1);
+    return count === 0 ? name : `${name}_${count + 1}`;
+  });
+}

@@ -1,0 +1,155 @@
+import { rm } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { LocalBackend } from '../../backends/local.js';
+import type { Backend } from '../../backends/types.js';
+import type { DatabaseConfig } from '../database/types.js';
+import { plural } from '../file-write-support.js';
+import { displayPath, formatBytes, resolveToolPath } from '../paths.js';
+import { success, ToolError, type Tool, type ToolContext } from '../types.js';
+import { checkCreateOnlyTarget } from '../write-policy.js';
+import { csvData, MAX_CHART_CSV_BYTES, MAX_CHART_ROWS, queryData, type ChartData } from './data.js';
+import { renderChart } from './render.js';
+import { buildChart, CHART_HEIGHT, CHART_TYPES, CHART_WIDTH, MAX_CATEGORIES, MAX_SERIES, rangeText, type ChartType } from './spec.js';
+
+/**
+ * The chart tool (README "chart"): a read-only query or a CSV file drawn as a Vega-Lite chart,
+ * written as SVG, PNG and the specification (.vl.json) beside them. Writing follows the export
+ * rules: new files only, atomic, inside the working directory, the temporary directory or the
+ * profile's write_roots, and the same approval as export_query.
+ */
+
+export type ChartArgs = {
+  database?: string;
+  sql?: string;
+  csv_path?: string;
+  type?: ChartType;
+  x: string;
+  y?: string;
+  color?: string;
+  title?: string;
+  output_path: string;
+};
+
+const DESCRIPTION = `Draw a chart and write it as SVG and PNG (with its Vega-Lite specification, .vl.json, beside them).
+Data: "sql", one read-only statement on a configured database ("database" is the alias; optional when there is one), or "csv_path", a CSV file with a header row (e.g. an earlier export_query). At most ${MAX_CHART_ROWS.toLocaleString('en-US')} rows: aggregate in SQL first (GROUP BY, date buckets).
+Types: bar, line, area, point (scatter), histogram (x numbers, no y), heatmap (x and y categories, color an optional number). Without "type": dates on x → line, categories on x → bar, numbers on x and y → point, numbers on x only → histogram.
+x, y, color are column names; bars and areas start at zero; several rows for one bar or x are summed (said in the result); at most ${MAX_CATEGORIES} categories and ${MAX_SERIES} color series, the smallest summed as "other".
+output_path: the file to write, NAME.png or NAME.svg (NAME.svg, NAME.png and NAME.vl.json are all written); never overwrites.
+The result describes the chart in words (type, series, x and y ranges, points, files), so you can report it without seeing the image.`;
+
+const OUTPUT_EXTENSIONS = ['.png', '.svg', ''];
+
+function outputBase(outputPath: string): string {
+  const lower = outputPath.toLowerCase();
+  if (lower.endsWith('.vl.json')) return outputPath.slice(0, -'.vl.json'.length);
+  const extension = extname(outputPath);
+  if (!OUTPUT_EXTENSIONS.includes(extension.toLowerCase())) throw new ToolError(`chart: output_path must end in .png or .svg (got "${extension}"); NAME.svg, NAME.png and NAME.vl.json are written`);
+  return extension ? outputPath.slice(0, -extension.length) : outputPath;
+}
+
+function pickDatabase(configs: readonly DatabaseConfig[], alias: string | undefined): DatabaseConfig {
+  if (configs.length === 0) throw new ToolError('chart: no database is configured for "sql"; use csv_path, or start quarry with --db');
+  if (alias === undefined) {
+    if (configs.length === 1) return configs[0]!;
+    throw new ToolError(`chart: several databases are configured; pass "database" as one of: ${configs.map((config) => config.alias).join(', ')}`);
+  }
+  const config = configs.find((candidate) => candidate.alias === alias);
+  if (!config) throw new ToolError(`chart: no database "${alias}"; configured: ${configs.map((candidate) => candidate.alias).join(', ')}`);
+  return config;
+}
+
+async function loadData(args: ChartArgs, configs: readonly DatabaseConfig[], backend: Backend, context: ToolContext): Promise<ChartData> {
+  if ((args.sql === undefined) === (args.csv_path === undefined)) throw new ToolError('chart: give exactly one of "sql" (a read-only query) or "csv_path" (a CSV file)');
+  if (args.sql !== undefined) {
+    const config = pickDatabase(configs, args.database);
+    // Charts only read, whatever the profile's database mode.
+    return queryData(config, args.sql, true, context.signal);
+  }
+  const path = await resolveToolPath(backend, context.workingDir, args.csv_path!);
+  const found = await backend.stat(path);
+  if (!found) throw new ToolError(`chart: ${args.csv_path} does not exist`);
+  if (found.type !== 'file') throw new ToolError(`chart: ${args.csv_path} is not a file`);
+  if (found.size > MAX_CHART_CSV_BYTES) throw new ToolError(`chart: ${args.csv_path} is ${formatBytes(found.size)}; charts read CSV files up to ${formatBytes(MAX_CHART_CSV_BYTES)}: aggregate first`);
+  return csvData((await backend.readFile(path)).toString('utf8'), displayPath(context.workingDir, path));
+}
+
+export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartArgs> {
+  const aliases = configs.map((config) => config.alias);
+  return {
+    name: 'chart',
+    description: DESCRIPTION,
+    parameters: {
+      type: 'object',
+      properties: {
+        ...(aliases.length ? { database: { type: 'string', enum: aliases, description: `Alias of the database for sql: ${aliases.join(', ')}` } } : {}),
+        sql: { type: 'string', description: 'One read-only statement whose rows are drawn' },
+        csv_path: { type: 'string', description: 'A CSV file with a header row (instead of sql)' },
+        type: { type: 'string', enum: [...CHART_TYPES], description: 'Chart type (default: chosen from the column types)' },
+        x: { type: 'string', description: 'Column on the x axis' },
+        y: { type: 'string', description: 'Column on the y axis (none for a histogram, or to count rows)' },
+        color: { type: 'string', description: 'Column that splits the data into coloured series (heatmap: the value)' },
+        title: { type: 'string', description: 'Chart title' },
+        output_path: { type: 'string', description: 'New file NAME.png or NAME.svg; NAME.svg, NAME.png and NAME.vl.json are written' },
+      },
+      required: ['x', 'output_path'],
+      additionalProperties: false,
+    },
+    // It writes files: approval and concurrency as for export_query.
+    readOnly: false,
+    async run(args, context) {
+      const started = Date.now();
+      // Files are written on this machine, as exports are, whatever the backend.
+      const backend: Backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
+      const base = outputBase(args.output_path);
+      // The targets are checked before any query runs (the final exclusive link stays the guard).
+      const targets: Array<{ kind: string; path: string }> = [];
+      for (const extension of ['.svg', '.png', '.vl.json']) {
+        const requested = await resolveToolPath(backend, context.workingDir, `${base}${extension}`);
+        targets.push({ kind: extension, path: await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots }) });
+      }
+      const data = await loadData(args, configs, backend, context);
+      if (data.rows.length === 0) throw new ToolError('chart: the data has no rows; nothing to draw');
+      const chart = buildChart(data, { ...(args.type ? { type: args.type } : {}), x: args.x, ...(args.y !== undefined ? { y: args.y } : {}), ...(args.color !== undefined ? { color: args.color } : {}), ...(args.title !== undefined ? { title: args.title } : {}) });
+      const renderStarted = Date.now();
+      const rendered = await renderChart(chart.spec);
+      const renderMs = Date.now() - renderStarted;
+      const contents: Record<string, Buffer> = {
+        '.svg': Buffer.from(rendered.svg, 'utf8'),
+        '.png': rendered.png,
+        '.vl.json': Buffer.from(`${JSON.stringify(chart.spec, null, 2)}\n`, 'utf8'),
+      };
+      const written: string[] = [];
+      try {
+        for (const target of targets) {
+          await backend.writeFileAtomic(target.path, contents[target.kind]!, { exclusive: true });
+          written.push(target.path);
+        }
+      } catch (error) {
+        await Promise.all(written.map((path) => rm(path, { force: true })));
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`chart: ${args.output_path} (or its .svg/.png/.vl.json) appeared while drawing; nothing was written (choose a new name)`);
+        throw error;
+      }
+      const shown = (path: string) => displayPath(context.workingDir, path);
+      const [svgPath, pngPath, specPath] = targets.map((target) => target.path) as [string, string, string];
+      const series = chart.describe.series;
+      const lines = [
+        `Drew a ${chart.type} chart${chart.inferred ? ` (type chosen: ${chart.inferred})` : ''}${args.title ? ` titled "${args.title}"` : ''} from ${plural(data.rows.length, 'row')} of ${data.source}: ${chart.describe.y} by ${chart.describe.x}, ${plural(chart.points, 'point')} plotted.`,
+        `x (${chart.describe.x}): ${rangeText(data, chart.describe.x)}; y (${chart.describe.y}): ${chart.type === 'histogram' || chart.describe.y === 'count' ? 'row counts' : rangeText(data, chart.describe.y)}.`,
+        series.length ? `${series.length} series by ${args.color}: ${series.slice(0, 12).join(', ')}${series.length > 12 ? ', …' : ''}.` : '',
+        ...chart.notes.map((note) => `Note: ${note}.`),
+        `Files: ${shown(svgPath)} (${formatBytes(contents['.svg']!.length)}), ${shown(pngPath)} (${rendered.pngWidth}×${rendered.pngHeight} px, ${formatBytes(rendered.png.length)}), ${shown(specPath)} (the Vega-Lite specification, to adjust and re-render).`,
+      ].filter(Boolean);
+      return success(lines.join('\n'), {
+        path: pngPath,
+        files: [svgPath, pngPath, specPath],
+        type: chart.type,
+        rows: data.rows.length,
+        points: chart.points,
+        width: CHART_WIDTH,
+        height: CHART_HEIGHT,
+        renderMs,
+        durationMs: Date.now() - started,
+      });
+    },
+  };
+}
