@@ -87,6 +87,9 @@ export function toolAnnotations(tool: Tool, profile: Profile): ToolAnnotations {
       return { title, readOnlyHint: false, destructiveHint: profile.file_write === 'full', idempotentHint: profile.file_write === 'full', openWorldHint: false };
     case 'edit':
       return { title, readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
+    case 'chart':
+      // Reads a database or a CSV and writes new files (never overwrites).
+      return { title, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
     default:
       return tool.readOnly
         ? { title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }

@@ -209,7 +209,7 @@ describe('quarry mcp over stdio', () => {
     const developer = await serve(['-p', 'developer', '--db', `shop=${sqlitePath}`]);
     const devNames = (await developer.client.listTools()).tools.map((tool) => tool.name).sort();
     // granular approval lists the database tools: not served without --yes; delegate never.
-    expect(devNames).toEqual(['bash', 'edit', 'glob', 'grep', 'list', 'read', 'read_excel', 'write']);
+    expect(devNames).toEqual(['bash', 'chart', 'edit', 'glob', 'grep', 'list', 'read', 'read_excel', 'write']);
     const wrote = await developer.client.callTool({ name: 'write', arguments: { path: 'made-by-mcp.txt', content: 'written over MCP\n' } });
     expect(wrote.isError, text(wrote)).toBeFalsy();
     expect(readFileSync(join(work, 'made-by-mcp.txt'), 'utf8')).toBe('written over MCP\n');
