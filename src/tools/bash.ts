@@ -1,4 +1,4 @@
-import { MAX_SHELL_TIMEOUT_SECONDS } from '../profiles/schema.js';
+import { MAX_SHELL_TIMEOUT_SECONDS, type ShellNetwork } from '../profiles/schema.js';
 import { HeadTailBuffer } from './head-tail-buffer.js';
 import { formatBytes, isInside, resolveToolPath } from './paths.js';
 import { decodeBytesVisibly } from './sanitize.js';
@@ -68,9 +68,10 @@ async function resolveWorkingDir(args: BashArgs, context: ToolContext): Promise<
 const GIT_CONFIG_PROBE_TIMEOUT_MS = 10_000;
 
 /** What the policy may look at, on the backend that will run the command, with the environment the command will get. */
-export function policyEnvironment(backend: ToolContext['backend'], cwd: string, env: Record<string, string>): PolicyEnvironment {
+export function policyEnvironment(backend: ToolContext['backend'], cwd: string, env: Record<string, string>, network: ShellNetwork = 'none'): PolicyEnvironment {
   return {
     cwd,
+    network,
     realpath: (path) => backend.realpath(path).catch(() => null),
     async gitConfigKeys(directory, directories) {
       const argv = ['git', ...directories.flatMap((dir) => ['-C', dir]), 'config', '--list', '--name-only', '-z'];
@@ -111,14 +112,14 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const restricted = context.profile.shell === 'restricted';
     if (restricted) {
       // Refuse what needs no file system before touching the backend (or creating a sandbox).
-      const refusal = await staticRefusal(args.command);
+      const refusal = await staticRefusal(args.command, context.profile.shell_network);
       if (refusal) throw new ToolError(`bash: refused by the restricted shell: ${refusal}`, { error: 'refused' });
     }
     const cwd = await resolveWorkingDir(args, context);
     let argv = restricted ? restrictedArgv(args.command) : unrestrictedArgv(args.command);
     let sandboxed = false;
     if (restricted && options.osLayer && context.backend.name === 'local') {
-      const wrapped = sandboxedArgv(argv, cwd);
+      const wrapped = sandboxedArgv(argv, cwd, context.profile.shell_network);
       if (wrapped) { argv = wrapped; sandboxed = true; }
     }
     // The backend's own environment: a remote sandbox never receives this machine's variables.
@@ -126,7 +127,7 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const env = restricted ? restrictedEnvironment(baseEnv, sandboxed ? { TMPDIR: SANDBOX_TMPDIR } : {}) : unrestrictedEnvironment(baseEnv);
     if (restricted) {
       const physicalCwd = await context.backend.realpath(cwd);
-      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env));
+      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, context.profile.shell_network));
       if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, { error: 'refused' });
     }
     const timeoutSeconds = Math.min(args.timeout ?? context.profile.shell_timeout, MAX_BASH_TIMEOUT_SECONDS);

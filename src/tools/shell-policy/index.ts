@@ -4,6 +4,7 @@ import { MAX_PATH_CANDIDATES, pathCandidates, resolveLogical, resolvedPathRefusa
 import type { RuleContext } from './rule-types.js';
 import { commandRefusal } from './rules.js';
 import type { WordValue } from './words.js';
+import type { ShellNetwork } from '../../profiles/schema.js';
 
 /**
  * The restricted shell's policy (SPEC §11.1): a command line may run only when it parses as
@@ -22,6 +23,8 @@ export interface PolicyEnvironment {
   realpath: RealPath;
   /** The configuration keys git would use when run in `cwd` with these -C directories, or why they cannot be listed. */
   gitConfigKeys(cwd: string, directories: readonly string[]): Promise<string[] | { error: string }>;
+  /** The profile's shell_network (default none). */
+  network?: ShellNetwork;
 }
 
 /** Marks a word bash may expand into file names, so that rules never take it as a script or command. */
@@ -73,7 +76,7 @@ class Checker {
    * Without an environment the checker knows no paths: only the checks that need no file
    * system run, and path rules refuse nothing (see staticRefusal).
    */
-  constructor(private readonly environment: PolicyEnvironment | null) {
+  constructor(private readonly environment: PolicyEnvironment | null, private readonly network: ShellNetwork = environment?.network ?? 'none') {
     this.cwds = [environment?.cwd ?? '.'];
   }
 
@@ -167,6 +170,7 @@ class Checker {
         dataDriven,
         treeRefusal: (name, words, options) => this.treeRefusal(name, words, options),
         upstream,
+        network: this.network,
       };
       return commandRefusal(nested, context);
     };
@@ -195,10 +199,10 @@ class Checker {
  * checkRestrictedCommand refuses; it lets an obviously refused line be refused before anything
  * reaches the backend (a remote sandbox is not even created for it).
  */
-export async function staticRefusal(commandLine: string): Promise<string | null> {
+export async function staticRefusal(commandLine: string, network: ShellNetwork = 'none'): Promise<string | null> {
   const split = await splitCommandLine(commandLine);
   if (!split.ok) return split.reason;
-  const checker = new Checker(null);
+  const checker = new Checker(null, network);
   for (const command of split.commands) {
     const why = checker.checkCommand(command);
     if (why) return why;
