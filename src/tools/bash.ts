@@ -67,11 +67,34 @@ async function resolveWorkingDir(args: BashArgs, context: ToolContext): Promise<
 /** The seconds git may take to list a repository's configuration before a restricted git command. */
 const GIT_CONFIG_PROBE_TIMEOUT_MS = 10_000;
 
-/** What the policy may look at, on the backend that will run the command, with the environment the command will get. */
-export function policyEnvironment(backend: ToolContext['backend'], cwd: string, env: Record<string, string>, network: ShellNetwork = 'none'): PolicyEnvironment {
+/** Output bound and time limit of the search for links below a command's directories (without the OS layer). */
+const LINK_SEARCH_TIMEOUT_MS = 10_000;
+const LINK_SEARCH_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * What the policy may look at, on the backend that will run the command, with the environment
+ * the command will get; `osLayer` false adds the search for links inside trees (README: without
+ * bubblewrap).
+ */
+export function policyEnvironment(backend: ToolContext['backend'], cwd: string, env: Record<string, string>, network: ShellNetwork = 'none', osLayer = true): PolicyEnvironment {
   return {
     cwd,
     network,
+    ...(osLayer ? {} : {
+      async findLinks(roots: readonly string[]) {
+        try {
+          const result = await backend.execFile(['find', '-P', ...roots, '-type', 'l', '-printf', '%p\\0%Y\\0'], { cwd: '/', env, timeoutMs: LINK_SEARCH_TIMEOUT_MS, maxOutputBytes: LINK_SEARCH_MAX_BYTES });
+          if (result.timedOut) return { error: `the search took more than ${LINK_SEARCH_TIMEOUT_MS / 1000} s` };
+          if (result.stdout.length >= LINK_SEARCH_MAX_BYTES) return { error: 'too many links' };
+          const fields = result.stdout.toString().split('\0');
+          const links: Array<{ path: string; type: string }> = [];
+          for (let i = 0; i + 1 < fields.length; i += 2) links.push({ path: fields[i]!, type: fields[i + 1]! });
+          return links;
+        } catch (error) {
+          return { error: error instanceof Error ? error.message : String(error) };
+        }
+      },
+    }),
     realpath: (path) => backend.realpath(path).catch(() => null),
     async gitConfigKeys(directory, directories) {
       const argv = ['git', ...directories.flatMap((dir) => ['-C', dir]), 'config', '--list', '--name-only', '-z'];
@@ -127,7 +150,7 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const env = restricted ? restrictedEnvironment(baseEnv, sandboxed ? { TMPDIR: SANDBOX_TMPDIR } : {}) : unrestrictedEnvironment(baseEnv);
     if (restricted) {
       const physicalCwd = await context.backend.realpath(cwd);
-      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, context.profile.shell_network));
+      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, context.profile.shell_network, sandboxed));
       if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, { error: 'refused' });
     }
     const timeoutSeconds = Math.min(args.timeout ?? context.profile.shell_timeout, MAX_BASH_TIMEOUT_SECONDS);

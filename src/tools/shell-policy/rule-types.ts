@@ -30,5 +30,5 @@ export const SAFE_WITH_ANY_ARGUMENTS = new Set([
   'cat', 'head', 'tail', 'grep', 'egrep', 'fgrep', 'wc', 'ls', 'stat', 'du', 'md5sum', 'sha1sum',
   'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum', 'basename', 'dirname',
   'realpath', 'readlink', 'echo', 'test', 'nl', 'od', 'hexdump', 'strings', 'cmp', 'zcat',
-  'bzcat', 'xzcat', 'tac', 'rev', 'cut', 'tr', 'column', 'true', 'false',
+  'bzcat', 'xzcat', 'tac', 'rev', 'cut', 'tr', 'column', 'true', 'false', '[',
 ]);

@@ -198,8 +198,11 @@ function mayRecurse(args: readonly string[], shortLetters: RegExp, longPrefix: R
 /** grep: a recursive search may not start at /, /proc or inside it, nor run on names from data. */
 function grepRule(command: string): Rule {
   return (args, context) => {
-    if (!mayRecurse(args, /[rRd]/, /^--(r|de|di|d$)/)) return null;
-    if (context.dataDriven) return `${command}: a recursive search is refused where the names come from data (xargs, find -exec)`;
+    if (!mayRecurse(args, /[rRd]/, /^--(r|de|di|d$)/)) {
+      // Words from data (xargs input, a substitution's output) could add -r: the named directories must be safe to recurse.
+      return context.dataDriven ? context.treeRefusal(command, args, { includeCwd: true }) : null;
+    }
+    if (context.dataDriven) return `${command}: a recursive search is refused where the names come from data (xargs, find -exec, substitutions)`;
     return context.treeRefusal(command, args, { includeCwd: true });
   };
 }
@@ -212,7 +215,8 @@ const rgRecursiveRule: Rule = (args, context) => {
 const diffRule: Rule = (args, context) => (mayRecurse(args, /r/, /^--rec/) ? context.treeRefusal('diff', args) : null);
 
 /** binutils strings reads more options and names from "@FILE". */
-const stringsRule: Rule = (args) => {
+const stringsRule: Rule = (args, context) => {
+  if (context.dataDriven) return 'strings: refused where names come from data (a name starting with "@" reads options and file names from that file)';
   const atFile = args.find((arg) => arg.startsWith('@'));
   return atFile ? `strings: "${atFile}" reads options and file names from a file` : null;
 };
