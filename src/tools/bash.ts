@@ -41,14 +41,14 @@ function unrestrictedArgv(command: string): string[] {
 
 export function bashDescription(osLayerWanted = true): string {
   const osLayer = osLayerWanted && bubblewrapSupport().path !== null
-    ? 'OS layer active: commands run under bubblewrap with every file system read-only, no network and no access to other processes.'
+    ? 'OS layer active: commands run under bubblewrap with every file system read-only, the network as the profile\'s shell_network allows (none by default) and no access to other processes.'
     : `OS layer NOT active (${osLayerWanted ? bubblewrapSupport().reason : 'turned off'}): only the command check protects the system.`;
   return [
     `Run a bash command and return JSON {"output", "exit_code", "duration_seconds"}; stdout and stderr are interleaved in the order written.`,
     `No terminal: stdin is empty and interactive programs cannot prompt. Timeout: the profile's shell_timeout by default, at most ${MAX_BASH_TIMEOUT_SECONDS} s; on timeout the whole process group is killed and the output so far is returned.`,
     `Output: the first ${formatBytes(BASH_OUTPUT_HEAD_BYTES)} and the last ${formatBytes(BASH_OUTPUT_TAIL_BYTES)} are kept, with a marker saying how much was dropped in between; filter with head, tail or grep to see a specific part.`,
     `working_dir (optional) is resolved against the session's working directory and must exist.`,
-    `In a restricted profile (shell: restricted) only read-only inspection runs: plain commands joined by |, &&, ||, ; with no $-expansions, substitutions, redirections (except to /dev/null and 2>&1), subshells or heredocs; allowed commands include cat, less, head, tail, grep, rg, find (no -delete; -exec only with grep/cat/wc/...), ls, stat, file, wc, du, df, sort (no -o), uniq, cut, tr, awk (no system/pipes/redirection), sed (no -i, w or e), jq, diff, xxd, od, md5sum, sha256sum, zcat, gzip -l, tar -t, unzip -l, git log/show/diff/status/blame/grep, ps, env, date, xargs grep; refusals say which word or option was refused and why. File patterns never match names starting with "-". Secrets (API keys, tokens, passwords) are removed from the environment. ${osLayer}`,
+    `In a restricted profile (shell: restricted) only read-only inspection runs: plain commands joined by |, &&, ||, ;, also inside if/while and for NAME in WORDS loops, with $(...) and <(...) whose output only reaches commands harmless with any arguments, input from a file (< FILE), and no other $-expansions, redirections (except to /dev/null and 2>&1), subshells or heredocs; allowed commands include cat, less, head, tail, grep, rg, find (no -delete; -exec only with grep/cat/wc/...), ls, stat, file, wc, du, df, sort (no -o), uniq, cut, tr, awk (no system/pipes/redirection), sed (no -i, w or e), jq, diff, xxd, od, md5sum, sha256sum, zcat, gzip -l, tar -t, unzip -l, git log/show/diff/status/blame/grep/remote -v/stash list/config --get, ps, top -b -n 1, env, date, xargs grep, journalctl, systemctl status/show/list-units, ss, ip addr/route/link, lsof, dmesg, zgrep; docker/podman reads and curl GET need shell_network loopback, kubectl reads all; refusals say which word or option was refused and why. File patterns never match names starting with "-". Secrets (API keys, tokens, passwords) are removed from the environment. ${osLayer}`,
   ].join('\n');
 }
 
