@@ -111,7 +111,7 @@ describe.each(layers)('restricted bash $name', ({ registry: makeRegistry }) => {
     expect(results.filter((result) => !result.good)).toEqual([]);
     expect(snapshot(dir)).toEqual(before);
     expect(isAlive(canary.pid!)).toBe(true);
-  });
+  }, 120_000); // about 150 real commands, each under bubblewrap, on a shared machine
 
   test('env and printenv never print secrets (§14)', async () => {
     const registry = makeRegistry();

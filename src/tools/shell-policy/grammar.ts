@@ -267,7 +267,8 @@ interface Ends { first: SimpleCommand; last: SimpleCommand }
 /** Stands for what a loop or if statement prints: xargs and substitutions cannot take names from it. */
 function compoundOutput(node: SyntaxNode): SimpleCommand {
   const text = node.text.length > 40 ? `${node.text.slice(0, 37)}...` : node.text;
-  return { words: [{ value: `(the output of a ${node.type.replace('_statement', '')} statement)`, glob: false }], text, upstream: null, reads: [] };
+  const what = { for_statement: 'a for loop', if_statement: 'an if statement', while_statement: 'a while loop' }[node.type] ?? 'a list of commands';
+  return { words: [{ value: `(the output of ${what})`, glob: false }], text, upstream: null, reads: [] };
 }
 
 const COMPOUND = new Set(['for_statement', 'if_statement', 'while_statement']);

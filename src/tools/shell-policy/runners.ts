@@ -120,7 +120,7 @@ function passesNamesThrough(argv: readonly string[]): boolean {
 }
 
 /** Commands that never print what is inside a file (names, sizes, hashes): they may take names from any input. */
-const NAMES_ONLY = new Set(['echo', 'basename', 'dirname', 'realpath', 'readlink', 'test', 'true', 'false', 'ls', 'stat', 'du', 'wc', 'md5sum', 'sha1sum', 'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum']);
+const NAMES_ONLY = new Set(['echo', '[', 'basename', 'dirname', 'realpath', 'readlink', 'test', 'true', 'false', 'ls', 'stat', 'du', 'wc', 'md5sum', 'sha1sum', 'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum']);
 
 export const xargsRule: Rule = (args, context) => {
   const scanned = scanOptions('xargs', args, {
