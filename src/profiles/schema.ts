@@ -8,6 +8,8 @@ export const FILE_WRITE_MODES = ['off', 'create-only', 'full'] as const;
 export const DATABASE_MODES = ['readonly', 'mutations'] as const;
 export const APPROVAL_MODES = ['all', 'dangerous', 'granular', 'none'] as const;
 export const BACKENDS = ['local', 'daytona'] as const;
+/** What the restricted shell's commands may reach over the network (README: the restricted shell). */
+export const SHELL_NETWORK_MODES = ['none', 'loopback', 'all'] as const;
 export const MAX_SHELL_TIMEOUT_SECONDS = 600;
 
 export type ShellMode = (typeof SHELL_MODES)[number];
@@ -15,6 +17,7 @@ export type FileWriteMode = (typeof FILE_WRITE_MODES)[number];
 export type DatabaseMode = (typeof DATABASE_MODES)[number];
 export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 export type BackendName = (typeof BACKENDS)[number];
+export type ShellNetwork = (typeof SHELL_NETWORK_MODES)[number];
 
 export interface ApprovalPolicy {
   mode: ApprovalMode;
@@ -33,6 +36,8 @@ export interface Profile {
   approval: ApprovalPolicy;
   /** Default bash timeout in seconds. */
   shell_timeout: number;
+  /** The restricted shell's network: none (default), loopback (this host only) or all. */
+  shell_network: ShellNetwork;
   backend: BackendName;
   /** Optional allow-list of tool names; absent means every tool the modes permit. */
   tools?: string[];
@@ -50,7 +55,7 @@ type Raw = Record<string, unknown>;
 
 const TOP_LEVEL_KEYS = [
   'name', 'description', 'shell', 'file_write', 'database', 'approval',
-  'shell_timeout', 'backend', 'tools', 'write_roots',
+  'shell_timeout', 'shell_network', 'backend', 'tools', 'write_roots',
 ] as const;
 const APPROVAL_KEYS = ['mode', 'tools', 'patterns'] as const;
 
@@ -61,6 +66,7 @@ const DEFAULTS = {
   database: 'readonly',
   approval_mode: 'dangerous',
   shell_timeout: 120,
+  shell_network: 'none',
   backend: 'local',
 } as const;
 
@@ -144,6 +150,7 @@ export function parseProfile(raw: unknown, where: string, fallbackName: string):
       patterns,
     },
     shell_timeout: timeout,
+    shell_network: oneOf(where, 'shell_network', raw.shell_network, SHELL_NETWORK_MODES, DEFAULTS.shell_network),
     backend: oneOf(where, 'backend', raw.backend, BACKENDS, DEFAULTS.backend),
     ...(tools ? { tools } : {}),
     write_roots: stringList(where, 'write_roots', raw.write_roots) ?? [],

@@ -1,4 +1,4 @@
-import { MAX_SHELL_TIMEOUT_SECONDS } from '../profiles/schema.js';
+import { MAX_SHELL_TIMEOUT_SECONDS, type ShellNetwork } from '../profiles/schema.js';
 import { HeadTailBuffer } from './head-tail-buffer.js';
 import { formatBytes, isInside, resolveToolPath } from './paths.js';
 import { decodeBytesVisibly } from './sanitize.js';
@@ -41,14 +41,14 @@ function unrestrictedArgv(command: string): string[] {
 
 export function bashDescription(osLayerWanted = true): string {
   const osLayer = osLayerWanted && bubblewrapSupport().path !== null
-    ? 'OS layer active: commands run under bubblewrap with every file system read-only, no network and no access to other processes.'
+    ? 'OS layer active: commands run under bubblewrap with every file system read-only, the network as the profile\'s shell_network allows (none by default) and no access to other processes.'
     : `OS layer NOT active (${osLayerWanted ? bubblewrapSupport().reason : 'turned off'}): only the command check protects the system.`;
   return [
     `Run a bash command and return JSON {"output", "exit_code", "duration_seconds"}; stdout and stderr are interleaved in the order written.`,
     `No terminal: stdin is empty and interactive programs cannot prompt. Timeout: the profile's shell_timeout by default, at most ${MAX_BASH_TIMEOUT_SECONDS} s; on timeout the whole process group is killed and the output so far is returned.`,
     `Output: the first ${formatBytes(BASH_OUTPUT_HEAD_BYTES)} and the last ${formatBytes(BASH_OUTPUT_TAIL_BYTES)} are kept, with a marker saying how much was dropped in between; filter with head, tail or grep to see a specific part.`,
     `working_dir (optional) is resolved against the session's working directory and must exist.`,
-    `In a restricted profile (shell: restricted) only read-only inspection runs: plain commands joined by |, &&, ||, ; with no $-expansions, substitutions, redirections (except to /dev/null and 2>&1), subshells or heredocs; allowed commands include cat, less, head, tail, grep, rg, find (no -delete; -exec only with grep/cat/wc/...), ls, stat, file, wc, du, df, sort (no -o), uniq, cut, tr, awk (no system/pipes/redirection), sed (no -i, w or e), jq, diff, xxd, od, md5sum, sha256sum, zcat, gzip -l, tar -t, unzip -l, git log/show/diff/status/blame/grep, ps, env, date, xargs grep; refusals say which word or option was refused and why. File patterns never match names starting with "-". Secrets (API keys, tokens, passwords) are removed from the environment. ${osLayer}`,
+    `In a restricted profile (shell: restricted) only read-only inspection runs: plain commands joined by |, &&, ||, ;, also inside if/while and for NAME in WORDS loops, with $(...) and <(...) whose output only reaches commands harmless with any arguments, input from a file (< FILE), and no other $-expansions, redirections (except to /dev/null and 2>&1), subshells or heredocs; allowed commands include cat, less, head, tail, grep, rg, find (no -delete; -exec only with grep/cat/wc/...), ls, stat, file, wc, du, df, sort (no -o), uniq, cut, tr, awk (no system/pipes/redirection), sed (no -i, w or e), jq, diff, xxd, od, md5sum, sha256sum, zcat, gzip -l, tar -t, unzip -l, git log/show/diff/status/blame/grep/remote -v/stash list/config --get, ps, top -b -n 1, env, date, xargs grep, journalctl, systemctl status/show/list-units, ss, ip addr/route/link, lsof, dmesg, zgrep; docker/podman reads and curl GET need shell_network loopback, kubectl reads all; refusals say which word or option was refused and why. File patterns never match names starting with "-". Secrets (API keys, tokens, passwords) are removed from the environment. ${osLayer}`,
   ].join('\n');
 }
 
@@ -67,10 +67,34 @@ async function resolveWorkingDir(args: BashArgs, context: ToolContext): Promise<
 /** The seconds git may take to list a repository's configuration before a restricted git command. */
 const GIT_CONFIG_PROBE_TIMEOUT_MS = 10_000;
 
-/** What the policy may look at, on the backend that will run the command, with the environment the command will get. */
-export function policyEnvironment(backend: ToolContext['backend'], cwd: string, env: Record<string, string>): PolicyEnvironment {
+/** Output bound and time limit of the search for links below a command's directories (without the OS layer). */
+const LINK_SEARCH_TIMEOUT_MS = 10_000;
+const LINK_SEARCH_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * What the policy may look at, on the backend that will run the command, with the environment
+ * the command will get; `osLayer` false adds the search for links inside trees (README: without
+ * bubblewrap).
+ */
+export function policyEnvironment(backend: ToolContext['backend'], cwd: string, env: Record<string, string>, network: ShellNetwork = 'none', osLayer = true): PolicyEnvironment {
   return {
     cwd,
+    network,
+    ...(osLayer ? {} : {
+      async findLinks(roots: readonly string[]) {
+        try {
+          const result = await backend.execFile(['find', '-P', ...roots, '-type', 'l', '-printf', '%p\\0%Y\\0'], { cwd: '/', env, timeoutMs: LINK_SEARCH_TIMEOUT_MS, maxOutputBytes: LINK_SEARCH_MAX_BYTES });
+          if (result.timedOut) return { error: `the search took more than ${LINK_SEARCH_TIMEOUT_MS / 1000} s` };
+          if (result.stdout.length >= LINK_SEARCH_MAX_BYTES) return { error: 'too many links' };
+          const fields = result.stdout.toString().split('\0');
+          const links: Array<{ path: string; type: string }> = [];
+          for (let i = 0; i + 1 < fields.length; i += 2) links.push({ path: fields[i]!, type: fields[i + 1]! });
+          return links;
+        } catch (error) {
+          return { error: error instanceof Error ? error.message : String(error) };
+        }
+      },
+    }),
     realpath: (path) => backend.realpath(path).catch(() => null),
     async gitConfigKeys(directory, directories) {
       const argv = ['git', ...directories.flatMap((dir) => ['-C', dir]), 'config', '--list', '--name-only', '-z'];
@@ -111,14 +135,14 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const restricted = context.profile.shell === 'restricted';
     if (restricted) {
       // Refuse what needs no file system before touching the backend (or creating a sandbox).
-      const refusal = await staticRefusal(args.command);
+      const refusal = await staticRefusal(args.command, context.profile.shell_network);
       if (refusal) throw new ToolError(`bash: refused by the restricted shell: ${refusal}`, { error: 'refused' });
     }
     const cwd = await resolveWorkingDir(args, context);
     let argv = restricted ? restrictedArgv(args.command) : unrestrictedArgv(args.command);
     let sandboxed = false;
     if (restricted && options.osLayer && context.backend.name === 'local') {
-      const wrapped = sandboxedArgv(argv, cwd);
+      const wrapped = sandboxedArgv(argv, cwd, context.profile.shell_network);
       if (wrapped) { argv = wrapped; sandboxed = true; }
     }
     // The backend's own environment: a remote sandbox never receives this machine's variables.
@@ -126,7 +150,7 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const env = restricted ? restrictedEnvironment(baseEnv, sandboxed ? { TMPDIR: SANDBOX_TMPDIR } : {}) : unrestrictedEnvironment(baseEnv);
     if (restricted) {
       const physicalCwd = await context.backend.realpath(cwd);
-      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env));
+      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, context.profile.shell_network, sandboxed));
       if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, { error: 'refused' });
     }
     const timeoutSeconds = Math.min(args.timeout ?? context.profile.shell_timeout, MAX_BASH_TIMEOUT_SECONDS);

@@ -1,4 +1,5 @@
 import { probeBubblewrap, type BubblewrapSupport } from '../backends/bubblewrap-probe.js';
+import type { ShellNetwork } from '../profiles/schema.js';
 
 /**
  * The restricted shell's OS layer (SPEC §11.1), independent of the policy: allowed commands run
@@ -12,25 +13,29 @@ import { probeBubblewrap, type BubblewrapSupport } from '../backends/bubblewrap-
  * (a writable project folder), and would put an unstable dependency in front of a security
  * boundary; the flags below are few and each is tested.
  *
+ * The network follows the profile's shell_network: `none` gives the command a network namespace
+ * of its own (only an unconnected loopback), `loopback` and `all` keep the host's (bubblewrap
+ * cannot narrow it to loopback; the policy allows only loopback URLs there: README).
+ *
  * /tmp stays the host's (read-only, so logs and dumps there can be inspected); programs that need
  * scratch space (sort) get TMPDIR on a private tmpfs at /dev/shm.
  */
 
 export const SANDBOX_TMPDIR = '/dev/shm';
 
-function sandboxFlags(cwd: string): string[] {
+function sandboxFlags(cwd: string, network: ShellNetwork): string[] {
   const flags = [
     '--ro-bind', '/', '/',
     '--dev', '/dev',
     '--tmpfs', SANDBOX_TMPDIR,
     '--ro-bind', '/proc', '/proc',
     '--unshare-pid',
-    '--unshare-net',
     '--unshare-ipc',
     '--die-with-parent',
     '--new-session',
     '--cap-drop', 'ALL',
   ];
+  if (network === 'none') flags.push('--unshare-net');
   // As root, keep only the right to read every file (production logs are often root:adm 0640).
   if (process.getuid?.() === 0) flags.push('--cap-add', 'CAP_DAC_READ_SEARCH');
   flags.push('--chdir', cwd);
@@ -38,12 +43,12 @@ function sandboxFlags(cwd: string): string[] {
 }
 
 export function bubblewrapSupport(): BubblewrapSupport {
-  return probeBubblewrap(sandboxFlags('/'));
+  return probeBubblewrap(sandboxFlags('/', 'none'));
 }
 
 /** The argument vector that runs `argv` inside the sandbox, or null when the OS layer is unavailable. */
-export function sandboxedArgv(argv: readonly string[], cwd: string): string[] | null {
+export function sandboxedArgv(argv: readonly string[], cwd: string, network: ShellNetwork = 'none'): string[] | null {
   const support = bubblewrapSupport();
   if (!support.path) return null;
-  return [support.path, ...sandboxFlags(cwd), '--', ...argv];
+  return [support.path, ...sandboxFlags(cwd, network), '--', ...argv];
 }

@@ -46,8 +46,37 @@ export function gitDirectoryArgs(args: readonly string[]): string[] {
 const GIT_READ_SUBCOMMANDS = new Set([
   'log', 'show', 'diff', 'status', 'blame', 'branch', 'tag', 'rev-parse', 'ls-files', 'grep', 'cat-file', 'shortlog',
   'describe', 'rev-list', 'ls-tree', 'show-ref', 'reflog', 'name-rev', 'merge-base', 'count-objects', 'diff-tree',
-  'diff-files', 'diff-index', 'whatchanged', 'for-each-ref', 'version', 'annotate',
+  'diff-files', 'diff-index', 'whatchanged', 'for-each-ref', 'version', 'annotate', 'remote', 'stash', 'config', 'worktree',
 ]);
+/** Subcommands that read only in some forms: the first words they may start with (after options for config). */
+const GIT_READ_FORMS: Record<string, string> = {
+  remote: 'git remote, git remote -v, git remote get-url NAME',
+  stash: 'git stash list, git stash show',
+  config: 'git config --get KEY, git config --get-all KEY',
+  worktree: 'git worktree list',
+};
+function readFormRefusal(subcommand: string, rest: readonly string[]): string | null {
+  const ok = (() => {
+    switch (subcommand) {
+      case 'remote':
+        return rest.length === 0 || (rest.every((arg) => arg === '-v' || arg === '--verbose')) || (rest[0] === 'get-url' && rest.slice(1).every((arg) => !arg.startsWith('-') || arg === '--push' || arg === '--all'));
+      case 'stash':
+        return rest[0] === 'list' || rest[0] === 'show';
+      case 'worktree':
+        return rest[0] === 'list' && rest.slice(1).every((arg) => ['--porcelain', '-v', '--verbose', '-z'].includes(arg));
+      case 'config': {
+        const options = rest.filter((arg) => arg.startsWith('-'));
+        const operands = rest.filter((arg) => !arg.startsWith('-'));
+        return options.some((arg) => arg === '--get' || arg === '--get-all')
+          && options.every((arg) => ['--get', '--get-all', '--show-origin', '--show-scope', '-z', '--null', '--bool', '--int', '--path', '--type=bool', '--type=int', '--type=path', '--includes', '--no-includes'].includes(arg))
+          && operands.length >= 1 && operands.length <= 2;
+      }
+      default:
+        return true;
+    }
+  })();
+  return ok ? null : `git ${subcommand}: only the reading forms run in the restricted shell (${GIT_READ_FORMS[subcommand]})`;
+}
 const GIT_DENIED_LONG: Record<string, string> = {
   '--output': 'it writes a file', '--ext-diff': 'it runs an external diff program', '--textconv': 'it runs conversion programs',
   '--filters': 'it runs filter programs', '--open-files-in-pager': 'it runs a pager', '--exec': 'it runs a program',
@@ -90,12 +119,16 @@ export const gitRule: Rule = (args, context) => {
   const rest = args.slice(i + 1);
   const listing = GIT_LISTING_ONLY[subcommand];
   const deniedShort: Record<string, string> = subcommand === 'grep' ? { O: 'it runs a pager' } : {};
+  const form = readFormRefusal(subcommand, rest);
+  if (form) return form;
   if (subcommand === 'reflog' && rest[0] !== undefined && !rest[0].startsWith('-') && rest[0] !== 'show') return 'git reflog: only "show" (the default) is allowed';
   const scanned = scanOptions(`git ${subcommand}`, rest, {
     deniedShort,
     deniedLong: { ...GIT_DENIED_LONG, ...GIT_DENIED_LONG_BY_SUBCOMMAND[subcommand] },
     ...(listing ? { allowedShort: listing.allowedShort } : {}),
     longWithValue: ['--contains', '--no-contains', '--merged', '--no-merged', '--points-at', '--sort', '--format'],
+    // branch and tag take HEAD when these end the line (git's "--merged [COMMIT]").
+    ...(listing ? { longWithLastArgDefault: ['--contains', '--no-contains', '--merged', '--no-merged', '--points-at'] } : {}),
   });
   if (listing && scanned.operands.length > 0 && !scanned.short.has('l') && !scanned.long.includes('--list')) {
     return `git ${subcommand}: a name without --list would create a ${subcommand}`;

@@ -3,7 +3,10 @@ import { splitCommandLine, type SimpleCommand } from './grammar.js';
 import { MAX_PATH_CANDIDATES, pathCandidates, resolveLogical, resolvedPathRefusal, resolvePhysical, treeCandidates, type PathUse, type RealPath, type Resolved } from './paths.js';
 import type { RuleContext } from './rule-types.js';
 import { commandRefusal } from './rules.js';
+import { SAFE_WITH_ANY_ARGUMENTS } from './rule-types.js';
+import { computedNamesRefusal } from './runners.js';
 import type { WordValue } from './words.js';
+import type { ShellNetwork } from '../../profiles/schema.js';
 
 /**
  * The restricted shell's policy (SPEC §11.1): a command line may run only when it parses as
@@ -22,6 +25,15 @@ export interface PolicyEnvironment {
   realpath: RealPath;
   /** The configuration keys git would use when run in `cwd` with these -C directories, or why they cannot be listed. */
   gitConfigKeys(cwd: string, directories: readonly string[]): Promise<string[] | { error: string }>;
+  /** The profile's shell_network (default none). */
+  network?: ShellNetwork;
+  /**
+   * Set when the command will run without the OS layer: the symbolic links below these
+   * directories (not followed), each with the type of what it points to (find's %Y: d, f, N, L…),
+   * so that links already inside a tree are checked before a pattern, recursion or data-driven
+   * names could follow them (README: without bubblewrap).
+   */
+  findLinks?(roots: readonly string[]): Promise<Array<{ path: string; type: string }> | { error: string }>;
 }
 
 /** Marks a word bash may expand into file names, so that rules never take it as a script or command. */
@@ -33,6 +45,27 @@ const MAX_NESTING = 8;
 const MAX_WORKING_DIRECTORIES = 16;
 
 class PolicyRefusal extends Error {}
+
+/** Where a link found inside a tree may not lead (besides / itself). */
+const DENIED_LINK_TARGETS = ['/proc', '/sys', '/dev/mem', '/dev/kmem', '/dev/port'];
+const MAX_LINK_ROOTS = 256;
+const MAX_LINK_ROUNDS = 8;
+/** Commands that read through links they did not name: recursive searches, find, xargs and the newer search tools. */
+const TREE_READERS = /^(find|xargs|rg|ag|ack|fd|fdfind|tree)$/;
+const RECURSIVE_GREP = /^(z|bz|xz)?[ef]?grep$/;
+
+/** Whether a command could open a file through a link inside a tree (a pattern, recursion, data-driven names). */
+function followsLinksInTrees(command: SimpleCommand): boolean {
+  const [name, ...args] = command.words;
+  if (command.words.some((word) => word.glob || word.data || word.split)) return true;
+  if (!name) return false;
+  if (TREE_READERS.test(name.value)) return true;
+  const values = args.map((word) => word.value);
+  if (RECURSIVE_GREP.test(name.value)) return values.some((arg) => /^-[^-]*[rRd]/.test(arg) || /^--(r|de|di)/.test(arg));
+  if (name.value === 'diff') return values.some((arg) => /^-[^-]*r/.test(arg) || /^--rec/.test(arg));
+  if (['env', 'timeout', 'nice', 'command'].includes(name.value)) return followsLinksInTrees({ ...command, words: args.filter((word) => !word.value.startsWith('-')) });
+  return false;
+}
 
 /** Refusals that need no file system: the word "environ", and file patterns that could reach /proc. */
 function wordRefusal(word: WordValue, cwds: readonly string[]): string | null {
@@ -73,7 +106,7 @@ class Checker {
    * Without an environment the checker knows no paths: only the checks that need no file
    * system run, and path rules refuse nothing (see staticRefusal).
    */
-  constructor(private readonly environment: PolicyEnvironment | null) {
+  constructor(private readonly environment: PolicyEnvironment | null, private readonly network: ShellNetwork = environment?.network ?? 'none') {
     this.cwds = [environment?.cwd ?? '.'];
   }
 
@@ -100,12 +133,47 @@ class Checker {
     }
   }
 
+  /**
+   * Without the OS layer, a pattern, a recursive read or names from data could follow a link
+   * that already sits in a tree into /proc (another process's environment) or to / (and from
+   * there anywhere). So the trees such a command line can reach are searched for links first,
+   * links to directories are followed as grep -R would, and the line is refused when any link
+   * leads to /, /proc, /sys or a memory device, or when the search is too large to finish.
+   */
+  async checkLinksBelow(commands: readonly SimpleCommand[]): Promise<void> {
+    const findLinks = this.environment?.findLinks;
+    if (!findLinks || !commands.some(followsLinksInTrees)) return;
+    const roots = new Set<string>(this.cwds);
+    for (const found of this.resolved.values()) if (found.exists) roots.add(found.path);
+    const scanned = new Set<string>();
+    let queue = [...roots].filter((root) => root !== '/');
+    for (let round = 0; queue.length > 0; round++) {
+      if (round >= MAX_LINK_ROUNDS || scanned.size + queue.length > MAX_LINK_ROOTS) throw new PolicyRefusal(`without bubblewrap, the symbolic links below this command's directories must be checked, and there are too many directories behind links (more than ${MAX_LINK_ROOTS}); name the files, or install bubblewrap`);
+      for (const root of queue) scanned.add(root);
+      const links = await findLinks(queue);
+      if (!Array.isArray(links)) throw new PolicyRefusal(`without bubblewrap, the symbolic links below this command's directories must be checked first, and that failed (${links.error}); name the files, or install bubblewrap`);
+      const next: string[] = [];
+      for (const link of links) {
+        const target = await this.requireEnvironment().realpath(link.path);
+        if (target === null) continue; // dangling: nothing to read
+        if (target === '/' || DENIED_LINK_TARGETS.some((top) => target === top || target.startsWith(`${top}/`))) {
+          throw new PolicyRefusal(`the symbolic link ${JSON.stringify(link.path)} leads to ${target}; without bubblewrap a pattern, recursive read or name from data could follow it into /proc (other processes' environments hold secrets), so this command is refused; name the files, or install bubblewrap`);
+        }
+        const why = resolvedPathRefusal(link.path, { path: target, exists: true }, 'read');
+        if (why) throw new PolicyRefusal(why);
+        if (link.type === 'd' && ![...scanned].some((root) => target === root || target.startsWith(`${root}/`))) next.push(target);
+      }
+      queue = [...new Set(next)];
+    }
+  }
+
   /** Resolves every string of every word that could be a path, from every possible directory, and refuses those inside /proc. */
   async checkPaths(commands: readonly SimpleCommand[]): Promise<void> {
     // candidate -> the word it came from and how it is used (a pattern's directory is read whole).
     const candidates = new Map<string, { word: string; use: PathUse }>([['.', { word: '.', use: 'read' }]]);
     for (const command of commands) {
-      for (const word of command.words.slice(1)) {
+      for (const word of [...command.words.slice(1), ...command.reads]) {
+        if (word.pipe) continue; // a process substitution's /dev/fd name: a pipe, not a file
         const why = wordRefusal(word, this.cwds);
         if (why) throw new PolicyRefusal(why);
         if (word.glob) candidates.set(patternPrefix(word.value), { word: word.value, use: 'tree' });
@@ -167,11 +235,37 @@ class Checker {
         dataDriven,
         treeRefusal: (name, words, options) => this.treeRefusal(name, words, options),
         upstream,
+        network: this.network,
       };
       return commandRefusal(nested, context);
     };
-    const why = check(argv, false, 0);
+    const why = check(argv, false, 0) ?? this.computedRefusal(command, argv, check, upstream);
     return why ? `${why.replaceAll(GLOB_MARK, '')} (in: ${command.text})` : null;
+  }
+
+  /**
+   * Words computed at run time (README: loops and substitutions): a substitution's output, or a
+   * loop variable holding file names left unquoted, could become any words, options included.
+   * Like xargs input, they may only reach commands that are harmless whatever their arguments,
+   * and commands that print file contents only take names from a names producer.
+   */
+  private computedRefusal(command: SimpleCommand, argv: string[], check: (nested: string[], dataDriven: boolean, depth: number) => string | null, upstream: string[][]): string | null {
+    const [name, ...args] = command.words;
+    if (name && (name.data || name.split)) return 'the command name is computed at run time';
+    const computed = args.filter((word) => word.data || word.split);
+    if (computed.length === 0) return null;
+    const what = computed.some((word) => word.data?.some((chain) => chain.length > 0)) ? 'the output of a command substitution' : 'an unquoted loop variable holding file names (quote it: "$NAME")';
+    if (!SAFE_WITH_ANY_ARGUMENTS.has(argv[0]!)) {
+      return `${argv[0]}: ${what} could become any arguments here, and the check cannot prove that safe; only commands that are harmless whatever their arguments take it (${[...SAFE_WITH_ANY_ARGUMENTS].join(', ')})`;
+    }
+    const nested = check(argv, true, 0);
+    if (nested) return nested;
+    const context: RuleContext = { checkNested: (inner, dataDriven) => check(inner, dataDriven, 1), dataDriven: true, treeRefusal: (n, words, options) => this.treeRefusal(n, words, options), upstream, network: this.network };
+    for (const chain of computed.flatMap((word) => word.data ?? [])) {
+      const why = computedNamesRefusal(`${argv[0]} $(...)`, argv[0]!, chain, context);
+      if (why) return why;
+    }
+    return null;
   }
 
   /** git would run the repository's configured programs: list its configuration keys first. */
@@ -195,10 +289,10 @@ class Checker {
  * checkRestrictedCommand refuses; it lets an obviously refused line be refused before anything
  * reaches the backend (a remote sandbox is not even created for it).
  */
-export async function staticRefusal(commandLine: string): Promise<string | null> {
+export async function staticRefusal(commandLine: string, network: ShellNetwork = 'none'): Promise<string | null> {
   const split = await splitCommandLine(commandLine);
   if (!split.ok) return split.reason;
-  const checker = new Checker(null);
+  const checker = new Checker(null, network);
   for (const command of split.commands) {
     const why = checker.checkCommand(command);
     if (why) return why;
@@ -213,6 +307,7 @@ export async function checkRestrictedCommand(commandLine: string, environment: P
   try {
     await checker.trackDirectories(split.commands);
     await checker.checkPaths(split.commands);
+    await checker.checkLinksBelow(split.commands);
     for (const command of split.commands) {
       const why = checker.checkCommand(command);
       if (why) return { allowed: false, reason: why };

@@ -11,6 +11,8 @@ export interface OptionSpec {
   shortWithOptionalValue?: string;
   /** Long options that take the next argument as their value when written without "=". */
   longWithValue?: readonly string[];
+  /** Long options whose value may be left out when they are the last argument (git's "--merged [COMMIT]"). */
+  longWithLastArgDefault?: readonly string[];
   /** Other long options the program has, so that abbreviations are read as the program reads them. */
   knownLong?: readonly string[];
   /** Short options refused, with why. */
@@ -83,6 +85,7 @@ export function scanOptions(command: string, args: readonly string[], spec: Opti
       }
       result.long.push(name);
       if (eq >= 0) result.values.push([name, arg.slice(eq + 1)]);
+      else if (spec.longWithLastArgDefault?.includes(name) && i === args.length - 1) continue;
       else if (spec.longWithValue?.includes(name)) {
         const value = args[i + 1];
         if (value === undefined) throw new OptionRefusal(`${command}: the option ${name} needs a value`);

@@ -1,3 +1,5 @@
+import type { ShellNetwork } from '../../profiles/schema.js';
+
 /** What a command rule may ask of the policy while it checks one command (SPEC §11.1). */
 export interface RuleContext {
   /** Checks a command that this one runs (env CMD, xargs CMD, find -exec CMD) with all the rules. */
@@ -13,6 +15,8 @@ export interface RuleContext {
   treeRefusal(command: string, words: readonly string[], options?: { includeCwd?: boolean; allowRoot?: boolean }): string | null;
   /** The commands whose output this one reads through pipes, nearest first (empty: it reads /dev/null). */
   upstream: string[][];
+  /** The profile's shell_network: what the command may reach over the network. */
+  network: ShellNetwork;
 }
 
 export type Rule = (args: string[], context: RuleContext) => string | null;
@@ -26,5 +30,5 @@ export const SAFE_WITH_ANY_ARGUMENTS = new Set([
   'cat', 'head', 'tail', 'grep', 'egrep', 'fgrep', 'wc', 'ls', 'stat', 'du', 'md5sum', 'sha1sum',
   'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum', 'basename', 'dirname',
   'realpath', 'readlink', 'echo', 'test', 'nl', 'od', 'hexdump', 'strings', 'cmp', 'zcat',
-  'bzcat', 'xzcat', 'tac', 'rev', 'cut', 'tr', 'column', 'true', 'false',
+  'bzcat', 'xzcat', 'tac', 'rev', 'cut', 'tr', 'column', 'true', 'false', '[',
 ]);

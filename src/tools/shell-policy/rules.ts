@@ -2,6 +2,8 @@ import { awkProgramRefusal } from './awk.js';
 import { gitRule } from './git.js';
 import { OptionRefusal, scanOptions, type OptionSpec, type ScannedOptions } from './options.js';
 import { SAFE_WITH_ANY_ARGUMENTS, type Rule, type RuleContext } from './rule-types.js';
+import { inspectionRules, isVersionCheck } from './inspect.js';
+import { curlRule, dockerRule, kubectlRule } from './network.js';
 import { commandRule, envRule, findRule, niceRule, timeoutRule, xargsRule } from './runners.js';
 import { sedScriptRefusal } from './sed.js';
 
@@ -19,7 +21,8 @@ const ANY_ARGUMENTS = [
   ...[...SAFE_WITH_ANY_ARGUMENTS].filter((name) => !RULED.has(name)), 'comm', 'df', 'paste', 'join', 'fold', 'fmt', 'expand',
   'unexpand', 'seq', 'whoami', 'id', 'groups', 'uname', 'uptime', 'nproc', 'free', 'pwd', 'which',
   'type', 'printenv', 'locale', 'cal', 'sleep', 'base64', 'numfmt', 'jq', 'zipinfo', 'pgrep',
-  'lsblk', 'getent', 'more', '[', 'du',
+  'lsblk', 'getent', 'more', '[', 'du', 'expr', 'whereis', 'getconf', 'arch', 'tput', 'vmstat', 'iostat', 'mpstat',
+  'lscpu', 'lsmem', 'lspci', 'lsusb', 'findmnt', 'w', 'who', 'last', 'pstree', 'pidof',
 ];
 
 /** Why some well-known commands are never allowed, for a refusal that says why. */
@@ -30,7 +33,7 @@ const NEVER: Array<[string[], string]> = [
   [['vi', 'vim', 'nvim', 'nano', 'emacs', 'ed', 'ex', 'pico', 'joe', 'mcedit'], 'editors write files and need a terminal'],
   [['man', 'info'], 'it runs a pager and formatters'],
   [['eval', 'exec', 'source', '.', 'builtin', 'trap', 'alias', 'enable', 'set', 'shopt', 'export', 'read', 'mapfile'], 'this shell builtin can run code or change the shell'],
-  [['rm', 'rmdir', 'mv', 'cp', 'dd', 'tee', 'touch', 'mkdir', 'ln', 'chmod', 'chown', 'chgrp', 'truncate', 'shred', 'install', 'split', 'csplit', 'patch', 'rsync', 'scp', 'sftp', 'ssh', 'curl', 'wget', 'nc', 'ncat', 'socat', 'telnet', 'ftp', 'kill', 'pkill', 'killall', 'systemctl', 'service', 'reboot', 'shutdown', 'mount', 'umount', 'crontab', 'at', 'make', 'npm', 'pip', 'apt', 'apt-get', 'dpkg', 'docker', 'kubectl', 'mysql', 'psql', 'sqlite3', 'watch', 'script', 'screen', 'tmux', 'stdbuf', 'ionice', 'parallel'], 'it can change files, processes or other systems'],
+  [['rm', 'rmdir', 'mv', 'cp', 'dd', 'tee', 'touch', 'mkdir', 'ln', 'chmod', 'chown', 'chgrp', 'truncate', 'shred', 'install', 'split', 'csplit', 'patch', 'rsync', 'scp', 'sftp', 'ssh', 'wget', 'nc', 'ncat', 'socat', 'telnet', 'ftp', 'kill', 'pkill', 'killall', 'service', 'reboot', 'shutdown', 'mount', 'umount', 'crontab', 'at', 'make', 'npm', 'pip', 'apt', 'apt-get', 'dpkg', 'mysql', 'psql', 'sqlite3', 'watch', 'script', 'screen', 'tmux', 'stdbuf', 'ionice', 'parallel'], 'it can change files, processes or other systems'],
 ];
 
 const NEVER_REASON = new Map<string, string>(NEVER.flatMap(([names, why]) => names.map((name) => [name, why] as [string, string])));
@@ -195,8 +198,11 @@ function mayRecurse(args: readonly string[], shortLetters: RegExp, longPrefix: R
 /** grep: a recursive search may not start at /, /proc or inside it, nor run on names from data. */
 function grepRule(command: string): Rule {
   return (args, context) => {
-    if (!mayRecurse(args, /[rRd]/, /^--(r|de|di|d$)/)) return null;
-    if (context.dataDriven) return `${command}: a recursive search is refused where the names come from data (xargs, find -exec)`;
+    if (!mayRecurse(args, /[rRd]/, /^--(r|de|di|d$)/)) {
+      // Words from data (xargs input, a substitution's output) could add -r: the named directories must be safe to recurse.
+      return context.dataDriven ? context.treeRefusal(command, args, { includeCwd: true }) : null;
+    }
+    if (context.dataDriven) return `${command}: a recursive search is refused where the names come from data (xargs, find -exec, substitutions)`;
     return context.treeRefusal(command, args, { includeCwd: true });
   };
 }
@@ -209,7 +215,8 @@ const rgRecursiveRule: Rule = (args, context) => {
 const diffRule: Rule = (args, context) => (mayRecurse(args, /r/, /^--rec/) ? context.treeRefusal('diff', args) : null);
 
 /** binutils strings reads more options and names from "@FILE". */
-const stringsRule: Rule = (args) => {
+const stringsRule: Rule = (args, context) => {
+  if (context.dataDriven) return 'strings: refused where names come from data (a name starting with "@" reads options and file names from that file)';
   const atFile = args.find((arg) => arg.startsWith('@'));
   return atFile ? `strings: "${atFile}" reads options and file names from a file` : null;
 };
@@ -257,6 +264,10 @@ export const RULES = new Map<string, Rule>([
   ['printf', printfRule], ['cd', cdRule], ['file', fileRule], ['iconv', iconvRule], ['tree', treeRule], ['git', gitRule],
   ['uniq', uniqRule()], ['xxd', xxdRule], ['grep', grepRule('grep')], ['egrep', grepRule('egrep')], ['fgrep', grepRule('fgrep')],
   ['diff', diffRule], ['strings', stringsRule],
+  ...['zgrep', 'zegrep', 'zfgrep', 'bzgrep', 'bzegrep', 'bzfgrep', 'xzgrep', 'xzegrep', 'xzfgrep'].map((name): [string, Rule] => [name, grepRule(name)]),
+  ...['zless', 'bzless', 'xzless', 'lzless'].map((name): [string, Rule] => [name, lessRule]),
+  ...['zmore', 'bzmore', 'xzmore', 'lzmore'].map((name): [string, Rule] => [name, () => null]),
+  ...inspectionRules(), ['docker', dockerRule('docker')], ['podman', dockerRule('podman')], ['kubectl', kubectlRule], ['curl', curlRule],
 ]);
 
 /** Checks one command's argument vector (argv[0] is the command name). */
@@ -264,6 +275,7 @@ export function commandRefusal(argv: string[], context: RuleContext): string | n
   const [name, ...args] = argv;
   if (name === undefined || name === '') return 'an empty command name';
   if (name.includes('/')) return `"${name}": commands must be named without a path (a path can run any program); use the bare name of an allowed command`;
+  if (isVersionCheck(name, args)) return null;
   const never = NEVER_REASON.get(name);
   if (never) return `"${name}" is not allowed in the restricted shell: ${never}`;
   const rule = RULES.get(name);

@@ -66,32 +66,32 @@ export const findRule: Rule = (args, context) => {
 };
 
 /** What a names producer may print: file names only (no -printf text, no -ls lines, no labels or formats). */
-function namesProducerRefusal(argv: readonly string[], context: RuleContext): string | null {
+function namesProducerRefusal(argv: readonly string[], context: RuleContext, who = 'xargs'): string | null {
   const [name, ...args] = argv;
   switch (name) {
     case 'find': {
       const printing = args.find((arg) => /^-(f?printf?0?|f?ls|exec|execdir|ok|okdir)$/.test(arg) && arg !== '-print' && arg !== '-print0');
-      if (printing) return `xargs: find feeding xargs may only print names (-print, -print0), not ${printing}`;
+      if (printing) return `${who}: find feeding it may only print names (-print, -print0), not ${printing}`;
       return findTreeRefusal(args, context);
     }
     case 'grep': case 'egrep': case 'fgrep': {
       const listsNames = args.some((arg) => /^-[^-]*[lL]/.test(arg) || /^--files-with/.test(arg));
-      if (!listsNames) return `xargs: ${name} feeding xargs must list file names (-l or -L)`;
-      if (args.some((arg) => arg.startsWith('--lab'))) return `xargs: ${name} --label feeding xargs would name any file`;
+      if (!listsNames) return `${who}: ${name} feeding it must list file names (-l or -L)`;
+      if (args.some((arg) => arg.startsWith('--lab'))) return `${who}: ${name} --label feeding it would name any file`;
       return null;
     }
     case 'rg':
-      return args.some((arg) => /^-[^-]*l/.test(arg) || /^--files/.test(arg)) ? null : 'xargs: rg feeding xargs must list file names (-l, --files)';
+      return args.some((arg) => /^-[^-]*l/.test(arg) || /^--files/.test(arg)) ? null : `${who}: rg feeding it must list file names (-l, --files)`;
     case 'ls':
-      return args.every((arg) => !arg.startsWith('-') || /^-[1aAdrtSUXvR]+$/.test(arg)) ? null : 'xargs: ls feeding xargs may only use -1 -a -A -d -r -t -S -U -X -v -R (names only)';
+      return args.every((arg) => !arg.startsWith('-') || /^-[1aAdrtSUXvR]+$/.test(arg)) ? null : `${who}: ls feeding it may only use -1 -a -A -d -r -t -S -U -X -v -R (names only)`;
     case 'git': {
       const sub = args.indexOf('ls-files');
-      if (sub < 0 || args.slice(0, sub).some((arg, i) => arg !== '-C' && args[i - 1] !== '-C')) return 'xargs: of git, only "git [-C DIR] ls-files" may feed xargs';
+      if (sub < 0 || args.slice(0, sub).some((arg, i) => arg !== '-C' && args[i - 1] !== '-C')) return `${who}: of git, only "git [-C DIR] ls-files" may feed it`;
       const bad = args.slice(sub + 1).find((arg) => arg.startsWith('-') && !/^(-[zcomdi]+|--(cached|others|modified|deleted|ignored|exclude-standard|full-name|recurse-submodules)|--)$/.test(arg));
-      return bad ? `xargs: git ls-files feeding xargs may not use ${bad} (names only)` : null;
+      return bad ? `${who}: git ls-files feeding it may not use ${bad} (names only)` : null;
     }
     default:
-      return `xargs: reads file names only from find, grep -l, rg -l, ls or git ls-files (directly or through head, tail, sort, uniq, tac or grep filters), not from ${name}: other commands could spell any path, such as another process's /proc/PID/environ`;
+      return `${who}: takes file names only from find, grep -l, rg -l, ls or git ls-files (directly or through head, tail, sort, uniq, tac or grep filters), not from ${name}: other commands could spell any path, such as another process's /proc/PID/environ`;
   }
 }
 
@@ -120,7 +120,7 @@ function passesNamesThrough(argv: readonly string[]): boolean {
 }
 
 /** Commands that never print what is inside a file (names, sizes, hashes): they may take names from any input. */
-const NAMES_ONLY = new Set(['echo', 'basename', 'dirname', 'realpath', 'readlink', 'test', 'true', 'false', 'ls', 'stat', 'du', 'wc', 'md5sum', 'sha1sum', 'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum']);
+const NAMES_ONLY = new Set(['echo', '[', 'basename', 'dirname', 'realpath', 'readlink', 'test', 'true', 'false', 'ls', 'stat', 'du', 'wc', 'md5sum', 'sha1sum', 'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum']);
 
 export const xargsRule: Rule = (args, context) => {
   const scanned = scanOptions('xargs', args, {
@@ -139,13 +139,22 @@ export const xargsRule: Rule = (args, context) => {
     if (spliced) return `xargs: the replacement ${replace} must be a whole argument, not part of ${JSON.stringify(spliced)} (it could build any path)`;
   }
   const why = runnerTargetRefusal('xargs', command, context);
-  if (why || NAMES_ONLY.has(command[0]!)) return why;
-  for (const producer of context.upstream) {
+  return why ?? computedNamesRefusal('xargs', command[0]!, context.upstream, context);
+};
+
+/**
+ * Whether `target` may take words made from the output of `chain` (a pipeline, its writer
+ * first): commands that print only names, sizes or hashes take any; the others only file names
+ * from a names producer (an empty chain: names matched by a file pattern).
+ */
+export function computedNamesRefusal(who: string, target: string, chain: readonly string[][], context: RuleContext): string | null {
+  if (NAMES_ONLY.has(target)) return null;
+  for (const producer of chain) {
     if (passesNamesThrough(producer)) continue;
-    return namesProducerRefusal(producer, context);
+    return namesProducerRefusal(producer, context, who);
   }
   return null;
-};
+}
 
 /** `env` prints the (scrubbed) environment, or runs a checked command with a few harmless variables set. */
 const SETTABLE_VARIABLES = /^(LC_[A-Z]+|LANG|LANGUAGE|TZ|COLUMNS|LINES|NO_COLOR|TERM)$/;

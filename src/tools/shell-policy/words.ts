@@ -9,6 +9,16 @@ export interface WordValue {
   value: string;
   /** Unquoted `*`, `?` or `[`: bash may replace the word by matching file names. */
   glob: boolean;
+  /**
+   * Text computed at run time (README: loops and substitutions): the pipelines whose output the
+   * word holds, each as argument vectors, the output's writer first (an empty pipeline: names of
+   * files matched by a loop's pattern). The computed part stands as "*" in `value`, and `glob` is set.
+   */
+  data?: string[][][];
+  /** Unquoted computed text: bash splits it into any number of words (options included). */
+  split?: boolean;
+  /** A process substitution <(...): a pipe's /dev/fd name, never a file on disk. */
+  pipe?: boolean;
 }
 
 export class WordRefusal extends Error {
