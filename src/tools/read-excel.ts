@@ -1,9 +1,10 @@
 import { extname } from 'node:path';
 import { WorkbookError } from './excel/errors.js';
-import { MAX_CELL_CHARS } from './excel/cell-values.js';
+import { loadNumberFormats, MAX_CELL_CHARS } from './excel/cell-values.js';
 import { HIDDEN_MARK, MAX_COLUMNS, parseColumn, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
 import { readBytes } from './excel/file-bytes.js';
 import type { OpenWorkbook, SheetSummary } from './excel/model.js';
+import type { ReadLimits } from './excel/zip-archive.js';
 import { formatCount } from './long-lines.js';
 import { resolveExistingPath } from './existing-path.js';
 import { success, ToolError, type Tool, type ToolContext } from './types.js';
@@ -40,12 +41,23 @@ function checkExtension(path: string, shown: string): void {
 }
 
 // The readers (and yauzl, saxes, SheetJS behind them) are loaded when a workbook is opened, not at start-up.
+/** Default time limit of one read_excel call, in seconds; QUARRY_EXCEL_SECONDS changes it. */
+export const READ_EXCEL_DEFAULT_SECONDS = 60;
+
+function readLimits(signal: AbortSignal): ReadLimits {
+  const setting = process.env.QUARRY_EXCEL_SECONDS;
+  const seconds = setting === undefined || setting.trim() === '' ? READ_EXCEL_DEFAULT_SECONDS : Number(setting);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new ToolError(`QUARRY_EXCEL_SECONDS must be a positive number of seconds, got "${setting}"`, { error: 'bad_configuration' });
+  return { signal, seconds, deadline: Date.now() + seconds * 1000 };
+}
+
 async function openWorkbook(context: ToolContext, path: string, size: number): Promise<OpenWorkbook> {
   if (size === 0) throw new WorkbookError('the file is empty (0 bytes)', 'corrupt');
+  await loadNumberFormats();
   const head = await readBytes(context.backend, path, 0, OLE2_SIGNATURE.length);
   if (head.subarray(0, 4).equals(ZIP_SIGNATURE)) {
     const { openXlsx } = await import('./excel/xlsx-reader.js');
-    return openXlsx(context.backend, path, size, context.signal);
+    return openXlsx(context.backend, path, size, readLimits(context.signal));
   }
   // OLE2: a legacy .xls, or an encrypted (password-protected) .xlsx, which Excel stores this way.
   if (head.equals(OLE2_SIGNATURE)) {

@@ -6,7 +6,7 @@ import * as XLSX from '@e965/xlsx';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { loadProfile } from '../../src/profiles/load.js';
-import { classifyFormat, cleanNumber, serialToIso } from '../../src/tools/excel/cell-values.js';
+import { classifyFormat, cleanNumber, loadNumberFormats, serialToIso } from '../../src/tools/excel/cell-values.js';
 import { attributeValue, XmlScanner } from '../../src/tools/excel/xml-scanner.js';
 import { READ_EXCEL_MAX_ROWS, readExcelTool } from '../../src/tools/read-excel.js';
 import { ToolRegistry, type ToolCallResult } from '../../src/tools/registry.js';
@@ -36,7 +36,8 @@ async function failureOf(args: Record<string, unknown>): Promise<ToolCallResult>
 
 const lines = (...rows: string[]) => rows.join('\n');
 
-beforeAll(() => {
+beforeAll(async () => {
+  await loadNumberFormats();
   dir = makeTempDir();
   for (const name of ['sample.xlsx', 'sample.xlsm', 'sample.xls']) copyFileSync(join(fixtures, name), join(dir, name));
 });
@@ -349,7 +350,7 @@ describe('cell values as Excel shows them', () => {
     expect(classifyFormat('yyyy-mm-dd')).toBe('date');
     expect(classifyFormat('[$-409]d-mmm-yy;@')).toBe('date');
     expect(classifyFormat('h:mm AM/PM')).toBe('time');
-    expect(classifyFormat('[h]:mm:ss')).toBe('time');
+    expect(classifyFormat('[h]:mm:ss')).toBe('elapsed');
     expect(classifyFormat('dd/mm/yyyy hh:mm')).toBe('datetime');
     expect(classifyFormat('0.00%')).toBe('percent');
     expect(classifyFormat('"Days: "0')).toBe('general');

@@ -5,7 +5,7 @@ import type { CellValue, ColumnRange, OpenWorkbook, SheetInfo, SheetRow, SheetSl
 import { SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
 import { parseRelationships, parseStyles, parseWorkbook, relationshipsPartOf, SharedStringsHandler, type Relationship } from './workbook-parts.js';
 import { XmlScanner, type XmlHandler } from './xml-scanner.js';
-import { ZipArchive } from './zip-archive.js';
+import { ZipArchive, type ReadLimits } from './zip-archive.js';
 
 /**
  * .xlsx / .xlsm reading, streamed: the rows of a range are read without inflating the rest of
@@ -20,7 +20,7 @@ export const MAX_MERGED_RANGES_LISTED = 50;
 
 /** Feeds a part to an XML handler; reading stops once the handler needs no more. */
 function scanPart(archive: ZipArchive, part: string, handler: XmlHandler): Promise<void> {
-  const scanner = new XmlScanner(handler);
+  const scanner = new XmlScanner(handler, `part ${part}`);
   return archive.streamText(part, (text) => {
     scanner.feed(text);
     return !scanner.isStopped;
@@ -73,7 +73,10 @@ class XlsxWorkbook implements OpenWorkbook {
         }
         if (row.row < firstRow) return true;
         rows.push(row);
-        for (const cell of row.cells) if (cell.type === 's' && cell.value !== null) neededStrings.add(Number(cell.value));
+        for (const cell of row.cells) {
+          const index = sharedStringIndex(cell);
+          if (index !== null) neededStrings.add(index);
+        }
         return true;
       },
     };
@@ -149,14 +152,24 @@ function lastRowOfRange(ref: string): number {
   return digits ? Number(digits[1]) : 0;
 }
 
+/** A shared-string cell's index; null when its <v> is empty or not an index (Number('') is 0: the first string). */
+function sharedStringIndex(cell: RawCell): number | null {
+  if (cell.type !== 's' || cell.value === null || !/^\s*\d+\s*$/.test(cell.value)) return null;
+  return Number(cell.value);
+}
+
 function resolveCell(cell: RawCell, strings: Map<number, string>, styles: string[]): CellValue {
   const raw = cell.value;
   switch (cell.type) {
-    case 's':
-      return { kind: 'string', text: raw === null ? '' : strings.get(Number(raw)) ?? '' };
+    case 's': {
+      const index = sharedStringIndex(cell);
+      return { kind: 'string', text: index === null ? '' : strings.get(index) ?? '' };
+    }
     case 'inlineStr':
       return { kind: 'string', text: decodeOoxmlEscapes(cell.inline ?? raw ?? '') };
   }
+  // An <is> inline string without t="inlineStr" (some writers leave the type out): still its text.
+  if (cell.inline !== null && raw === null && !cell.hasFormula) return { kind: 'string', text: decodeOoxmlEscapes(cell.inline) };
   if (raw === null || (raw === '' && cell.hasFormula)) {
     if (cell.hasFormula) return { kind: 'noCachedValue', formula: cell.formula };
     return { kind: 'string', text: '' };
@@ -179,8 +192,8 @@ function resolveCell(cell: RawCell, strings: Map<number, string>, styles: string
 }
 
 /** Opens an .xlsx from its central directory: reads the workbook's small parts, not its sheets. */
-export async function openXlsx(backend: Backend, path: string, size: number, signal: AbortSignal): Promise<OpenWorkbook> {
-  const archive = await ZipArchive.open(backend, path, size, signal);
+export async function openXlsx(backend: Backend, path: string, size: number, limits: ReadLimits): Promise<OpenWorkbook> {
+  const archive = await ZipArchive.open(backend, path, size, limits);
   const readParts = async (names: string[]): Promise<Map<string, string>> => {
     const parts = new Map<string, string>();
     for (const name of names) if (archive.has(name) && !parts.has(name)) parts.set(name, await archive.readText(name));
