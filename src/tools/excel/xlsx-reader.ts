@@ -1,7 +1,7 @@
 import type { Backend } from '../../backends/types.js';
 import { decodeOoxmlEscapes } from './cell-values.js';
 import { WorkbookError } from './errors.js';
-import type { CellValue, ColumnRange, OpenWorkbook, SheetInfo, SheetRow, SheetSlice, SheetSummary } from './model.js';
+import { sheetHasCells, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary } from './model.js';
 import { SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
 import { parseRelationships, parseStyles, parseWorkbook, relationshipsPartOf, SharedStringsHandler, type Relationship } from './workbook-parts.js';
 import { XmlScanner, type XmlHandler } from './xml-scanner.js';
@@ -48,6 +48,7 @@ class XlsxWorkbook implements OpenWorkbook {
     if (this.dimensionsLoaded) return;
     // Each sheet declares its used range before its rows: read only that far.
     for (const sheet of this.sheets) {
+      if (!sheetHasCells(sheet.kind)) continue;
       await scanPart(this.archive, sheet.part, new SheetXmlHandler({ dimension: (ref) => { sheet.dimension = ref; }, sheetDataStart: () => false }));
     }
     this.dimensionsLoaded = true;
@@ -191,6 +192,15 @@ function resolveCell(cell: RawCell, strings: Map<number, string>, styles: string
   }
 }
 
+/** A sheet's kind from its relationship type (macro sheets: xlMacrosheet, xlIntlMacrosheet). */
+function sheetKindOf(type: string): SheetKind | undefined {
+  if (/\/worksheet$/.test(type)) return 'worksheet';
+  if (/\/chartsheet$/.test(type)) return 'chartsheet';
+  if (/\/dialogsheet$/.test(type)) return 'dialogsheet';
+  if (/\/xl(Intl)?Macrosheet$/i.test(type)) return 'macrosheet';
+  return undefined;
+}
+
 /** Opens an .xlsx from its central directory: reads the workbook's small parts, not its sheets. */
 export async function openXlsx(backend: Backend, path: string, size: number, limits: ReadLimits): Promise<OpenWorkbook> {
   const archive = await ZipArchive.open(backend, path, size, limits);
@@ -215,9 +225,10 @@ export async function openXlsx(backend: Backend, path: string, size: number, lim
   const xlsxSheets: XlsxSheet[] = [];
   for (const sheet of sheets) {
     const target = byId.get(sheet.relationshipId);
-    // Chart sheets and dialog sheets have no cells; they are listed but not readable as rows.
-    if (!target || !archive.has(target.path) || !/\/worksheet$/.test(target.type)) continue;
-    xlsxSheets.push({ index: xlsxSheets.length + 1, name: sheet.name, visibility: sheet.visibility, dimension: null, part: target.path });
+    const kind = target ? sheetKindOf(target.type) : undefined;
+    // A sheet whose part is missing or of no known kind is damaged: skipped as before.
+    if (!target || !kind || !archive.has(target.path)) continue;
+    xlsxSheets.push({ index: xlsxSheets.length + 1, name: sheet.name, visibility: sheet.visibility, kind, dimension: null, part: target.path });
   }
   const partOfType = (type: RegExp) => {
     const rel = relationships.find((r) => type.test(r.type));
