@@ -30,6 +30,9 @@ function asWorkbookError(error: unknown, part?: string): unknown {
   if (message.startsWith('End of central directory record signature not found')) {
     return new WorkbookError('the zip container is damaged or truncated (no end-of-directory record)', 'corrupt');
   }
+  if (message.startsWith('too many bytes in the stream')) {
+    return new WorkbookError(`part ${part} inflates past the size the zip directory declares for it (a damaged file or a zip bomb); not read`, 'corrupt');
+  }
   const method = /^unsupported compression method: (\d+)/.exec(message);
   if (method) return new WorkbookError(`part ${part} uses zip compression method ${method[1]}, which is not supported`, 'unsupported');
   if (message.startsWith('entry is encrypted')) return new WorkbookError(`part ${part} is encrypted inside the zip, which is not supported`, 'unsupported');
