@@ -335,10 +335,12 @@ interface Comparison {
   cells: number;
   differences: string[];
   unreadable: string[];
+  /** Workbooks where every cell agrees. */
+  identical: number;
 }
 
 async function compareAll(files: string[]): Promise<Comparison> {
-  const result: Comparison = { files: 0, producers: new Set(), cells: 0, differences: [], unreadable: [] };
+  const result: Comparison = { files: 0, producers: new Set(), cells: 0, differences: [], unreadable: [], identical: 0 };
   const dump = readWithOpenpyxl(files.map((f) => join(dir, f)));
   for (const file of files) {
     const entry = dump[join(dir, file)]!;
@@ -348,6 +350,7 @@ async function compareAll(files: string[]): Promise<Comparison> {
     }
     result.files++;
     result.producers.add(producers.get(file) ?? 'unknown');
+    const before = result.differences.length;
     for (const sheet of entry.sheets) {
       const shown = await grid(file, sheet.name);
       const expected = new Set<string>();
@@ -359,6 +362,7 @@ async function compareAll(files: string[]): Promise<Comparison> {
       }
       for (const [key, text] of shown) if (!expected.has(key)) result.differences.push(`${file} ${sheet.name} ${key}: read_excel shows ${JSON.stringify(text)}, openpyxl nothing`);
     }
+    if (result.differences.length === before) result.identical++;
   }
   return result;
 }
@@ -492,7 +496,7 @@ describe.skipIf(python === null)('cell by cell against openpyxl', () => {
     const comparison = await compareAll(files);
     console.log(
       `read_excel vs openpyxl: ${comparison.files} workbooks from ${comparison.producers.size} producers (${[...comparison.producers].join(', ')}), ` +
-        `${comparison.cells} cells, ${comparison.differences.length} differences${comparison.unreadable.length ? `; openpyxl could not read ${comparison.unreadable.join('; ')}` : ''}`,
+        `${comparison.identical} identical, ${comparison.cells} cells, ${comparison.differences.length} differences${comparison.unreadable.length ? `; openpyxl could not read ${comparison.unreadable.join('; ')}` : ''}`,
     );
     expect(comparison.unreadable).toEqual([]);
     expect(comparison.differences).toEqual([]);
@@ -523,7 +527,7 @@ describe.skipIf(python === null || soffice === null)('LibreOffice-written workbo
       }
     }
     const comparison = await compareAll(names);
-    console.log(`read_excel vs openpyxl on LibreOffice files: ${comparison.files} workbooks, ${comparison.cells} cells, ${comparison.differences.length} differences`);
+    console.log(`read_excel vs openpyxl on LibreOffice files: ${comparison.files} workbooks, ${comparison.identical} identical, ${comparison.cells} cells, ${comparison.differences.length} differences`);
     expect(comparison.differences).toEqual([]);
     // LibreOffice's .xls of the same workbook shows what its .xlsx shows.
     for (const source of sources) {
