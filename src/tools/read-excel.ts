@@ -140,12 +140,13 @@ async function getInfo(workbook: OpenWorkbook, args: ReadExcelArgs) {
 export const readExcelTool: Tool<ReadExcelArgs> = {
   name: 'read_excel',
   description:
-    'Read an Excel workbook (.xlsx, .xlsm or legacy .xls). Actions: list_sheets (names, visibility, used range); ' +
+    'Read an Excel workbook (.xlsx, .xlsm or legacy .xls). Actions: list_sheets (names, visibility, used range; chart and dialog sheets are listed and have no cells); ' +
     'get_info (per sheet, or for `sheet` only: rows, columns, hidden rows and columns, merged ranges, formulas; scans whole sheets); ' +
     `read_sheet (rows start_row..end_row of \`sheet\`, ${READ_EXCEL_DEFAULT_ROWS} rows by default and at most ${formatCount(READ_EXCEL_MAX_ROWS)} per call; ` +
     'sheet is a name or a 1-based index, default the first visible sheet). Output: a header of column letters, then tab-separated ' +
     `rows prefixed with their row number; at most ${MAX_COLUMNS} columns at a time (start_column moves the window), cells cut at ${MAX_CELL_CHARS} characters, tabs and newlines in cells ` +
-    'shown as \\t and \\n. Values appear as Excel shows them: dates as ISO dates, formulas as their cached results, errors such as #DIV/0! as written, ' +
+    'shown as \\t and \\n. Values appear as Excel shows them: dates as ISO dates, elapsed times such as 255:10:05, formulas as their cached results ' +
+    '(a formula saved without one shows as =FORMULA [formula, no cached value], counted in the footer), errors such as #DIV/0! as written, ' +
     `merged cells' value in their top-left cell. Hidden rows and columns are skipped and counted in the footer; show_hidden=true shows them marked ${HIDDEN_MARK}. ` +
     'The footer gives the sheet\'s row count and the start_row to read on. Large .xlsx files are streamed: reading the first rows is fast. For .csv use read.',
   parameters: {

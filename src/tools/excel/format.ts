@@ -151,7 +151,8 @@ export function renderSheetInfo(info: SheetInfo): string {
     return lines.join('\n');
   }
   lines.push(`  used range: A1:${columnLetters(info.lastColumn)}${info.lastRow} (${plural(info.lastRow, 'row')}, ${plural(info.lastColumn, 'column')}; ${plural(info.rowsWithData, 'row')} with values)`);
-  lines.push(`  hidden rows: ${info.hiddenRows.length === 0 ? 'none' : `${formatCount(info.hiddenRows.length)} (${rowRangesText(info.hiddenRows)})`}`);
+  const cutList = info.hiddenRowCount > info.hiddenRows.length ? ', …' : '';
+  lines.push(`  hidden rows: ${info.hiddenRowCount === 0 ? 'none' : `${formatCount(info.hiddenRowCount)} (${rowRangesText(info.hiddenRows)}${cutList})`}`);
   const hiddenColumns = info.hiddenColumns.reduce((sum, r) => sum + r.max - r.min + 1, 0);
   lines.push(`  hidden columns: ${hiddenColumns === 0 ? 'none' : `${formatCount(hiddenColumns)} (${info.hiddenColumns.map(rangeText).join(', ')})`}`);
   lines.push(`  merged ranges: ${info.mergedRanges.length === 0 ? 'none' : info.mergedRanges.join(', ')}`);

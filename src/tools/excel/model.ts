@@ -76,6 +76,8 @@ export interface SheetInfo {
   lastColumn: number;
   /** Hidden rows that hold data, as sorted row numbers. */
   hiddenRows: number[];
+  /** All hidden rows with data; hiddenRows may list only the first MAX_HIDDEN_ROWS_KEPT of them. */
+  hiddenRowCount: number;
   /** Hidden columns within A..lastColumn. */
   hiddenColumns: ColumnRange[];
   mergedRanges: string[];
@@ -96,3 +98,6 @@ export interface OpenWorkbook {
   readRows(sheet: SheetSummary, firstRow: number, lastRow: number): Promise<SheetSlice>;
   inspect(sheet: SheetSummary): Promise<SheetInfo>;
 }
+
+/** Hidden row numbers get_info keeps (it shows 20 ranges of them): a sheet of millions of hidden rows stays small in memory. */
+export const MAX_HIDDEN_ROWS_KEPT = 100_000;

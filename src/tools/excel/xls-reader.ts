@@ -100,6 +100,7 @@ class XlsWorkbook implements OpenWorkbook {
       lastRow: rows[rows.length - 1]?.row ?? 0,
       lastColumn,
       hiddenRows: rows.filter((row) => row.hidden).map((row) => row.row),
+      hiddenRowCount: rows.filter((row) => row.hidden).length,
       hiddenColumns: clipRanges(this.hiddenColumns(sheet), lastColumn),
       mergedRanges: merges.length > MAX_MERGED_RANGES_LISTED ? [...merges.slice(0, MAX_MERGED_RANGES_LISTED), `… ${merges.length - MAX_MERGED_RANGES_LISTED} more`] : merges,
       formulas,

@@ -1,7 +1,7 @@
 import type { Backend } from '../../backends/types.js';
 import { decodeOoxmlEscapes } from './cell-values.js';
 import { WorkbookError } from './errors.js';
-import { sheetHasCells, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary } from './model.js';
+import { MAX_HIDDEN_ROWS_KEPT, sheetHasCells, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary } from './model.js';
 import { SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
 import { parseRelationships, parseStyles, parseWorkbook, relationshipsPartOf, SharedStringsHandler, type Relationship } from './workbook-parts.js';
 import { XmlScanner, type XmlHandler } from './xml-scanner.js';
@@ -99,6 +99,7 @@ class XlsxWorkbook implements OpenWorkbook {
     const part = (sheet as XlsxSheet).part;
     const columns: Array<ColumnRange & { hidden: boolean }> = [];
     const hiddenRows: number[] = [];
+    let hiddenRowCount = 0;
     const mergedRanges: string[] = [];
     let rowsWithData = 0;
     let lastRow = 0;
@@ -112,7 +113,7 @@ class XlsxWorkbook implements OpenWorkbook {
       row: (row) => {
         rowsWithData++;
         lastRow = Math.max(lastRow, row.row);
-        if (row.hidden) hiddenRows.push(row.row);
+        if (row.hidden && hiddenRowCount++ < MAX_HIDDEN_ROWS_KEPT) hiddenRows.push(row.row);
         for (const cell of row.cells) {
           lastColumn = Math.max(lastColumn, cell.column);
           if (cell.hasFormula) {
@@ -134,6 +135,7 @@ class XlsxWorkbook implements OpenWorkbook {
       lastRow,
       lastColumn,
       hiddenRows,
+      hiddenRowCount,
       hiddenColumns: clipRanges(columns, lastColumn),
       mergedRanges: merges > mergedRanges.length ? [...mergedRanges, `… ${merges - mergedRanges.length} more`] : mergedRanges,
       formulas,
