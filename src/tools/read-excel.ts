@@ -1,9 +1,11 @@
 import { extname } from 'node:path';
 import { WorkbookError } from './excel/errors.js';
-import { MAX_CELL_CHARS } from './excel/cell-values.js';
-import { HIDDEN_MARK, MAX_COLUMNS, parseColumn, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
+import { loadNumberFormats, MAX_CELL_CHARS } from './excel/cell-values.js';
+import { HIDDEN_MARK, MAX_COLUMNS, parseColumn, renderCelllessSheet, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
 import { readBytes } from './excel/file-bytes.js';
-import type { OpenWorkbook, SheetSummary } from './excel/model.js';
+import { SHEET_KIND_LABELS, sheetHasCells, type OpenWorkbook, type SheetSummary } from './excel/model.js';
+import type { ReadLimits } from './excel/zip-archive.js';
+import { TEXT_WORKBOOK_LABELS, type TextWorkbookKind } from './excel/errors.js';
 import { formatCount } from './long-lines.js';
 import { resolveExistingPath } from './existing-path.js';
 import { success, ToolError, type Tool, type ToolContext } from './types.js';
@@ -40,29 +42,71 @@ function checkExtension(path: string, shown: string): void {
 }
 
 // The readers (and yauzl, saxes, SheetJS behind them) are loaded when a workbook is opened, not at start-up.
+/** Default time limit of one read_excel call, in seconds; QUARRY_EXCEL_SECONDS changes it. */
+export const READ_EXCEL_DEFAULT_SECONDS = 60;
+
+function readLimits(signal: AbortSignal): ReadLimits {
+  const setting = process.env.QUARRY_EXCEL_SECONDS;
+  const seconds = setting === undefined || setting.trim() === '' ? READ_EXCEL_DEFAULT_SECONDS : Number(setting);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new ToolError(`QUARRY_EXCEL_SECONDS must be a positive number of seconds, got "${setting}"`, { error: 'bad_configuration' });
+  return { signal, seconds, deadline: Date.now() + seconds * 1000 };
+}
+
 async function openWorkbook(context: ToolContext, path: string, size: number): Promise<OpenWorkbook> {
   if (size === 0) throw new WorkbookError('the file is empty (0 bytes)', 'corrupt');
+  await loadNumberFormats();
   const head = await readBytes(context.backend, path, 0, OLE2_SIGNATURE.length);
   if (head.subarray(0, 4).equals(ZIP_SIGNATURE)) {
     const { openXlsx } = await import('./excel/xlsx-reader.js');
-    return openXlsx(context.backend, path, size, context.signal);
+    return openXlsx(context.backend, path, size, readLimits(context.signal));
   }
   // OLE2: a legacy .xls, or an encrypted (password-protected) .xlsx, which Excel stores this way.
-  if (head.equals(OLE2_SIGNATURE)) {
-    const { openXls } = await import('./excel/xls-reader.js');
-    return openXls(await context.backend.readFile(path));
-  }
+  if (head.equals(OLE2_SIGNATURE)) return openWhole(context, path, size, null);
+  const text = textWorkbookKind(await readBytes(context.backend, path, 0, TEXT_SNIFF_BYTES));
+  if (text !== null && extname(path).toLowerCase() === '.xls') return openWhole(context, path, size, text);
+  if (text !== null) throw new WorkbookError(`not a valid Excel file: this is ${TEXT_WORKBOOK_LABELS[text]}, not the zip archive an ${extname(path).toLowerCase()} file is (${text === 'csv' ? 'read it with the read tool' : 'save it as .xlsx, or name it .xls'})`, 'corrupt');
   throw new WorkbookError('not a valid Excel file: .xlsx files are zip archives and .xls files OLE2 documents, and this is neither (damaged, or another format renamed)', 'corrupt');
 }
 
+/** Files read whole (legacy .xls and text workbooks) larger than this are refused: SheetJS holds them in memory several times over. */
+export const MAX_WHOLE_FILE_BYTES = 256 * 1024 * 1024;
+const TEXT_SNIFF_BYTES = 4096;
+
+async function openWhole(context: ToolContext, path: string, size: number, text: TextWorkbookKind | null): Promise<OpenWorkbook> {
+  if (size > MAX_WHOLE_FILE_BYTES) {
+    throw new WorkbookError(`${text ? TEXT_WORKBOOK_LABELS[text] : 'a legacy .xls'} of ${Math.round(size / 1024 / 1024)} MB: files of this kind are read whole, and more than ${MAX_WHOLE_FILE_BYTES / 1024 / 1024} MB is refused (save it as .xlsx, which is streamed)`, 'too_large');
+  }
+  const { openXls } = await import('./excel/xls-reader.js');
+  return openXls(await context.backend.readFile(path), text);
+}
+
+/**
+ * What Excel also opens under an .xls name although it is no binary workbook: SpreadsheetML 2003
+ * XML, an HTML table (what many web applications export), or delimited text. Null when the
+ * start of the file is none of these (binary, or other XML).
+ */
+export function textWorkbookKind(head: Buffer): TextWorkbookKind | null {
+  if (head.length === 0 || head.includes(0)) return null;
+  const text = head.toString('utf8').replace(/^\uFEFF/, '').trimStart().toLowerCase();
+  if (text.startsWith('<?xml') || text.startsWith('<workbook')) return text.includes('urn:schemas-microsoft-com:office:spreadsheet') ? 'xml2003' : null;
+  if (/^<(!doctype html|html|table|head|body|meta)\b/.test(text)) return 'html';
+  return text.startsWith('<') ? null : 'csv';
+}
+
 function describeSheets(sheets: SheetSummary[]): string {
-  return sheets.map((s) => `${s.index}. "${s.name}"${s.visibility === 'visible' ? '' : ` (${s.visibility})`}`).join(', ');
+  return sheets
+    .map((s) => {
+      const notes = [...(s.visibility === 'visible' ? [] : [s.visibility]), ...(s.kind === 'worksheet' ? [] : [SHEET_KIND_LABELS[s.kind]])];
+      return `${s.index}. "${s.name}"${notes.length === 0 ? '' : ` (${notes.join(', ')})`}`;
+    })
+    .join(', ');
 }
 
 function pickSheet(workbook: OpenWorkbook, requested: string | undefined): SheetSummary {
   const { sheets } = workbook;
-  if (sheets.length === 0) throw new WorkbookError('the workbook has no worksheets', 'no_sheets');
-  if (requested === undefined) return sheets.find((s) => s.visibility === 'visible') ?? sheets[0]!;
+  const withCells = sheets.filter((s) => sheetHasCells(s.kind));
+  if (withCells.length === 0) throw new WorkbookError(sheets.length === 0 ? 'the workbook has no worksheets' : `the workbook has no worksheets, only: ${describeSheets(sheets)}`, 'no_sheets');
+  if (requested === undefined) return withCells.find((s) => s.visibility === 'visible') ?? withCells[0]!;
   const found =
     sheets.find((s) => s.name === requested) ??
     sheets.find((s) => s.name.toLowerCase() === requested.trim().toLowerCase()) ??
@@ -73,6 +117,7 @@ function pickSheet(workbook: OpenWorkbook, requested: string | undefined): Sheet
 
 async function readSheet(workbook: OpenWorkbook, args: ReadExcelArgs) {
   const sheet = pickSheet(workbook, args.sheet);
+  if (!sheetHasCells(sheet.kind)) throw new WorkbookError(`sheet "${sheet.name}" is a ${SHEET_KIND_LABELS[sheet.kind]}: it has no cells to read`, 'no_cells');
   const firstRow = args.start_row ?? 1;
   const requestedLast = args.end_row ?? firstRow + READ_EXCEL_DEFAULT_ROWS - 1;
   if (requestedLast < firstRow) throw new WorkbookError(`end_row (${requestedLast}) is before start_row (${firstRow})`, 'bad_range');
@@ -88,19 +133,20 @@ async function readSheet(workbook: OpenWorkbook, args: ReadExcelArgs) {
 async function getInfo(workbook: OpenWorkbook, args: ReadExcelArgs) {
   const sheets = args.sheet === undefined ? workbook.sheets : [pickSheet(workbook, args.sheet)];
   const blocks: string[] = [];
-  for (const sheet of sheets) blocks.push(renderSheetInfo(await workbook.inspect(sheet)));
+  for (const sheet of sheets) blocks.push(sheetHasCells(sheet.kind) ? renderSheetInfo(await workbook.inspect(sheet)) : renderCelllessSheet(sheet));
   return { text: blocks.join('\n'), metadata: { sheets: sheets.length } };
 }
 
 export const readExcelTool: Tool<ReadExcelArgs> = {
   name: 'read_excel',
   description:
-    'Read an Excel workbook (.xlsx, .xlsm or legacy .xls). Actions: list_sheets (names, visibility, used range); ' +
+    'Read an Excel workbook (.xlsx, .xlsm or legacy .xls). Actions: list_sheets (names, visibility, used range; chart and dialog sheets are listed and have no cells); ' +
     'get_info (per sheet, or for `sheet` only: rows, columns, hidden rows and columns, merged ranges, formulas; scans whole sheets); ' +
     `read_sheet (rows start_row..end_row of \`sheet\`, ${READ_EXCEL_DEFAULT_ROWS} rows by default and at most ${formatCount(READ_EXCEL_MAX_ROWS)} per call; ` +
     'sheet is a name or a 1-based index, default the first visible sheet). Output: a header of column letters, then tab-separated ' +
     `rows prefixed with their row number; at most ${MAX_COLUMNS} columns at a time (start_column moves the window), cells cut at ${MAX_CELL_CHARS} characters, tabs and newlines in cells ` +
-    'shown as \\t and \\n. Values appear as Excel shows them: dates as ISO dates, formulas as their cached results, errors such as #DIV/0! as written, ' +
+    'shown as \\t and \\n. Values appear as Excel shows them: dates as ISO dates, elapsed times such as 255:10:05, formulas as their cached results ' +
+    '(a formula saved without one shows as =FORMULA [formula, no cached value], counted in the footer), errors such as #DIV/0! as written, ' +
     `merged cells' value in their top-left cell. Hidden rows and columns are skipped and counted in the footer; show_hidden=true shows them marked ${HIDDEN_MARK}. ` +
     'The footer gives the sheet\'s row count and the start_row to read on. Large .xlsx files are streamed: reading the first rows is fast. For .csv use read.',
   parameters: {
@@ -128,7 +174,7 @@ export const readExcelTool: Tool<ReadExcelArgs> = {
       const base = { path: shown, format: workbook.format, action: args.action };
       if (args.action === 'list_sheets') {
         await workbook.loadDimensions();
-        return success(renderSheetList(shown, workbook.sheets), { ...base, sheets: workbook.sheets.length });
+        return success(renderSheetList(shown, workbook.sheets, workbook.note), { ...base, sheets: workbook.sheets.length });
       }
       const result = args.action === 'get_info' ? await getInfo(workbook, args) : await readSheet(workbook, args);
       return success(result.text, { ...base, ...result.metadata });

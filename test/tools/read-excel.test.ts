@@ -6,7 +6,7 @@ import * as XLSX from '@e965/xlsx';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { loadProfile } from '../../src/profiles/load.js';
-import { classifyFormat, cleanNumber, serialToIso } from '../../src/tools/excel/cell-values.js';
+import { classifyFormat, cleanNumber, loadNumberFormats, serialToIso } from '../../src/tools/excel/cell-values.js';
 import { attributeValue, XmlScanner } from '../../src/tools/excel/xml-scanner.js';
 import { READ_EXCEL_MAX_ROWS, readExcelTool } from '../../src/tools/read-excel.js';
 import { ToolRegistry, type ToolCallResult } from '../../src/tools/registry.js';
@@ -36,7 +36,8 @@ async function failureOf(args: Record<string, unknown>): Promise<ToolCallResult>
 
 const lines = (...rows: string[]) => rows.join('\n');
 
-beforeAll(() => {
+beforeAll(async () => {
+  await loadNumberFormats();
   dir = makeTempDir();
   for (const name of ['sample.xlsx', 'sample.xlsm', 'sample.xls']) copyFileSync(join(fixtures, name), join(dir, name));
 });
@@ -63,7 +64,7 @@ describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
         '9\tTotal\t#N/A\t3480.6\t#DIV/0!\t=TODAY() [formula, no cached value]\t',
         '11\tFigures in EUR; Q2 and Q3 are grouped and hidden\t\t\t\t\t',
         '12\tBold and plain\tTRUE\t25%\t-1234567.891\t2024-02-29 13:45:00\t',
-        '[rows 1-12 of 12; 2 hidden rows, 2 hidden columns skipped (show_hidden=true shows them)]',
+        '[rows 1-12 of 12; 1 formula without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns skipped (show_hidden=true shows them)]',
       ),
     );
     expect(result.metadata).toMatchObject({ sheet: 'Sales', totalRows: 12, rowsShown: 9, hiddenRows: 2, hiddenColumns: 2, columnsCut: 0 });
@@ -85,7 +86,7 @@ describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
         '9\tTotal\t#N/A\t3480.6\t=SUM(D2:D8) [formula, no cached value]\t\t#DIV/0!\t=TODAY() [formula, no cached value]\t',
         '11\tFigures in EUR; Q2 and Q3 are grouped and hidden\t\t\t\t\t\t\t',
         '12\tBold and plain\tTRUE\t25%\thidden D\thidden E\t-1234567.891\t2024-02-29 13:45:00\t',
-        '[rows 1-12 of 12; 2 hidden rows, 2 hidden columns shown, marked [hidden]]',
+        '[rows 1-12 of 12; 2 formulas without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns shown, marked [hidden]]',
       ),
     );
   });
@@ -98,7 +99,7 @@ describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
         '5\tWest\tDi\t500\t750\t2024-03-05\tline one\\nline two',
         '6\tCentral\tEd\t700\t2130\t2024-03-06\ttab\\there',
         '9\tTotal\t#N/A\t3480.6\t#DIV/0!\t=TODAY() [formula, no cached value]\t',
-        '[rows 5-9 of 12; 2 hidden rows, 2 hidden columns skipped (show_hidden=true shows them); more rows: call read_excel with start_row=10]',
+        '[rows 5-9 of 12; 1 formula without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns skipped (show_hidden=true shows them); more rows: call read_excel with start_row=10]',
       ),
     );
   });
@@ -305,7 +306,11 @@ describe('read_excel errors', () => {
     writeFileSync(join(dir, 'text.xlsx'), 'just some text\n');
     writeFileSync(join(dir, 'cut.xlsx'), readFileSync(join(fixtures, 'sample.xlsx')).subarray(0, 5000));
     expect((await failureOf({ path: 'text.xlsx', action: 'list_sheets' })).output).toBe(
-      'text.xlsx: not a valid Excel file: .xlsx files are zip archives and .xls files OLE2 documents, and this is neither (damaged, or another format renamed)',
+      'text.xlsx: not a valid Excel file: this is a text file (CSV or other delimited text), not the zip archive an .xlsx file is (read it with the read tool)',
+    );
+    writeFileSync(join(dir, 'binary.xlsx'), Buffer.from([1, 2, 0, 3, 4, 5, 6, 7, 8]));
+    expect((await failureOf({ path: 'binary.xlsx', action: 'list_sheets' })).output).toBe(
+      'binary.xlsx: not a valid Excel file: .xlsx files are zip archives and .xls files OLE2 documents, and this is neither (damaged, or another format renamed)',
     );
     const cut = await failureOf({ path: 'cut.xlsx', action: 'read_sheet' });
     expect(cut.output).toBe('cut.xlsx: the zip container is damaged or truncated (no end-of-directory record)');
@@ -349,7 +354,7 @@ describe('cell values as Excel shows them', () => {
     expect(classifyFormat('yyyy-mm-dd')).toBe('date');
     expect(classifyFormat('[$-409]d-mmm-yy;@')).toBe('date');
     expect(classifyFormat('h:mm AM/PM')).toBe('time');
-    expect(classifyFormat('[h]:mm:ss')).toBe('time');
+    expect(classifyFormat('[h]:mm:ss')).toBe('elapsed');
     expect(classifyFormat('dd/mm/yyyy hh:mm')).toBe('datetime');
     expect(classifyFormat('0.00%')).toBe('percent');
     expect(classifyFormat('"Days: "0')).toBe('general');

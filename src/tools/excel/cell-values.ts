@@ -15,7 +15,13 @@ const EPOCH_1904 = Date.UTC(1904, 0, 1);
 /** 9999-12-31, the last date Excel shows. */
 const MAX_DATE_SERIAL = 2_958_465;
 
-export type FormatKind = 'date' | 'datetime' | 'time' | 'percent' | 'general';
+/**
+ * How a number format shows a number. date/datetime/time: as ISO text (unambiguous whatever the
+ * file's locale); elapsed ([h]:mm:ss, [mm]:ss) and a lone date part ("d", "yy", "mmmm", which
+ * LibreOffice puts on plain numbers): exactly as Excel shows them, through SheetJS's formatter;
+ * percent: the number times 100 with a %; general: the number itself, full precision.
+ */
+export type FormatKind = 'date' | 'datetime' | 'time' | 'elapsed' | 'excelText' | 'percent' | 'general';
 
 /** Built-in number formats (ECMA-376 18.8.30) that are dates, times or percentages. */
 const BUILTIN_FORMATS: Record<number, string> = {
@@ -31,32 +37,71 @@ export function builtinFormatCode(id: number): string {
   return BUILTIN_FORMATS[id] ?? 'General';
 }
 
-const kindCache = new Map<string, FormatKind>();
+type Ssf = typeof import('@e965/xlsx').SSF;
+let ssf: Ssf | undefined;
 
-/** Whether a number format shows a date, a time, both, a percentage, or plain numbers. */
-export function classifyFormat(code: string): FormatKind {
-  const cached = kindCache.get(code);
-  if (cached) return cached;
-  // Only the first section (positive numbers) matters; quoted text, escapes and [colour]/[$-409]
-  // brackets are not format letters, but [h] [mm] [ss] (elapsed time) are.
-  const section = code.split(';')[0] ?? '';
-  const letters = section
+/**
+ * Loads SheetJS's number-format engine (SSF, the field's reference implementation of Excel's
+ * format codes), which decides what is a date and renders elapsed times. Loaded with a workbook,
+ * not at start-up: SheetJS takes a while to import.
+ */
+export async function loadNumberFormats(): Promise<void> {
+  ssf ??= (await import('@e965/xlsx')).SSF;
+}
+
+function formatter(): Ssf {
+  if (!ssf) throw new Error('number formats used before loadNumberFormats()');
+  return ssf;
+}
+
+/** A format's sections with literals removed: quoted text, \x escapes, _x padding, *x fills, [colour] [$-409] [>100] brackets (not [h] [mm] [ss]). */
+function formatLetters(section: string): string {
+  return section
     .replace(/"[^"]*"/g, '')
     .replace(/\\./g, '')
-    .replace(/\[(h+|m+|s+)\]/gi, '$1')
-    .replace(/\[[^\]]*\]/g, '')
     .replace(/_.|\*./g, '')
+    .replace(/\[(?![hms]+\])[^\]]*\]/gi, '')
     .toLowerCase();
-  let kind: FormatKind;
-  const hasTime = /[hs]/.test(letters) || letters.includes('am/pm');
-  const hasDate = /[yd]/.test(letters) || (/m/.test(letters) && !hasTime);
-  if (letters === 'general') kind = 'general';
-  else if (hasDate && hasTime) kind = 'datetime';
-  else if (hasDate) kind = 'date';
-  else if (hasTime) kind = 'time';
-  else if (letters.includes('%')) kind = 'percent';
-  else kind = 'general';
-  kindCache.set(code, kind);
+}
+
+const kindCache = new Map<string, FormatKind>();
+
+function dateKind(letters: string): FormatKind {
+  if (/\[(h+|m+|s+)\]/.test(letters)) return 'elapsed';
+  const plain = letters.replace(/am\/pm|a\/p/g, '');
+  const hasTime = /[hs]/.test(plain) || plain !== letters;
+  // m next to h (h:mm) or before s (mm:ss) is minutes, any other m the month.
+  const months = plain.replace(/h+[^a-z]*m+/g, 'h').replace(/m+([^a-z]*s)/g, '$1');
+  const parts = Number(/[ye]/.test(plain)) + Number(/m/.test(months)) + Number(/d/.test(plain));
+  if (parts === 0) return hasTime ? 'time' : 'excelText';
+  if (parts === 1 && !hasTime) return 'excelText';
+  return hasTime ? 'datetime' : 'date';
+}
+
+/** The section of a format code that shows `value` (positive;negative;zero;text). */
+function sectionFor(code: string, value: number): string {
+  const sections = code.match(/("[^"]*"|\\.|[^;"\\])+/g) ?? [code];
+  if (value < 0 && sections.length >= 2) return sections[1]!;
+  if (value === 0 && sections.length >= 3) return sections[2]!;
+  return sections[0] ?? '';
+}
+
+/** Whether a number format shows a date, a time, both, an elapsed time, a percentage, or plain numbers. */
+export function classifyFormat(code: string, value = 1): FormatKind {
+  const key = `${value < 0 ? '-' : value === 0 ? '0' : '+'}${code}`;
+  const cached = kindCache.get(key);
+  if (cached) return cached;
+  let kind: FormatKind = 'general';
+  const section = formatLetters(sectionFor(code, value));
+  let isDate = false;
+  try {
+    isDate = code !== 'General' && formatter().is_date(code);
+  } catch {
+    isDate = false;
+  }
+  if (isDate) kind = dateKind(section);
+  else if (section.includes('%')) kind = 'percent';
+  kindCache.set(key, kind);
   return kind;
 }
 
@@ -89,10 +134,24 @@ export function serialToIso(serial: number, kind: 'date' | 'datetime' | 'time', 
 }
 
 function formatNumber(value: number, format: string, date1904: boolean): string {
-  const kind = classifyFormat(format);
-  if (kind === 'date' || kind === 'datetime' || kind === 'time') return serialToIso(value, kind, date1904) ?? cleanNumber(value);
-  if (kind === 'percent') return `${cleanNumber(value * 100)}%`;
-  return cleanNumber(value);
+  const kind = classifyFormat(format, value);
+  switch (kind) {
+    case 'date':
+    case 'datetime':
+    case 'time':
+      return serialToIso(value, kind, date1904) ?? cleanNumber(value);
+    case 'elapsed':
+    case 'excelText':
+      try {
+        return formatter().format(format, value, { date1904 });
+      } catch {
+        return cleanNumber(value);
+      }
+    case 'percent':
+      return `${cleanNumber(value * 100)}%`;
+    case 'general':
+      return cleanNumber(value);
+  }
 }
 
 /** Tabs, newlines and carriage returns inside a cell would break the row layout: shown escaped. */

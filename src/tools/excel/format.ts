@@ -1,6 +1,6 @@
 import { formatCount } from '../long-lines.js';
 import { displayCellValue } from './cell-values.js';
-import type { ColumnRange, SheetInfo, SheetSlice, SheetSummary } from './model.js';
+import { SHEET_KIND_LABELS, sheetHasCells, type ColumnRange, type SheetInfo, type SheetSlice, type SheetSummary } from './model.js';
 
 /**
  * The one formatting path for .xlsx and .xls: a header of column letters, tab-separated rows
@@ -92,6 +92,11 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
   const total = slice.lastRow === null ? 'more (the file does not declare the sheet\'s size; get_info counts its rows)' : formatCount(slice.lastRow);
   const notes: string[] = [`rows ${formatCount(firstRow)}-${formatCount(lastRowShown)} of ${total}`];
   if (rows.length === 0) notes.push('no values in these rows');
+  let uncalculated = 0;
+  for (const row of rows) for (const cell of row.cells) if (cell.value.kind === 'noCachedValue' && position.has(cell.column)) uncalculated++;
+  if (uncalculated > 0) {
+    notes.push(`${plural(uncalculated, 'formula')} without a cached value (the file was saved uncalculated: results unknown, not zero)`);
+  }
   const hiddenParts: string[] = [];
   if (hiddenRows > 0) hiddenParts.push(plural(hiddenRows, 'hidden row'));
   if (hiddenColumns > 0) hiddenParts.push(plural(hiddenColumns, 'hidden column'));
@@ -121,10 +126,21 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
   };
 }
 
-export function renderSheetList(fileName: string, sheets: SheetSummary[]): string {
-  const lines = [`${plural(sheets.length, 'sheet')} in ${fileName}`, '#\tsheet\tvisibility\tused range'];
-  for (const sheet of sheets) lines.push(`${sheet.index}\t${sheet.name}\t${sheet.visibility}\t${sheet.dimension ?? 'unknown (see get_info)'}`);
+/** The used-range column of list_sheets; other kinds than worksheets are named there. */
+function usedRangeText(sheet: SheetSummary): string {
+  if (!sheetHasCells(sheet.kind)) return `none: a ${SHEET_KIND_LABELS[sheet.kind]} has no cells`;
+  const range = sheet.dimension ?? 'unknown (see get_info)';
+  return sheet.kind === 'worksheet' ? range : `${range} (${SHEET_KIND_LABELS[sheet.kind]})`;
+}
+
+export function renderSheetList(fileName: string, sheets: SheetSummary[], note?: string): string {
+  const lines = [`${plural(sheets.length, 'sheet')} in ${fileName}${note ? ` (${note})` : ''}`, '#\tsheet\tvisibility\tused range'];
+  for (const sheet of sheets) lines.push(`${sheet.index}\t${sheet.name}\t${sheet.visibility}\t${usedRangeText(sheet)}`);
   return lines.join('\n');
+}
+
+export function renderCelllessSheet(sheet: SheetSummary): string {
+  return `sheet ${sheet.index} "${sheet.name}" (${sheet.visibility})\n  a ${SHEET_KIND_LABELS[sheet.kind]}: no cells`;
 }
 
 export function renderSheetInfo(info: SheetInfo): string {
@@ -135,7 +151,8 @@ export function renderSheetInfo(info: SheetInfo): string {
     return lines.join('\n');
   }
   lines.push(`  used range: A1:${columnLetters(info.lastColumn)}${info.lastRow} (${plural(info.lastRow, 'row')}, ${plural(info.lastColumn, 'column')}; ${plural(info.rowsWithData, 'row')} with values)`);
-  lines.push(`  hidden rows: ${info.hiddenRows.length === 0 ? 'none' : `${formatCount(info.hiddenRows.length)} (${rowRangesText(info.hiddenRows)})`}`);
+  const cutList = info.hiddenRowCount > info.hiddenRows.length ? ', …' : '';
+  lines.push(`  hidden rows: ${info.hiddenRowCount === 0 ? 'none' : `${formatCount(info.hiddenRowCount)} (${rowRangesText(info.hiddenRows)}${cutList})`}`);
   const hiddenColumns = info.hiddenColumns.reduce((sum, r) => sum + r.max - r.min + 1, 0);
   lines.push(`  hidden columns: ${hiddenColumns === 0 ? 'none' : `${formatCount(hiddenColumns)} (${info.hiddenColumns.map(rangeText).join(', ')})`}`);
   lines.push(`  merged ranges: ${info.mergedRanges.length === 0 ? 'none' : info.mergedRanges.join(', ')}`);

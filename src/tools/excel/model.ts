@@ -5,11 +5,24 @@
 
 export type Visibility = 'visible' | 'hidden' | 'veryHidden';
 
+/** What a sheet is: chart and dialog sheets hold no cells; macro sheets (Excel 4 macros) hold cells like worksheets. */
+export type SheetKind = 'worksheet' | 'chartsheet' | 'dialogsheet' | 'macrosheet';
+
+export const SHEET_KIND_LABELS: Record<SheetKind, string> = {
+  worksheet: 'worksheet',
+  chartsheet: 'chart sheet',
+  dialogsheet: 'dialog sheet',
+  macrosheet: 'macro sheet',
+};
+
+export const sheetHasCells = (kind: SheetKind) => kind === 'worksheet' || kind === 'macrosheet';
+
 export interface SheetSummary {
   /** 1-based position in the workbook. */
   index: number;
   name: string;
   visibility: Visibility;
+  kind: SheetKind;
   /** The used range the file declares (e.g. "A1:H10"), or null when it declares none. */
   dimension: string | null;
 }
@@ -63,6 +76,8 @@ export interface SheetInfo {
   lastColumn: number;
   /** Hidden rows that hold data, as sorted row numbers. */
   hiddenRows: number[];
+  /** All hidden rows with data; hiddenRows may list only the first MAX_HIDDEN_ROWS_KEPT of them. */
+  hiddenRowCount: number;
   /** Hidden columns within A..lastColumn. */
   hiddenColumns: ColumnRange[];
   mergedRanges: string[];
@@ -71,7 +86,10 @@ export interface SheetInfo {
 }
 
 export interface OpenWorkbook {
-  format: 'xlsx' | 'xls';
+  /** xlsx (zip), xls (BIFF), or a text file named .xls: SpreadsheetML 2003, HTML, delimited text. */
+  format: 'xlsx' | 'xls' | 'xml2003' | 'html' | 'csv';
+  /** Said with the sheet list when the file is not what its name says. */
+  note?: string;
   sheets: SheetSummary[];
   /** Dates count from 1904-01-01 (old Mac workbooks) instead of 1900. */
   date1904: boolean;
@@ -80,3 +98,6 @@ export interface OpenWorkbook {
   readRows(sheet: SheetSummary, firstRow: number, lastRow: number): Promise<SheetSlice>;
   inspect(sheet: SheetSummary): Promise<SheetInfo>;
 }
+
+/** Hidden row numbers get_info keeps (it shows 20 ranges of them): a sheet of millions of hidden rows stays small in memory. */
+export const MAX_HIDDEN_ROWS_KEPT = 100_000;

@@ -1,3 +1,4 @@
+import { WorkbookError } from './errors.js';
 import { attributeValue, type XmlAttributes, type XmlHandler } from './xml-scanner.js';
 
 /**
@@ -45,6 +46,19 @@ export function columnOfReference(ref: string): number {
   }
   return column;
 }
+
+/**
+ * The most characters of one cell's text kept (rich-text runs joined): far past what is shown and
+ * past Excel's own limit (32,767), so that thousands of runs in one hostile cell stay bounded.
+ */
+export const MAX_KEPT_TEXT = 1024 * 1024;
+
+export function keepText(kept: string, more: string): string {
+  return kept.length >= MAX_KEPT_TEXT ? kept : kept + more.slice(0, MAX_KEPT_TEXT - kept.length);
+}
+
+/** Excel's last column (XFD): a row with more cells is damaged or hostile. */
+export const MAX_COLUMN = 16_384;
 
 const isTrue = (value: string | undefined) => value === '1' || value === 'true';
 
@@ -141,7 +155,7 @@ export class SheetXmlHandler implements XmlHandler {
         this.target = null;
         return;
       case 't':
-        if (this.cell && this.target === 'inline') this.cell.inline += this.buffer;
+        if (this.cell && this.target === 'inline') this.cell.inline = keepText(this.cell.inline ?? '', this.buffer);
         this.target = null;
         return;
       case 'rPh':
@@ -149,7 +163,12 @@ export class SheetXmlHandler implements XmlHandler {
         return;
       case 'c': {
         const cell = this.cell;
-        if (cell && this.row && (cell.value !== null || cell.inline !== null || cell.hasFormula)) this.row.cells.push(cell);
+        // An empty <v></v> (Apache POI writes them) is no value, except in a formula's string result.
+        if (cell && cell.value === '' && cell.type !== 'str') cell.value = null;
+        if (cell && this.row && (cell.value !== null || cell.inline !== null || cell.hasFormula)) {
+          if (this.row.cells.length >= MAX_COLUMN) throw new WorkbookError(`row ${this.row.row} holds more than ${MAX_COLUMN.toLocaleString('en-US')} cells, more than Excel allows (a damaged or hostile file)`, 'corrupt');
+          this.row.cells.push(cell);
+        }
         this.cell = null;
         return;
       }
@@ -169,7 +188,8 @@ export class SheetXmlHandler implements XmlHandler {
   }
 
   text(text: string): void {
-    if (this.target !== null) this.buffer += text;
+    // Capped: CDATA sections or comments between pieces of one value would escape the scanner's run limit.
+    if (this.target !== null) this.buffer = keepText(this.buffer, text);
   }
 
   private startText(target: TextTarget): void {

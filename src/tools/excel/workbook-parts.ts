@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { builtinFormatCode, decodeOoxmlEscapes } from './cell-values.js';
 import type { Visibility } from './model.js';
+import { keepText } from './sheet-xml.js';
 import { attributeValue, scanXml, type XmlAttributes, type XmlHandler } from './xml-scanner.js';
 
 /** Parsers for the small .xlsx parts: relationships, workbook.xml, styles.xml, sharedStrings.xml. */
@@ -63,9 +64,13 @@ export function parseStyles(text: string): string[] {
   const custom = new Map<number, string>();
   const styleFormats: number[] = [];
   let inCellXfs = false;
+  // Only <numFmts> defines the cells' formats: the <numFmt>s inside <dxfs> (conditional and
+  // pivot-table formatting) reuse ids for other codes, and once made a date show as 4206200%.
+  let inNumFmts = false;
   scanXml(text, {
     open(name, a) {
-      if (name === 'numFmt') {
+      if (name === 'numFmts') inNumFmts = true;
+      else if (name === 'numFmt' && inNumFmts) {
         const id = attributeValue(a, 'numFmtId');
         const code = attributeValue(a, 'formatCode');
         if (id && code !== undefined) custom.set(Number(id), code);
@@ -74,6 +79,7 @@ export function parseStyles(text: string): string[] {
     },
     close(name) {
       if (name === 'cellXfs') inCellXfs = false;
+      else if (name === 'numFmts') inNumFmts = false;
     },
     text() {},
   });
@@ -122,6 +128,6 @@ export class SharedStringsHandler implements XmlHandler {
   }
 
   text(text: string): void {
-    if (this.inText) this.current += text;
+    if (this.inText) this.current = keepText(this.current, text);
   }
 }

@@ -1,6 +1,6 @@
 import type { CellObject, WorkSheet } from '@e965/xlsx';
-import { WorkbookError } from './errors.js';
-import type { CellValue, ColumnRange, OpenWorkbook, SheetInfo, SheetRow, SheetSlice, SheetSummary, Visibility } from './model.js';
+import { TEXT_WORKBOOK_LABELS, type TextWorkbookKind, WorkbookError } from './errors.js';
+import { sheetHasCells, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary, type Visibility } from './model.js';
 import { clipRanges, MAX_MERGED_RANGES_LISTED } from './xlsx-reader.js';
 
 /**
@@ -31,10 +31,20 @@ function toCellValue(cell: CellObject): CellValue | null {
   }
 }
 
-class XlsWorkbook implements OpenWorkbook {
-  readonly format = 'xls' as const;
+const KINDS: Record<string, SheetKind> = { chart: 'chartsheet', dialog: 'dialogsheet', macro: 'macrosheet' };
 
-  constructor(private readonly xlsx: SheetJs, private readonly worksheets: WorkSheet[], readonly sheets: SheetSummary[], readonly date1904: boolean) {}
+class XlsWorkbook implements OpenWorkbook {
+  readonly note?: string;
+
+  constructor(
+    private readonly xlsx: SheetJs,
+    private readonly worksheets: WorkSheet[],
+    readonly sheets: SheetSummary[],
+    readonly date1904: boolean,
+    readonly format: 'xls' | TextWorkbookKind,
+  ) {
+    if (format !== 'xls') this.note = `${TEXT_WORKBOOK_LABELS[format]} named .xls, not a binary workbook`;
+  }
 
   async loadDimensions(): Promise<void> {}
 
@@ -90,6 +100,7 @@ class XlsWorkbook implements OpenWorkbook {
       lastRow: rows[rows.length - 1]?.row ?? 0,
       lastColumn,
       hiddenRows: rows.filter((row) => row.hidden).map((row) => row.row),
+      hiddenRowCount: rows.filter((row) => row.hidden).length,
       hiddenColumns: clipRanges(this.hiddenColumns(sheet), lastColumn),
       mergedRanges: merges.length > MAX_MERGED_RANGES_LISTED ? [...merges.slice(0, MAX_MERGED_RANGES_LISTED), `… ${merges.length - MAX_MERGED_RANGES_LISTED} more`] : merges,
       formulas,
@@ -99,11 +110,12 @@ class XlsWorkbook implements OpenWorkbook {
 }
 
 /** Parses a legacy workbook held in memory; encrypted or damaged files become WorkbookErrors. */
-export async function openXls(bytes: Buffer): Promise<OpenWorkbook> {
+export async function openXls(bytes: Buffer, text: TextWorkbookKind | null = null): Promise<OpenWorkbook> {
   const xlsx: SheetJs = await import('@e965/xlsx');
   let workbook;
   try {
-    workbook = xlsx.read(bytes, { type: 'buffer', dense: true, cellFormula: true, cellNF: true, cellStyles: true, cellDates: false });
+    // raw: delimited text and HTML cells stay as written (SheetJS would otherwise guess numbers and dates).
+    workbook = xlsx.read(bytes, { type: 'buffer', dense: true, cellFormula: true, cellNF: true, cellStyles: true, cellDates: false, raw: text === 'csv' || text === 'html' });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (/password|encrypt/i.test(message)) throw new WorkbookError('the workbook is password-protected (encrypted); save an unprotected copy to read it', 'encrypted');
@@ -116,7 +128,8 @@ export async function openXls(bytes: Buffer): Promise<OpenWorkbook> {
     const ws = workbook.Sheets[name];
     if (!ws) return;
     worksheets.push(ws);
-    sheets.push({ index: sheets.length + 1, name, visibility: VISIBILITY[sheetInfo[i]?.Hidden ?? 0] ?? 'visible', dimension: ws['!ref'] ?? null });
+    const kind = KINDS[String(ws['!type'])] ?? 'worksheet';
+    sheets.push({ index: sheets.length + 1, name, visibility: VISIBILITY[sheetInfo[i]?.Hidden ?? 0] ?? 'visible', kind, dimension: sheetHasCells(kind) ? ws['!ref'] ?? null : null });
   });
-  return new XlsWorkbook(xlsx, worksheets, sheets, workbook.Workbook?.WBProps?.date1904 === true);
+  return new XlsWorkbook(xlsx, worksheets, sheets, workbook.Workbook?.WBProps?.date1904 === true, text ?? 'xls');
 }

@@ -1,11 +1,11 @@
 import type { Backend } from '../../backends/types.js';
 import { decodeOoxmlEscapes } from './cell-values.js';
 import { WorkbookError } from './errors.js';
-import type { CellValue, ColumnRange, OpenWorkbook, SheetInfo, SheetRow, SheetSlice, SheetSummary } from './model.js';
+import { MAX_HIDDEN_ROWS_KEPT, sheetHasCells, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary } from './model.js';
 import { SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
 import { parseRelationships, parseStyles, parseWorkbook, relationshipsPartOf, SharedStringsHandler, type Relationship } from './workbook-parts.js';
 import { XmlScanner, type XmlHandler } from './xml-scanner.js';
-import { ZipArchive } from './zip-archive.js';
+import { ZipArchive, type ReadLimits } from './zip-archive.js';
 
 /**
  * .xlsx / .xlsm reading, streamed: the rows of a range are read without inflating the rest of
@@ -20,7 +20,7 @@ export const MAX_MERGED_RANGES_LISTED = 50;
 
 /** Feeds a part to an XML handler; reading stops once the handler needs no more. */
 function scanPart(archive: ZipArchive, part: string, handler: XmlHandler): Promise<void> {
-  const scanner = new XmlScanner(handler);
+  const scanner = new XmlScanner(handler, `part ${part}`);
   return archive.streamText(part, (text) => {
     scanner.feed(text);
     return !scanner.isStopped;
@@ -48,6 +48,7 @@ class XlsxWorkbook implements OpenWorkbook {
     if (this.dimensionsLoaded) return;
     // Each sheet declares its used range before its rows: read only that far.
     for (const sheet of this.sheets) {
+      if (!sheetHasCells(sheet.kind)) continue;
       await scanPart(this.archive, sheet.part, new SheetXmlHandler({ dimension: (ref) => { sheet.dimension = ref; }, sheetDataStart: () => false }));
     }
     this.dimensionsLoaded = true;
@@ -73,7 +74,10 @@ class XlsxWorkbook implements OpenWorkbook {
         }
         if (row.row < firstRow) return true;
         rows.push(row);
-        for (const cell of row.cells) if (cell.type === 's' && cell.value !== null) neededStrings.add(Number(cell.value));
+        for (const cell of row.cells) {
+          const index = sharedStringIndex(cell);
+          if (index !== null) neededStrings.add(index);
+        }
         return true;
       },
     };
@@ -95,6 +99,7 @@ class XlsxWorkbook implements OpenWorkbook {
     const part = (sheet as XlsxSheet).part;
     const columns: Array<ColumnRange & { hidden: boolean }> = [];
     const hiddenRows: number[] = [];
+    let hiddenRowCount = 0;
     const mergedRanges: string[] = [];
     let rowsWithData = 0;
     let lastRow = 0;
@@ -108,7 +113,7 @@ class XlsxWorkbook implements OpenWorkbook {
       row: (row) => {
         rowsWithData++;
         lastRow = Math.max(lastRow, row.row);
-        if (row.hidden) hiddenRows.push(row.row);
+        if (row.hidden && hiddenRowCount++ < MAX_HIDDEN_ROWS_KEPT) hiddenRows.push(row.row);
         for (const cell of row.cells) {
           lastColumn = Math.max(lastColumn, cell.column);
           if (cell.hasFormula) {
@@ -130,6 +135,7 @@ class XlsxWorkbook implements OpenWorkbook {
       lastRow,
       lastColumn,
       hiddenRows,
+      hiddenRowCount,
       hiddenColumns: clipRanges(columns, lastColumn),
       mergedRanges: merges > mergedRanges.length ? [...mergedRanges, `… ${merges - mergedRanges.length} more`] : mergedRanges,
       formulas,
@@ -149,14 +155,24 @@ function lastRowOfRange(ref: string): number {
   return digits ? Number(digits[1]) : 0;
 }
 
+/** A shared-string cell's index; null when its <v> is empty or not an index (Number('') is 0: the first string). */
+function sharedStringIndex(cell: RawCell): number | null {
+  if (cell.type !== 's' || cell.value === null || !/^\s*\d+\s*$/.test(cell.value)) return null;
+  return Number(cell.value);
+}
+
 function resolveCell(cell: RawCell, strings: Map<number, string>, styles: string[]): CellValue {
   const raw = cell.value;
   switch (cell.type) {
-    case 's':
-      return { kind: 'string', text: raw === null ? '' : strings.get(Number(raw)) ?? '' };
+    case 's': {
+      const index = sharedStringIndex(cell);
+      return { kind: 'string', text: index === null ? '' : strings.get(index) ?? '' };
+    }
     case 'inlineStr':
       return { kind: 'string', text: decodeOoxmlEscapes(cell.inline ?? raw ?? '') };
   }
+  // An <is> inline string without t="inlineStr" (some writers leave the type out): still its text.
+  if (cell.inline !== null && raw === null && !cell.hasFormula) return { kind: 'string', text: decodeOoxmlEscapes(cell.inline) };
   if (raw === null || (raw === '' && cell.hasFormula)) {
     if (cell.hasFormula) return { kind: 'noCachedValue', formula: cell.formula };
     return { kind: 'string', text: '' };
@@ -178,9 +194,18 @@ function resolveCell(cell: RawCell, strings: Map<number, string>, styles: string
   }
 }
 
+/** A sheet's kind from its relationship type (macro sheets: xlMacrosheet, xlIntlMacrosheet). */
+function sheetKindOf(type: string): SheetKind | undefined {
+  if (/\/worksheet$/.test(type)) return 'worksheet';
+  if (/\/chartsheet$/.test(type)) return 'chartsheet';
+  if (/\/dialogsheet$/.test(type)) return 'dialogsheet';
+  if (/\/xl(Intl)?Macrosheet$/i.test(type)) return 'macrosheet';
+  return undefined;
+}
+
 /** Opens an .xlsx from its central directory: reads the workbook's small parts, not its sheets. */
-export async function openXlsx(backend: Backend, path: string, size: number, signal: AbortSignal): Promise<OpenWorkbook> {
-  const archive = await ZipArchive.open(backend, path, size, signal);
+export async function openXlsx(backend: Backend, path: string, size: number, limits: ReadLimits): Promise<OpenWorkbook> {
+  const archive = await ZipArchive.open(backend, path, size, limits);
   const readParts = async (names: string[]): Promise<Map<string, string>> => {
     const parts = new Map<string, string>();
     for (const name of names) if (archive.has(name) && !parts.has(name)) parts.set(name, await archive.readText(name));
@@ -202,9 +227,10 @@ export async function openXlsx(backend: Backend, path: string, size: number, sig
   const xlsxSheets: XlsxSheet[] = [];
   for (const sheet of sheets) {
     const target = byId.get(sheet.relationshipId);
-    // Chart sheets and dialog sheets have no cells; they are listed but not readable as rows.
-    if (!target || !archive.has(target.path) || !/\/worksheet$/.test(target.type)) continue;
-    xlsxSheets.push({ index: xlsxSheets.length + 1, name: sheet.name, visibility: sheet.visibility, dimension: null, part: target.path });
+    const kind = target ? sheetKindOf(target.type) : undefined;
+    // A sheet whose part is missing or of no known kind is damaged: skipped as before.
+    if (!target || !kind || !archive.has(target.path)) continue;
+    xlsxSheets.push({ index: xlsxSheets.length + 1, name: sheet.name, visibility: sheet.visibility, kind, dimension: null, part: target.path });
   }
   const partOfType = (type: RegExp) => {
     const rel = relationships.find((r) => type.test(r.type));

@@ -1,4 +1,5 @@
 import { SaxesParser } from 'saxes';
+import { WorkbookError } from './errors.js';
 
 /**
  * SpreadsheetML parts through saxes (the streaming XML parser exceljs uses too): text is fed in
@@ -36,11 +37,20 @@ export function attributeValue(attributes: XmlAttributes, name: string): string 
   return undefined;
 }
 
+/**
+ * The longest run of input without a '<' (one text node, or one tag with its attributes) the
+ * scanner accepts: saxes holds such a run whole in memory, and no real cell text or tag comes
+ * near (Excel's cell limit is 32,767 characters).
+ */
+export const MAX_XML_RUN_CHARS = 16 * 1024 * 1024;
+
 export class XmlScanner {
   private readonly parser = new SaxesParser({ xmlns: false, position: false });
   private halted = false;
+  private run = 0;
 
-  constructor(private readonly handler: XmlHandler) {
+  /** `label` names the input in errors ("part xl/sharedStrings.xml"). */
+  constructor(private readonly handler: XmlHandler, private readonly label = 'the XML') {
     // saxes also reports the end of a self-closing tag, so close() follows every open().
     this.parser.on('opentag', (tag) => {
       if (!this.isStopped) handler.open(localName(tag.name), tag.attributes, tag.isSelfClosing);
@@ -66,11 +76,18 @@ export class XmlScanner {
   }
 
   feed(chunk: string): void {
-    if (!this.isStopped) this.parser.write(chunk);
+    if (this.isStopped) return;
+    const lastTag = chunk.lastIndexOf('<');
+    this.run = lastTag < 0 ? this.run + chunk.length : chunk.length - lastTag;
+    if (this.run > MAX_XML_RUN_CHARS) {
+      this.halted = true;
+      throw new WorkbookError(`${this.label} holds a text or tag longer than ${MAX_XML_RUN_CHARS / 1024 / 1024} M characters (a damaged file or a zip bomb); not read`, 'too_large');
+    }
+    this.parser.write(chunk);
   }
 }
 
 /** Scans a whole (small) part. */
-export function scanXml(text: string, handler: XmlHandler): void {
-  new XmlScanner(handler).feed(text);
+export function scanXml(text: string, handler: XmlHandler, label?: string): void {
+  new XmlScanner(handler, label).feed(text);
 }

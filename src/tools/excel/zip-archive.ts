@@ -30,6 +30,9 @@ function asWorkbookError(error: unknown, part?: string): unknown {
   if (message.startsWith('End of central directory record signature not found')) {
     return new WorkbookError('the zip container is damaged or truncated (no end-of-directory record)', 'corrupt');
   }
+  if (message.startsWith('too many bytes in the stream')) {
+    return new WorkbookError(`part ${part} inflates past the size the zip directory declares for it (a damaged file or a zip bomb); not read`, 'corrupt');
+  }
   const method = /^unsupported compression method: (\d+)/.exec(message);
   if (method) return new WorkbookError(`part ${part} uses zip compression method ${method[1]}, which is not supported`, 'unsupported');
   if (message.startsWith('entry is encrypted')) return new WorkbookError(`part ${part} is encrypted inside the zip, which is not supported`, 'unsupported');
@@ -37,22 +40,43 @@ function asWorkbookError(error: unknown, part?: string): unknown {
   return new WorkbookError(`the zip container is damaged (${message})`, 'corrupt');
 }
 
+const MIB = 1024 * 1024;
+/** The most a part read whole (workbook.xml, relationships, styles) may inflate to. */
+export const MAX_SMALL_PART_BYTES = 64 * MIB;
+/** The most a streamed part (a sheet, the shared strings) may inflate to. */
+export const MAX_STREAMED_PART_BYTES = 4096 * MIB;
+
+/** Limits of one read_excel call: a zip bomb or a hostile part ends in a clear error, in bounded time and memory. */
+export interface ReadLimits {
+  signal: AbortSignal;
+  /** Date.now() after which reading gives up. */
+  deadline: number;
+  /** Shown in the time-out message. */
+  seconds: number;
+}
+
+const megabytes = (bytes: number) => `${Math.round(bytes / MIB).toLocaleString('en-US')} MB`;
+
+function tooLarge(part: string, limit: number): WorkbookError {
+  return new WorkbookError(`part ${part} inflates past ${megabytes(limit)}, more than any real workbook part (a damaged file or a zip bomb); not read`, 'too_large');
+}
+
 export class ZipArchive {
   private constructor(
     private readonly zip: ZipFile,
     private readonly entries: Map<string, Entry>,
-    private readonly signal: AbortSignal,
+    private readonly limits: ReadLimits,
   ) {}
 
   /** Reads the central directory; `size` is the file's size in bytes. */
-  static async open(backend: Backend, path: string, size: number, signal: AbortSignal): Promise<ZipArchive> {
+  static async open(backend: Backend, path: string, size: number, limits: ReadLimits): Promise<ZipArchive> {
     try {
       // The reader holds no handle (each range is its own read), so nothing needs closing.
       const reader = await BackendRangeReader.open(backend, path, size);
       const zip = await fromRandomAccessReaderPromise(reader, size, { lazyEntries: true, autoClose: false });
       const entries = new Map<string, Entry>();
       for await (const entry of zip.eachEntry()) entries.set(entry.fileName, entry);
-      return new ZipArchive(zip, entries, signal);
+      return new ZipArchive(zip, entries, limits);
     } catch (error) {
       throw asWorkbookError(error);
     }
@@ -62,16 +86,30 @@ export class ZipArchive {
     return this.entries.has(name);
   }
 
-  /** Feeds a part's text to `write` until it returns false; the rest of the part is not read. */
-  async streamText(name: string, write: (text: string) => boolean): Promise<void> {
+  /**
+   * Feeds a part's text to `write` until it returns false; the rest of the part is not read.
+   * Inflating stops at `maxBytes` (whatever size the directory declares) and at the call's deadline.
+   */
+  async streamText(name: string, write: (text: string) => boolean, maxBytes = MAX_STREAMED_PART_BYTES): Promise<void> {
     const entry = this.entries.get(name);
     if (!entry) throw new WorkbookError(`the zip holds no part ${name}`, 'corrupt');
+    if (entry.uncompressedSize > maxBytes) throw tooLarge(name, maxBytes);
     const decoder = new TextDecoder('utf-8');
+    const { signal, deadline, seconds } = this.limits;
     let stream: Readable | undefined;
+    let inflated = 0;
     try {
       stream = await this.zip.openReadStreamPromise(entry);
       for await (const chunk of stream as AsyncIterable<Buffer>) {
-        if (this.signal.aborted) throw new WorkbookError('cancelled', 'cancelled');
+        if (signal.aborted) throw new WorkbookError('cancelled', 'cancelled');
+        inflated += chunk.length;
+        if (inflated > maxBytes) throw tooLarge(name, maxBytes);
+        if (Date.now() > deadline) {
+          throw new WorkbookError(
+            `gave up reading part ${name} after ${seconds} s (${megabytes(inflated)} inflated so far), the time limit of one read_excel call (QUARRY_EXCEL_SECONDS); read a smaller row range`,
+            'timeout',
+          );
+        }
         if (!write(decoder.decode(chunk, { stream: true }))) return;
       }
       write(decoder.decode());
@@ -82,13 +120,13 @@ export class ZipArchive {
     }
   }
 
-  /** A whole (small) part as text. */
+  /** A whole (small) part as text, at most MAX_SMALL_PART_BYTES inflated. */
   async readText(name: string): Promise<string> {
     const parts: string[] = [];
     await this.streamText(name, (text) => {
       parts.push(text);
       return true;
-    });
+    }, MAX_SMALL_PART_BYTES);
     return parts.join('');
   }
 }
