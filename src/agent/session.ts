@@ -12,7 +12,7 @@ import { addUsage, emptyUsage, usageJson } from '../model/types.js';
  * a crash loses at most the event being written). The conversation is rebuilt from the trace.
  */
 
-export type SessionStatus = 'running' | 'completed' | 'failed' | 'cancelled';
+export type SessionStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'refused';
 
 export interface SessionMeta {
   id: string;
