@@ -25,6 +25,8 @@ function cut(text: string, limit = SERVER_MESSAGE_CHARS): string {
 
 function stringField(value: unknown): string | undefined {
   if (typeof value === 'string' && value.trim()) return value;
+  // Mistral nests its validation list: {"message": {"detail": [...]}}.
+  if (value && typeof value === 'object' && !Array.isArray(value) && 'detail' in value) return stringField((value as { detail: unknown }).detail);
   if (Array.isArray(value) && value.length) {
     // FastAPI/pydantic validation lists (Mistral 422, vLLM): [{"loc": [...], "msg": "..."}].
     const parts = value.map((item) => {
