@@ -48,9 +48,8 @@ export function serverMessage(body: string): { message: string; type?: unknown; 
   try {
     json = JSON.parse(text);
   } catch {
-    const title = /<title>([^<]*)<\/title>/i.exec(text)?.[1];
-    const plain = text.replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]+>/g, ' ');
-    return { message: cut(title && !plain.includes(title.trim()) ? `${title} ${plain}` : plain) };
+    // An HTML page: its text without tags (the title comes first).
+    return { message: cut(text.replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]+>/g, ' ')) };
   }
   // Gemini wraps its error in a one-element array.
   if (Array.isArray(json) && json.length && typeof json[0] === 'object') json = json[0];
@@ -115,6 +114,10 @@ export function endpointFetch(inner: typeof fetch = fetch): typeof fetch {
       const host = new URL(url).hostname;
       if (errorCode(error) === 'ECONNREFUSED' && LOOPBACK.test(host)) {
         throw new ClassifiedModelError(`nothing is listening at ${new URL(url).origin} (connection refused): start the model server or check --base-url`, false);
+      }
+      // fetch refuses the ports browsers block (1, 22, 25, 6000, ...): retrying cannot help.
+      if (/^bad port$/i.test(((error as { cause?: { message?: string } }).cause?.message ?? ''))) {
+        throw new ClassifiedModelError(`fetch refuses to connect to port ${new URL(url).port} (a port on the fetch standard's blocked list): serve the model on another port`, false);
       }
       throw error;
     }

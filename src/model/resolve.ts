@@ -21,6 +21,8 @@ export const HOW_TO_CONFIGURE_A_MODEL = [
   '  Anthropic:     export ANTHROPIC_API_KEY=sk-ant-... then  quarry --model anthropic/claude-sonnet-4-5 "your question"',
   '  Local server (Ollama, vLLM, LM Studio, LiteLLM; any OpenAI-compatible endpoint):',
   '                 quarry --base-url http://127.0.0.1:11434/v1 --model llama3.1 "your question"   (or --model ollama/llama3.1)',
+  '  Other providers: deepseek/, openrouter/, groq/, mistral/, gemini/, xai/, together/, fireworks/, moonshot/, lmstudio/, vllm/',
+  '                 e.g. export DEEPSEEK_API_KEY=... then quarry --model deepseek/deepseek-chat "your question" (README, "Model providers")',
   '  No model at all (replays a scripted conversation): npm run demo',
 ].join('\n');
 

@@ -84,7 +84,8 @@ export function isRetryable(error: unknown): boolean {
   if (decided) return decided.retryable;
   if (error instanceof StreamIncompleteError) return true;
   const status = errorStatus(error);
-  if (status !== undefined) return RETRYABLE_STATUS.has(status) || status >= 500;
+  // 501 Not Implemented and 505 HTTP Version Not Supported will answer the same next time.
+  if (status !== undefined) return RETRYABLE_STATUS.has(status) || (status >= 500 && status !== 501 && status !== 505);
   const inStream = inStreamError(error);
   if (inStream) return inStream.retryable;
   return isNetworkError(error);

@@ -293,6 +293,12 @@ describe('error bodies and endpoints', () => {
     expect(error.message).toContain(`POST ${url}/chat/completions`);
   });
 
+  it('fails at once on a port fetch refuses to use (port 1)', async () => {
+    const error = await failure(new OpenAIChatProvider({ label: 't', model: 'm', apiKey: 'k', baseURL: 'http://127.0.0.1:1/v1' }));
+    expect(error.attempts).toBe(1);
+    expect(error.message).toMatch(/fetch refuses to connect to port 1/);
+  });
+
   it('drops stream_options for the session when the server rejects it, and never sends it with the quirk', async () => {
     const rejecting: ReplySource = (request) => (request.body.stream_options
       ? { raw: '{"detail":[{"type":"extra_forbidden","loc":["body","stream_options"],"msg":"Extra inputs are not permitted"}]}', rawStatus: 422, contentType: 'application/json' }
