@@ -181,8 +181,8 @@ function isCompleteJson(text: string): boolean {
 
 /**
  * Assembles streamed tool calls. With `index` the fragments are keyed by it; without it (Mistral,
- * older Ollama, Gemini) a new id, or a name arriving once the current call's arguments are
- * complete JSON, starts a new call. A name repeated in every chunk (Fireworks, NIM) is not appended.
+ * older Ollama, Gemini), or with the same index for every call (some serving gateways), a new id,
+ * or a name arriving once the current call's arguments are complete JSON, starts a new call. A name repeated in every chunk (Fireworks, NIM) is not appended.
  */
 export class CallAssembler {
   private readonly calls: { id: string; name: string; arguments: string; extra?: Record<string, unknown> }[] = [];
@@ -191,7 +191,8 @@ export class CallAssembler {
   add(fragment: RawToolFragment): void {
     const name = fragment.function?.name ?? '';
     const args = fragment.function?.arguments ?? '';
-    const id = fragment.id ?? '';
+    // Some gateways send the string "null" as a placeholder id on continuation chunks.
+    const id = fragment.id && fragment.id !== 'null' ? fragment.id : '';
     let slot: number | undefined;
     if (typeof fragment.index === 'number') slot = this.byIndex.get(fragment.index);
     else slot = this.calls.length ? this.calls.length - 1 : undefined;

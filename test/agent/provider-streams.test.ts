@@ -86,6 +86,17 @@ describe('tool calls as each provider streams them', () => {
     expect(calls).toEqual([{ id: 'call_x1', name: 'read', arguments: '{"path": "a.txt"}' }, { id: 'call_x2', name: 'read', arguments: '{"path": "b.txt"}' }]);
   });
 
+  it('splits calls that all carry index 0 but their own ids, with "null" placeholder ids on continuations (serving gateways)', async () => {
+    const p = await openai([{ raw: sse([
+      chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'add', arguments: '' } }] }),
+      chunk({ tool_calls: [{ index: 0, id: 'null', function: { arguments: '{"a": 2, ' } }] }),
+      chunk({ tool_calls: [{ index: 0, id: 'null', function: { arguments: '"b": 2}' } }] }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city": "Tokyo"}' } }] }),
+      chunk({}, 'tool_calls'),
+    ]) }]);
+    expect((await turn(p)).calls).toEqual([{ id: 'call_a', name: 'add', arguments: '{"a": 2, "b": 2}' }, { id: 'call_b', name: 'weather', arguments: '{"city": "Tokyo"}' }]);
+  });
+
   it('still joins a name and arguments streamed in pieces under one index (OpenAI)', async () => {
     const p = await openai([{ raw: sse([
       chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 're', arguments: '' } }] }),
