@@ -1,6 +1,6 @@
 import type { Backend } from '../backends/types.js';
 import type { Profile } from '../profiles/schema.js';
-import type { Message, ModelProvider, ModelRequest, ToolCall, ToolSpec, Usage } from '../model/types.js';
+import type { Message, ModelProvider, ModelRequest, Reasoning, ToolCall, ToolSpec, Usage } from '../model/types.js';
 import { addUsage, emptyUsage, usageJson } from '../model/types.js';
 import { CancelledError, ModelCallFailed, streamWithRetries, type RetryPolicy } from '../model/retry.js';
 import { FileReadLedger } from '../tools/file-read-ledger.js';
@@ -77,6 +77,8 @@ interface ModelTurn {
   text: string;
   toolCalls: ToolCall[];
   usage: Usage;
+  reasoning?: Reasoning;
+  refusal?: string;
 }
 
 interface PreparedCall {
@@ -169,9 +171,17 @@ export class Agent {
         turns++;
         const turn = await this.modelTurn(turns, signal);
         usage = addUsage(usage, turn.usage);
-        this.addMessage({ role: 'assistant', content: turn.text, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) });
+        // Reasoning and refusals go into the trace with the message; the provider sends back what it must.
+        this.addMessage({ role: 'assistant', content: turn.text, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}), ...(turn.reasoning ? { reasoning: turn.reasoning } : {}), ...(turn.refusal ? { refusal: turn.refusal } : {}) });
         this.emit({ type: 'assistant_message', turn: turns, text: turn.text, tool_calls: turn.toolCalls, usage: usageJson(turn.usage) });
         if (turn.text.trim()) text = turn.text;
+        if (turn.refusal !== undefined) {
+          status = 'refused';
+          error = `the model refused to answer: ${turn.refusal}`;
+          session.append({ type: 'error', message: error });
+          this.emit({ type: 'error', message: error });
+          break;
+        }
         if (turn.toolCalls.length === 0) break;
         toolCalls += turn.toolCalls.length;
         const repeated = await this.runToolCalls(turn.toolCalls, signal);
@@ -207,6 +217,8 @@ export class Agent {
     let toolCalls: ToolCall[] = [];
     let usage = emptyUsage();
     let stopReason = '';
+    let reasoning: Reasoning | undefined;
+    let refusal: string | undefined;
     let attempts = 1;
     const events = streamWithRetries(provider, {
       system: request?.system ?? this.options.system,
@@ -224,6 +236,8 @@ export class Agent {
       else if (event.type === 'end') {
         usage = event.usage;
         stopReason = event.stopReason;
+        reasoning = event.reasoning;
+        refusal = event.refusal;
       } else {
         // A failed attempt: what it streamed is void; the next attempt starts over.
         text = '';
@@ -236,7 +250,7 @@ export class Agent {
     session.append({ type: 'llm_end', turn, usage: usageJson(usage), duration_ms: Math.round(performance.now() - started), stop_reason: stopReason, attempts, purpose });
     session.addUsage(usage);
     this.reportedTokens = usage.inputTokens + usage.outputTokens;
-    return { text, toolCalls, usage };
+    return { text, toolCalls, usage, ...(reasoning ? { reasoning } : {}), ...(refusal !== undefined ? { refusal } : {}) };
   }
 
   private conversationTokens(): number {

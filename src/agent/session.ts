@@ -18,7 +18,7 @@ import {
  * (session-lock.ts). The conversation is rebuilt from the trace.
  */
 
-export type SessionStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+export type SessionStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'refused' | 'interrupted';
 
 /** The resolved profile a session runs under, without `source` (stored on its own). */
 export type StoredProfile = Omit<Profile, 'source'>;

@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { ContentBlockParam, MessageParam, Tool as AnthropicTool } from '@anthropic-ai/sdk/resources/messages';
+import { endpointFetch } from './http.js';
 import type { Message, ProviderConnection, ModelEvent, ModelProvider, ModelRequest, ToolSpec, Usage } from './types.js';
 
 /** Anthropic requires max_tokens; enough for a long answer with tool calls. */
@@ -8,11 +9,13 @@ export const ANTHROPIC_MAX_OUTPUT_TOKENS = 8192;
 export class AnthropicProvider implements ModelProvider {
   readonly scripted = false;
   readonly label: string;
+  readonly endpoint: string;
   private readonly client: Anthropic;
 
   constructor(private readonly options: ProviderConnection) {
     this.label = options.label;
-    this.client = new Anthropic({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0, timeout: 10 * 60_000 });
+    this.endpoint = `POST ${(options.baseURL ?? 'https://api.anthropic.com').replace(/\/+$/, '')}/v1/messages`;
+    this.client = new Anthropic({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0, timeout: 10 * 60_000, fetch: endpointFetch() });
   }
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
@@ -31,31 +34,51 @@ export class AnthropicProvider implements ModelProvider {
     const usage: Usage = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
     let stopReason: string | null = null;
     let stopped = false;
+    let created = 0;
+    let text = '';
     for await (const event of stream) {
       switch (event.type) {
         case 'message_start': {
           const u = event.message.usage;
           const cached = u.cache_read_input_tokens ?? 0;
-          usage.inputTokens = u.input_tokens + cached + (u.cache_creation_input_tokens ?? 0);
+          created = u.cache_creation_input_tokens ?? 0;
+          usage.inputTokens = u.input_tokens + cached + created;
           usage.cachedTokens = cached;
           usage.outputTokens = u.output_tokens ?? 0;
           break;
         }
         case 'content_block_start':
           if (event.content_block.type === 'tool_use') blocks.set(event.index, { id: event.content_block.id, name: event.content_block.name, json: '' });
-          else if (event.content_block.type === 'text' && event.content_block.text) yield { type: 'text', text: event.content_block.text };
+          else if (event.content_block.type === 'text' && event.content_block.text) {
+            text += event.content_block.text;
+            yield { type: 'text', text: event.content_block.text };
+          }
           break;
         case 'content_block_delta':
-          if (event.delta.type === 'text_delta') yield { type: 'text', text: event.delta.text };
+          if (event.delta.type === 'text_delta') {
+            text += event.delta.text;
+            yield { type: 'text', text: event.delta.text };
+          }
           else if (event.delta.type === 'input_json_delta') {
             const block = blocks.get(event.index);
             if (block) block.json += event.delta.partial_json;
           }
           break;
-        case 'message_delta':
+        case 'message_delta': {
           stopReason = event.delta.stop_reason ?? stopReason;
-          if (event.usage?.output_tokens !== undefined && event.usage.output_tokens !== null) usage.outputTokens = event.usage.output_tokens;
+          // The final figures win over message_start's (server tools, fallback models and gateways
+          // report the real input here); each field only where it is present.
+          const u = event.usage as { output_tokens?: number | null; input_tokens?: number | null; cache_read_input_tokens?: number | null; cache_creation_input_tokens?: number | null } | undefined;
+          if (typeof u?.output_tokens === 'number') usage.outputTokens = u.output_tokens;
+          if (typeof u?.input_tokens === 'number' || typeof u?.cache_read_input_tokens === 'number' || typeof u?.cache_creation_input_tokens === 'number') {
+            const cached = u?.cache_read_input_tokens ?? usage.cachedTokens;
+            const fresh = u?.input_tokens ?? usage.inputTokens - usage.cachedTokens - created;
+            created = u?.cache_creation_input_tokens ?? created;
+            usage.inputTokens = fresh + cached + created;
+            usage.cachedTokens = cached;
+          }
           break;
+        }
         case 'message_stop':
           stopped = true;
           break;
@@ -69,7 +92,8 @@ export class AnthropicProvider implements ModelProvider {
       // A tool_use block with no input fragments means "no arguments".
       yield { type: 'tool_call', call: { id: block.id, name: block.name, arguments: block.json || '{}' } };
     }
-    yield { type: 'end', usage, stopReason: stopReason ?? 'end_turn' };
+    const refused = stopReason === 'refusal';
+    yield { type: 'end', usage, stopReason: stopReason ?? 'end_turn', ...(refused ? { refusal: text.trim() || 'the model declined to answer (stop_reason "refusal")' } : {}) };
   }
 }
 

@@ -1,5 +1,5 @@
 import type { ModelEvent, ModelProvider, ModelRequest } from './types.js';
-import { StreamIncompleteError } from './types.js';
+import { ClassifiedModelError, StreamIncompleteError } from './types.js';
 
 /**
  * Our retry policy for model calls (the SDKs' own retries are turned off so that this is the
@@ -51,10 +51,43 @@ function isNetworkError(error: unknown): boolean {
   return false;
 }
 
+function classified(error: unknown): ClassifiedModelError | undefined {
+  for (let current = error as ErrorLike | undefined, depth = 0; current && depth < 5; current = current.cause as ErrorLike | undefined, depth++) {
+    if (current instanceof ClassifiedModelError) return current;
+  }
+  return undefined;
+}
+
+/** In-stream error types that mean "try again later" (OpenAI, OpenRouter, Anthropic, vLLM spellings). */
+const RETRYABLE_TYPES = /overloaded|rate.?limit|server.?error|api_error|internal|unavailable|timeout|too_many_requests|resource_exhausted/i;
+
+/**
+ * An error the provider sent inside a 200 event stream (the SDKs throw these with no status):
+ * OpenAI's and OpenRouter's `{"error": {...}}` chunk, Anthropic's `event: error`. Gives the
+ * provider's type or numeric code and message, or undefined for any other error.
+ */
+export function inStreamError(error: unknown): { type: string; message: string; retryable: boolean } | undefined {
+  const e = error as (ErrorLike & { error?: unknown }) | null;
+  if (!e || errorStatus(error) !== undefined || e.name === 'APIConnectionError' || !e.error || typeof e.error !== 'object') return undefined;
+  let body = e.error as Record<string, unknown>;
+  if (body.error && typeof body.error === 'object') body = body.error as Record<string, unknown>;
+  const code = body.code;
+  const type = String(body.type ?? body.status ?? code ?? 'error');
+  const message = typeof body.message === 'string' ? body.message : JSON.stringify(body);
+  const numeric = typeof code === 'number' ? code : /^\d{3}$/.test(String(code ?? '')) ? Number(code) : undefined;
+  const retryable = numeric !== undefined ? RETRYABLE_STATUS.has(numeric) || numeric >= 500 : RETRYABLE_TYPES.test(`${type} ${String(code ?? '')}`);
+  return { type, message, retryable };
+}
+
 export function isRetryable(error: unknown): boolean {
+  const decided = classified(error);
+  if (decided) return decided.retryable;
   if (error instanceof StreamIncompleteError) return true;
   const status = errorStatus(error);
-  if (status !== undefined) return RETRYABLE_STATUS.has(status) || status >= 500;
+  // 501 Not Implemented and 505 HTTP Version Not Supported will answer the same next time.
+  if (status !== undefined) return RETRYABLE_STATUS.has(status) || (status >= 500 && status !== 501 && status !== 505);
+  const inStream = inStreamError(error);
+  if (inStream) return inStream.retryable;
   return isNetworkError(error);
 }
 
@@ -85,7 +118,7 @@ export function backoffDelayMs(policy: RetryPolicy, attempt: number, random = Ma
 }
 
 const STATUS_HINTS: Record<number, string> = {
-  401: 'the API key was rejected: check OPENAI_API_KEY or ANTHROPIC_API_KEY',
+  401: 'the API key was rejected: check the key variable the README names for this provider',
   403: 'the API key may not use this model',
   404: 'check the model name and --base-url',
 };
@@ -94,6 +127,10 @@ export function describeModelError(error: unknown): string {
   const status = errorStatus(error);
   const message = (error as ErrorLike | null)?.message ?? String(error);
   if (error instanceof StreamIncompleteError) return message;
+  const decided = classified(error);
+  if (decided) return decided.message;
+  const inStream = inStreamError(error);
+  if (inStream) return `the server sent an error inside the stream (${inStream.type}): ${inStream.message}`;
   if (status !== undefined) {
     const text = message.startsWith(String(status)) ? message : `HTTP ${status}: ${message}`;
     return STATUS_HINTS[status] ? `${text} (${STATUS_HINTS[status]})` : text;
@@ -148,10 +185,18 @@ export interface RetryNotice {
  * ModelCallFailed when the attempts are spent or the error is not retryable.
  */
 export async function* streamWithRetries(provider: ModelProvider, request: ModelRequest, policy: RetryPolicy): AsyncGenerator<ModelEvent | RetryNotice> {
+  const where = provider.endpoint ? ` (${provider.endpoint})` : '';
   for (let attempt = 1; ; attempt++) {
     let ended = false;
+    // Each attempt gets its own signal, linked to the run's and unlinked when the attempt ends:
+    // the SDKs add an abort listener per request to the signal they are given, and a long run
+    // would otherwise pile them up on the run's signal (MaxListenersExceededWarning, growing memory).
+    const attemptController = new AbortController();
+    const relay = () => attemptController.abort(request.signal.reason);
+    if (request.signal.aborted) relay();
+    else request.signal.addEventListener('abort', relay, { once: true });
     try {
-      for await (const event of provider.stream(request)) {
+      for await (const event of provider.stream({ ...request, signal: attemptController.signal })) {
         if (request.signal.aborted) throw new CancelledError();
         yield event;
         if (event.type === 'end') ended = true;
@@ -162,15 +207,17 @@ export async function* streamWithRetries(provider: ModelProvider, request: Model
     } catch (error) {
       if (request.signal.aborted || error instanceof CancelledError) throw new CancelledError();
       const reason = describeModelError(error);
-      if (!isRetryable(error)) throw new ModelCallFailed(`model call failed: ${reason}`, attempt, error);
-      if (attempt >= policy.maxAttempts) throw new ModelCallFailed(`model call failed after ${attempt} attempts: ${reason}`, attempt, error);
+      if (!isRetryable(error)) throw new ModelCallFailed(`model call failed${where}: ${reason}`, attempt, error);
+      if (attempt >= policy.maxAttempts) throw new ModelCallFailed(`model call failed after ${attempt} attempts${where}: ${reason}`, attempt, error);
       const asked = retryAfterMs(error);
       if (asked !== undefined && asked > MAX_RETRY_AFTER_MS) {
-        throw new ModelCallFailed(`model call failed: ${reason} (the server asks to retry after ${Math.round(asked / 1000)} s)`, attempt, error);
+        throw new ModelCallFailed(`model call failed${where}: ${reason} (the server asks to retry after ${Math.round(asked / 1000)} s)`, attempt, error);
       }
       const delayMs = asked ?? backoffDelayMs(policy, attempt);
       yield { type: 'retry', attempt: attempt + 1, delayMs, reason };
       await sleep(delayMs, request.signal);
+    } finally {
+      request.signal.removeEventListener('abort', relay);
     }
   }
 }

@@ -8,11 +8,28 @@ export interface ToolCall {
   name: string;
   /** The arguments exactly as the model sent them (JSON text, possibly invalid). */
   arguments: string;
+  /**
+   * Provider fields that must go back with the call on the next request, verbatim (Gemini's
+   * `extra_content.google.thought_signature` on its OpenAI-compatible API).
+   */
+  extra?: Record<string, unknown>;
+}
+
+/**
+ * The model's reasoning for one assistant turn: kept out of the answer, recorded in the trace,
+ * and sent back where the provider requires it (README, "Model providers").
+ */
+export interface Reasoning {
+  text: string;
+  /** The Chat Completions field it arrived in; DeepSeek and Kimi require it back in that field. */
+  field?: 'reasoning_content' | 'reasoning';
+  /** OpenRouter's `reasoning_details` (encrypted and signed parts), merged per index, sent back as is. */
+  details?: Record<string, unknown>[];
 }
 
 export type Message =
   | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[]; reasoning?: Reasoning; refusal?: string }
   | { role: 'tool'; toolCallId: string; name: string; content: string; isError?: boolean };
 
 export interface ToolSpec {
@@ -26,6 +43,8 @@ export interface Usage {
   outputTokens: number;
   /** Input tokens served from the provider's prompt cache (a part of inputTokens). */
   cachedTokens: number;
+  /** Reasoning tokens where the provider reports them (a part of outputTokens). */
+  reasoningTokens?: number;
 }
 
 export function emptyUsage(): Usage {
@@ -33,16 +52,18 @@ export function emptyUsage(): Usage {
 }
 
 export function addUsage(total: Usage, more: Usage): Usage {
+  const reasoningTokens = (total.reasoningTokens ?? 0) + (more.reasoningTokens ?? 0);
   return {
     inputTokens: total.inputTokens + more.inputTokens,
     outputTokens: total.outputTokens + more.outputTokens,
     cachedTokens: total.cachedTokens + more.cachedTokens,
+    ...(reasoningTokens ? { reasoningTokens } : {}),
   };
 }
 
-/** The wire form of usage in traces and JSON results. */
-export function usageJson(usage: Usage): { input_tokens: number; output_tokens: number; cached_tokens: number } {
-  return { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, cached_tokens: usage.cachedTokens };
+/** The wire form of usage in traces and JSON results; reasoning_tokens only where a provider reported some. */
+export function usageJson(usage: Usage): { input_tokens: number; output_tokens: number; cached_tokens: number; reasoning_tokens?: number } {
+  return { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, cached_tokens: usage.cachedTokens, ...(usage.reasoningTokens ? { reasoning_tokens: usage.reasoningTokens } : {}) };
 }
 
 export interface ModelRequest {
@@ -62,7 +83,11 @@ export interface ModelRequest {
 export type ModelEvent =
   | { type: 'text'; text: string }
   | { type: 'tool_call'; call: ToolCall }
-  | { type: 'end'; usage: Usage; stopReason: string };
+  /**
+   * The end of a complete answer. `reasoning` is what the model thought (never part of the text);
+   * `refusal` is set when the model declined to answer (OpenAI `refusal`, Anthropic `stop_reason: "refusal"`).
+   */
+  | { type: 'end'; usage: Usage; stopReason: string; reasoning?: Reasoning; refusal?: string };
 
 /** How an SDK-backed provider reaches its model. */
 export interface ProviderConnection {
@@ -71,12 +96,25 @@ export interface ProviderConnection {
   model: string;
   apiKey: string;
   baseURL?: string;
+  /** Extra request headers (OpenRouter's attribution headers). */
+  headers?: Record<string, string>;
+  /** Per-provider quirks from the preset (resolve.ts). */
+  quirks?: ProviderQuirks;
+}
+
+export interface ProviderQuirks {
+  /** Never send `stream_options` (servers that reject it with 422); otherwise learned on the first rejection. */
+  noStreamOptions?: boolean;
+  /** Reasoning tokens are billed on top of completion_tokens (xAI): add them to output tokens. */
+  reasoningTokensSeparate?: boolean;
 }
 
 export interface ModelProvider {
   /** e.g. "openai/gpt-4o", "anthropic/claude-sonnet-4-5", "script:demo.json". */
   readonly label: string;
   readonly scripted: boolean;
+  /** The URL requests go to, named in every error ("POST http://127.0.0.1:8000/v1/chat/completions"). */
+  readonly endpoint?: string;
   /** One attempt. Throws on any failure; the retry policy lives in retry.ts, not in the SDKs. */
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
 }
@@ -89,4 +127,12 @@ export class StreamIncompleteError extends Error {
 /** A configuration or model-side problem that retrying cannot fix (bad key, unknown model). */
 export class ModelError extends Error {
   override name = 'ModelError';
+}
+
+/** An error whose retry decision is already made (a known in-stream error, a non-stream reply). */
+export class ClassifiedModelError extends Error {
+  override name = 'ClassifiedModelError';
+  constructor(message: string, readonly retryable: boolean) {
+    super(message);
+  }
 }

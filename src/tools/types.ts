@@ -56,7 +56,7 @@ export interface ChildAgentRequest {
 }
 
 export interface ChildAgentResult {
-  status: 'completed' | 'failed' | 'cancelled' | 'running';
+  status: 'completed' | 'failed' | 'cancelled' | 'running' | 'refused';
   /** The child's final answer. */
   text: string;
   error?: string;

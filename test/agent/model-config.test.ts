@@ -30,13 +30,18 @@ describe('choosing the model', () => {
     expect(knownContextWindow('claude-sonnet-4-5')).toBe(200_000);
     expect(knownContextWindow('gpt-4.1-mini')).toBe(1_047_576);
     expect(knownContextWindow('llama3.1')).toBe(DEFAULT_CONTEXT_WINDOW);
+    expect(knownContextWindow('deepseek-reasoner')).toBe(128_000);
+    expect(knownContextWindow('gemini-2.5-pro')).toBe(1_048_576);
+    expect(knownContextWindow('x-ai/grok-4-fast')).toBe(256_000);
+    expect(knownContextWindow('accounts/fireworks/models/kimi-k2-instruct')).toBe(131_072);
+    expect(knownContextWindow('meta-llama/llama-3.3-70b-instruct')).toBe(131_072);
   });
 });
 
 describe('retry policy', () => {
   it('retries what can succeed later and nothing else', () => {
     for (const status of [408, 409, 429, 500, 502, 503, 529]) expect(isRetryable({ status })).toBe(true);
-    for (const status of [400, 401, 403, 404, 422]) expect(isRetryable({ status })).toBe(false);
+    for (const status of [400, 401, 403, 404, 422, 501, 505]) expect(isRetryable({ status })).toBe(false);
     expect(isRetryable(new StreamIncompleteError('cut'))).toBe(true);
     expect(isRetryable({ name: 'APIConnectionError', message: 'Connection error.' })).toBe(true);
     expect(isRetryable(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } }))).toBe(true);

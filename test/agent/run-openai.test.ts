@@ -151,7 +151,7 @@ describe('quarry with an OpenAI-compatible server', () => {
     expect(server?.requests).toHaveLength(6);
     const out = JSON.parse(result.stdout) as Record<string, unknown>;
     expect(out.status).toBe('failed');
-    expect(out.error).toMatch(/failed after 6 attempts: .*500.*boom/);
+    expect(out.error).toMatch(/failed after 6 attempts \(POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions\): .*500.*boom/);
   });
 
   it('does not retry a 400 (the request itself is wrong)', async () => {
@@ -159,7 +159,7 @@ describe('quarry with an OpenAI-compatible server', () => {
     const result = await s.run(['hello']);
     expect(result.code).toBe(1);
     expect(server?.requests).toHaveLength(1);
-    expect(result.stderr).toMatch(/model call failed: .*400.*bad model name/);
+    expect(result.stderr).toMatch(/model call failed \(POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions\): 400 bad model name/);
   });
 
   it('retries a stream cut mid-answer and never passes the partial text off as the answer', async () => {

@@ -24,7 +24,17 @@ export type Reply =
       /** Send the text, then keep the connection open without finishing (for cancellation). */
       hang?: boolean;
     }
-  | { status: number; headers?: Record<string, string>; message?: string };
+  | { status: number; headers?: Record<string, string>; message?: string }
+  /**
+   * Bytes exactly as a real server wrote them (a recorded stream shape, an HTML page, an error
+   * body of any form): status 200 and text/event-stream unless given.
+   */
+  | { raw: string | string[]; rawStatus?: number; contentType?: string };
+
+/** One SSE `data:` event per JSON chunk (or a literal string), then `[DONE]`. */
+export function sse(chunks: (Record<string, unknown> | string)[], done = true): string[] {
+  return [...chunks.map((chunk) => `data: ${typeof chunk === 'string' ? chunk : JSON.stringify(chunk)}\n\n`), ...(done ? ['data: [DONE]\n\n'] : [])];
+}
 
 export interface RecordedRequest {
   path: string;
@@ -107,6 +117,12 @@ function startServer(kind: 'openai' | 'anthropic', source: ReplySource): Promise
     const reply = typeof source === 'function' ? source(recorded, index) : source[index];
     if (!reply) {
       response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `fake server: no scripted reply for request ${index + 1}` } }));
+      return;
+    }
+    if ('raw' in reply) {
+      response.writeHead(reply.rawStatus ?? 200, { 'content-type': reply.contentType ?? 'text/event-stream' });
+      for (const piece of Array.isArray(reply.raw) ? reply.raw : [reply.raw]) response.write(piece);
+      response.end();
       return;
     }
     if ('status' in reply) {
