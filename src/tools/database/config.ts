@@ -84,24 +84,20 @@ function identity(draft: Draft): string {
  * Aliases: an explicit one (`--db ALIAS=`, a YAML key) is the user's and must be unique: two
  * different databases under one explicit alias are an error naming both sources. A derived one
  * (file or database name) that is taken gets the engine appended (`shop` and `shop_mysql`), so
- * POSTGRES_* and MYSQL_* naming the same database both work. The same database from several
- * sources is listed once, under its first explicit alias, with every source named.
+ * POSTGRES_* and MYSQL_* naming the same database both work. The same database under the same
+ * alias from several sources is listed once, with every source named; under two aliases it is
+ * listed twice (the user named it so).
  */
 function finish(drafts: Draft[]): DatabaseConfig[] {
   const merged: Draft[] = [];
-  const byIdentity = new Map<string, Draft>();
+  const byKey = new Map<string, Draft>();
   for (const draft of drafts) {
-    const key = identity(draft);
-    const earlier = byIdentity.get(key);
+    // One database under one name, however many sources give it.
+    const key = `${identity(draft)}\0${draft.alias ?? defaultAlias(draft)}`;
+    const earlier = byKey.get(key);
     if (!earlier) {
       const copy = { ...draft };
-      byIdentity.set(key, copy);
-      merged.push(copy);
-      continue;
-    }
-    if (draft.alias !== undefined && earlier.alias !== undefined && draft.alias !== earlier.alias) {
-      // The user named the same database twice under different aliases: keep both names.
-      const copy = { ...draft };
+      byKey.set(key, copy);
       merged.push(copy);
       continue;
     }
@@ -111,7 +107,7 @@ function finish(drafts: Draft[]): DatabaseConfig[] {
     earlier.connectTimeoutSeconds ??= draft.connectTimeoutSeconds;
     earlier.statementTimeoutSeconds ??= draft.statementTimeoutSeconds;
   }
-  const seen = new Map<string, string>();
+  const seen = new Map<string, Draft>();
   for (const draft of merged) {
     if (draft.alias === undefined) continue;
     if (!ALIAS_PATTERN.test(draft.alias)) {
@@ -119,9 +115,9 @@ function finish(drafts: Draft[]): DatabaseConfig[] {
     }
     const earlier = seen.get(draft.alias);
     if (earlier) {
-      throw new ConfigError(`database alias "${draft.alias}" names two different databases (${describeDraft(merged.find((d) => d.alias === draft.alias && d !== draft))} from ${earlier}, and ${describeDraft(draft)} from ${draft.source}); give one of them another name with --db ALIAS=TARGET`);
+      throw new ConfigError(`database alias "${draft.alias}" names two different databases (${describeDraft(earlier)} from ${earlier.source}, and ${describeDraft(draft)} from ${draft.source}); give one of them another name with --db ALIAS=TARGET`);
     }
-    seen.set(draft.alias, draft.source);
+    seen.set(draft.alias, draft);
   }
   return merged.map((draft) => {
     let alias = draft.alias;
@@ -129,7 +125,7 @@ function finish(drafts: Draft[]): DatabaseConfig[] {
       const base = defaultAlias(draft);
       alias = base;
       for (let n = 1; seen.has(alias); n++) alias = n === 1 ? `${base}_${draft.engine}` : `${base}_${draft.engine}_${n}`;
-      seen.set(alias, draft.source);
+      seen.set(alias, draft);
     }
     const { connectTimeoutSeconds, statementTimeoutSeconds, alias: _alias, ...rest } = draft;
     return {
@@ -141,8 +137,8 @@ function finish(drafts: Draft[]): DatabaseConfig[] {
   });
 }
 
-function describeDraft(draft: Draft | undefined): string {
-  return draft ? describeDatabase({ ...draft, alias: '', connectTimeoutMs: 0, statementTimeoutMs: 0 }) : 'another database';
+function describeDraft(draft: Draft): string {
+  return describeDatabase({ ...draft, alias: '', connectTimeoutMs: 0, statementTimeoutMs: 0 });
 }
 
 /** The file's name without extension, or the database name, made into a valid alias. */
