@@ -10,7 +10,7 @@ import { exitCodeFor, type RunSetup } from './run-session.js';
 import { EXIT_OK, UsageError } from './errors.js';
 
 /**
- * The interactive REPL (SPEC §2): line editing and history, slash commands, Ctrl+C cancels the
+ * The interactive REPL (README "Running the agent"): line editing and history, slash commands, Ctrl+C cancels the
  * running turn, a second Ctrl+C at the prompt (or Ctrl+D) exits.
  */
 

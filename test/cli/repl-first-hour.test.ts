@@ -104,4 +104,27 @@ describe('the REPL', () => {
     expect(text).toMatch(/\n\(Ctrl\+C again or Ctrl\+D to exit\)/);
     expect(text).not.toMatch(/quarry> \(Ctrl\+C again/);
   }, 60_000);
+
+  it('a tool row does not count the time spent at the approval question', async () => {
+    const home = makeTempDir('quarry-home-');
+    const work = makeTempDir('quarry-work-');
+    const script = join(home, 'script.json');
+    writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: 'write', arguments: { path: 'a.txt', content: 'a' } }] }, { text: 'Written.' }] }));
+    const profile = join(home, 'asks.yaml');
+    writeFileSync(profile, 'name: asks\nfile_write: create-only\napproval:\n  mode: dangerous\n');
+    const result = await runOnPty(['--model', `script:${script}`, '--profile', profile, '-w', work, 'write a'], cliEnv(home), [
+      { expect: '\\[a\\]lways for write: ' },
+      { sleep: 2 },
+      { send: 'y\r' },
+      { expect: 'Written\\.' },
+    ]);
+    expect(result.failed).toBeNull();
+    expect(result.code).toBe(0);
+    expect(readFileSync(join(work, 'a.txt'), 'utf8')).toBe('a');
+    const [id] = readdirSync(join(home, 'sessions'));
+    const end = readFileSync(join(home, 'sessions', id!, 'trace.jsonl'), 'utf8').trim().split('\n')
+      .map((line) => JSON.parse(line) as { type: string; name?: string; duration_ms?: number })
+      .find((e) => e.type === 'tool_end' && e.name === 'write');
+    expect(end?.duration_ms).toBeLessThan(1000);
+  });
 });

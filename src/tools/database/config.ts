@@ -7,7 +7,7 @@ import { ENGINES, type DatabaseConfig, type Engine } from './types.js';
 export { ConfigError };
 
 /**
- * Where databases come from (SPEC §6): `--db [ALIAS=]TARGET` flags, a YAML file (`--databases`
+ * Where databases come from (README "Databases"): `--db [ALIAS=]TARGET` flags, a YAML file (`--databases`
  * or `QUARRY_DB_CONFIG`), the `databases:` key of `$QUARRY_HOME/config.yaml`, and environment
  * variables. Every mistake is a ConfigError that says what to fix; passwords never appear in one.
  */
