@@ -2,10 +2,23 @@ import type { Profile } from '../profiles/schema.js';
 import { isReadOnlyCall, type Tool } from '../tools/types.js';
 
 /**
- * Whether a call needs the user's approval under a profile (SPEC §4), and why.
+ * A call the profile's own guard proves read-only is a read-only call. bash under
+ * `shell: restricted` runs only what the restricted-shell policy accepts (inspection commands,
+ * no writing option or redirection; README "The restricted shell"), so it cannot change
+ * anything. The database tools declare this themselves (callIsReadOnly: a query under
+ * `database: readonly` passes the read-only statement check; export_query still writes a file).
+ */
+export function isReadOnlyUnderProfile(profile: Profile, tool: Tool, args: Record<string, unknown>): boolean {
+  if (tool.name === 'bash' && profile.shell === 'restricted') return true;
+  return isReadOnlyCall(tool, args);
+}
+
+/**
+ * Whether a call needs the user's approval under a profile (README "Profiles"), and why.
  * - all: every call.
- * - dangerous: every call that may change something (bash, write, edit, export_query, delegate, MCP tools):
- *   the tools themselves declare whether a call only reads.
+ * - dangerous: every call that may change something (unrestricted bash, write, edit, export_query,
+ *   mutating SQL, delegate, MCP tools); calls that the profile's guards prove read-only
+ *   (restricted bash, read-only SQL) do not ask.
  * - granular: the profile's listed tools, and any call whose arguments match one of its patterns.
  * - none: nothing.
  */
@@ -17,7 +30,7 @@ export function approvalReason(profile: Profile, tool: Tool, args: Record<string
     case 'all':
       return `profile "${profile.name}" asks before every tool call`;
     case 'dangerous':
-      return isReadOnlyCall(tool, args) ? null : `${tool.name} can change things, and profile "${profile.name}" asks before such calls`;
+      return isReadOnlyUnderProfile(profile, tool, args) ? null : `${tool.name} can change things, and profile "${profile.name}" asks before such calls`;
     case 'granular': {
       if (tools.includes(tool.name)) return `profile "${profile.name}" asks before every ${tool.name} call`;
       const text = argumentText(args);

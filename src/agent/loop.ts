@@ -19,6 +19,9 @@ import type { Session, SessionStatus } from './session.js';
  * calling a tool, the run is cancelled, or a guard stops it.
  */
 
+/** What /compact answers when the conversation is too short to summarise (no model call, no event). */
+export const NOTHING_TO_COMPACT = 'nothing to compact yet';
+
 export const DEFAULT_MAX_TURNS = 50;
 /** The same call with the same arguments this many times in a row stops the run. */
 export const REPEATED_CALL_LIMIT = 3;
@@ -265,10 +268,10 @@ export class Agent {
     await this.compactAt(split, signal);
   }
 
-  /** /compact. A failure keeps the history as it was. */
+  /** /compact. A failure keeps the history as it was; every outcome but NOTHING_TO_COMPACT is also a `compact` event. */
   async compact(signal: AbortSignal): Promise<{ ok: boolean; message: string }> {
     const split = manualCompactionSplit(this.messages);
-    if (split === null) return { ok: false, message: 'nothing to compact yet' };
+    if (split === null) return { ok: false, message: NOTHING_TO_COMPACT };
     return this.compactAt(split, signal);
   }
 
@@ -356,7 +359,8 @@ export class Agent {
   private async runOne(item: PreparedCall, signal: AbortSignal): Promise<Message> {
     const { call } = item;
     const { session, workspace, approver } = this.options;
-    const started = performance.now();
+    // Reset once approval is given: the time spent waiting for the user is not the tool's.
+    let started = performance.now();
     session.append({ type: 'tool_start', id: call.id, name: call.name, arguments: call.arguments });
     this.emit({ type: 'tool_start', id: call.id, name: call.name, arguments: call.arguments });
     // The result is in the trace the moment the call finishes, before its tool_end, so a crash
@@ -380,6 +384,7 @@ export class Agent {
           this.emit({ type: 'tool_blocked', id: call.id, name: call.name, message: decision.message });
           return finish(false, decision.message, { error: decision.reason === 'cancelled' ? 'cancelled' : 'approval_refused' });
         }
+        started = performance.now();
       }
     }
     const base: ToolContext = { workingDir: workspace.workingDir, backend: workspace.backend, profile: workspace.profile, signal, fileReads: this.fileReads };

@@ -91,6 +91,7 @@ function databaseConfigs(options: WorkspaceOptions, cwd: string): DatabaseConfig
     return loadDatabaseConfigs({
       ...options.databases,
       configFile: options.configFile ? resolve(cwd, options.configFile) : join(quarryHome(), 'config.yaml'),
+      configFileGiven: Boolean(options.configFile),
       env: process.env,
       cwd,
     });

@@ -20,12 +20,14 @@ interface DbArgv {
   format: 'text' | 'json';
 }
 
-function loadConfigs(argv: DbArgv): DatabaseConfig[] {
+function loadConfigs(argv: DbArgv, listing: boolean): DatabaseConfig[] {
   const cwd = process.cwd();
   try {
     return loadDatabaseConfigs({
       ...databaseOptions(argv),
       configFile: argv.config ? resolve(cwd, argv.config) : join(quarryHome(), 'config.yaml'),
+      configFileGiven: Boolean(argv.config),
+      passwordsOptional: listing,
       env: process.env,
       cwd,
     });
@@ -78,11 +80,11 @@ export function registerDbCommand(parser: Argv, setExit: (code: number) => void)
       .option('config', { type: 'string', describe: 'Config file with databases: (default: $QUARRY_HOME/config.yaml)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .command('list', 'List configured databases (passwords are never shown)', () => undefined, (argv) => {
-        listDatabases(loadConfigs(argv as unknown as DbArgv), (argv as unknown as DbArgv).format);
+        listDatabases(loadConfigs(argv as unknown as DbArgv, true), (argv as unknown as DbArgv).format);
         setExit(EXIT_OK);
       })
       .command('check [alias]', 'Connect to each database (or one) and run a trivial read-only query', (c) => c.positional('alias', { type: 'string' }), async (argv) => {
-        const configs = loadConfigs(argv as unknown as DbArgv);
+        const configs = loadConfigs(argv as unknown as DbArgv, false);
         const alias = argv.alias as string | undefined;
         const selected = alias ? configs.filter((config) => config.alias === alias) : configs;
         if (alias && selected.length === 0) throw new UsageError(`no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ') || '(none)'}`);

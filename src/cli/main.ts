@@ -14,13 +14,35 @@ import { registerSessionsCommands } from './sessions.js';
 import { registerToolCommand } from './tool.js';
 import { registerToolsCommand } from './tools.js';
 
-/** Errors a user can act on are printed as one line; anything else still never shows a stack trace unless --verbose. */
-export function reportError(error: unknown, verbose: boolean): number {
+/**
+ * Errors a user can act on are printed as one line; anything else still never shows a stack
+ * trace unless --verbose. With `--format json` (or stream-json) stdout also gets one error
+ * object, `{"status":"error","error":MESSAGE,"exit_code":N}` (stream-json: with
+ * `"type":"result"`), so a JSON consumer is never left with empty output.
+ */
+export function reportError(error: unknown, verbose: boolean, args: readonly string[] = []): number {
   const isUsage = error instanceof UsageError || error instanceof ProfileError;
   const message = error instanceof Error ? error.message : String(error);
+  const exitCode = isUsage ? EXIT_USAGE : EXIT_FAILED;
   process.stderr.write(`quarry: ${message}\n`);
   if (verbose && error instanceof Error && error.stack && !isUsage) process.stderr.write(`${error.stack}\n`);
-  return isUsage ? EXIT_USAGE : EXIT_FAILED;
+  const format = requestedFormat(args);
+  if (format === 'json' || format === 'stream-json') {
+    process.stdout.write(`${JSON.stringify({ ...(format === 'stream-json' ? { type: 'result' } : {}), status: 'error', error: message, exit_code: exitCode })}\n`);
+  }
+  return exitCode;
+}
+
+/** The `--format` value as written on the command line (also when parsing itself failed). */
+function requestedFormat(args: readonly string[]): string | undefined {
+  let format: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') break;
+    if (arg === '--format') format = args[i + 1];
+    else if (arg.startsWith('--format=')) format = arg.slice('--format='.length);
+  }
+  return format;
 }
 
 function packageVersion(): string {
@@ -78,7 +100,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     await parser.parseAsync();
   } catch (error) {
-    return reportError(error, verbose);
+    return reportError(error, verbose, args);
   }
   return exitCode;
 }

@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs';
 import { listProfileNames, loadProfile } from '../profiles/load.js';
-import type { Profile } from '../profiles/schema.js';
-import { EXIT_OK } from './errors.js';
+import { ProfileError, type Profile } from '../profiles/schema.js';
+import { EXIT_OK, EXIT_USAGE } from './errors.js';
 
 function describeProfile(profile: Profile): string {
   const approval = profile.approval.mode === 'granular'
@@ -35,11 +35,27 @@ export function registerProfilesCommand(parser: Argv, setExit: (code: number) =>
       if (argv.action === 'show') {
         process.stdout.write(`${describeProfile(loadProfile(argv.name ?? 'readonly'))}\n`);
       } else {
-        const rows = listProfileNames().map((name) => {
-          const p = loadProfile(name);
-          return `${name.padEnd(12)} shell=${p.shell.padEnd(12)} file_write=${p.file_write.padEnd(11)} database=${p.database.padEnd(9)} approval=${p.approval.mode.padEnd(9)} backend=${p.backend.padEnd(7)} ${p.source === 'built-in' ? '' : `(${p.source})`}`.trimEnd();
-        });
+        // Every profile that loads is listed; each broken file is reported on stderr with its
+        // error, and the exit code (2) says that one was broken.
+        const rows: string[] = [];
+        const broken: string[] = [];
+        for (const name of listProfileNames()) {
+          let p: Profile;
+          try {
+            p = loadProfile(name);
+          } catch (error) {
+            if (!(error instanceof ProfileError)) throw error;
+            broken.push(`quarry: profile "${name}" is broken: ${error.message}`);
+            continue;
+          }
+          rows.push(`${name.padEnd(12)} shell=${p.shell.padEnd(12)} file_write=${p.file_write.padEnd(11)} database=${p.database.padEnd(9)} approval=${p.approval.mode.padEnd(9)} backend=${p.backend.padEnd(7)} ${p.source === 'built-in' ? '' : `(${p.source})`}`.trimEnd());
+        }
         process.stdout.write(`${rows.join('\n')}\n`);
+        if (broken.length) {
+          process.stderr.write(`${broken.join('\n')}\n`);
+          setExit(EXIT_USAGE);
+          return;
+        }
       }
       setExit(EXIT_OK);
     },

@@ -2,15 +2,16 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { parseApprovalAnswer, type ApprovalAnswer } from '../agent/approver.js';
-import { Session } from '../agent/session.js';
+import { NOTHING_TO_COMPACT } from '../agent/loop.js';
+import { listSessionIds, readSessionMeta, Session } from '../agent/session.js';
 import { checkResumableUnder } from './resume.js';
 import { quarryHome } from '../config.js';
 import type { Message } from '../model/types.js';
 import { exitCodeFor, type RunSetup } from './run-session.js';
-import { EXIT_OK } from './errors.js';
+import { EXIT_OK, UsageError } from './errors.js';
 
 /**
- * The interactive REPL (SPEC §2): line editing and history, slash commands, Ctrl+C cancels the
+ * The interactive REPL (README "Running the agent"): line editing and history, slash commands, Ctrl+C cancels the
  * running turn, a second Ctrl+C at the prompt (or Ctrl+D) exits.
  */
 
@@ -19,14 +20,36 @@ const HISTORY_LINES = 1000;
 export const REPL_HELP = `Commands:
   /help             this list
   /profile          the profile in use and what it allows
-  /tools            the tools the model can call
+  /tools [NAME]     the tools the model can call, one line each; /tools NAME for one in full
   /compact          summarise older turns now to free context
-  /resume [ID]      continue another session (default: the latest)
+  /resume [ID]      continue another session (default: the latest other than this one)
   /clear            start a fresh conversation in this session
   /report [FILE]    write this session as an HTML page (default: report.html in the session directory)
   /approve          approve every tool call for the rest of this session
   /exit             leave (Ctrl+D does the same)
-Ctrl+C cancels the running turn; Ctrl+C twice at the prompt exits.`;
+Ctrl+C cancels the running turn; Ctrl+C twice at the prompt exits; Ctrl+D during a turn cancels
+it and exits. Lines typed while a turn runs are queued and run after it, in order.`;
+
+/** The most recently updated session other than `current` (what /resume without an ID opens). */
+function latestOtherSession(current: string): string {
+  const newest = listSessionIds()
+    .filter((id) => id !== current)
+    .map((id) => ({ id, updated: readSessionMeta(id)?.updated_at ?? '' }))
+    .sort((a, b) => (a.updated === b.updated ? a.id.localeCompare(b.id) : a.updated.localeCompare(b.updated)))
+    .pop();
+  if (!newest) throw new UsageError('no other session to resume (this one is the only one); quarry sessions lists them');
+  return newest.id;
+}
+
+/** One line per tool: its name and the first sentence of its description, cut to the terminal's width. */
+export function toolLines(tools: readonly { name: string; readOnly: boolean; description: string }[], width: number): string[] {
+  return tools.map((tool) => {
+    const head = `  ${tool.name}${tool.readOnly ? ' (read-only)' : ''}: `;
+    const first = tool.description.split('\n')[0]!.split(/(?<=\.)\s/)[0]!;
+    const room = Math.max(20, width - head.length);
+    return head + (first.length > room ? `${first.slice(0, room - 3)}...` : first);
+  });
+}
 
 function historyPath(): string {
   return join(quarryHome(), 'repl_history');
@@ -98,13 +121,21 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         renderer.note(`profile ${p.name}: ${p.description}\n  shell ${p.shell}, file_write ${p.file_write}, database ${p.database}, approval ${approver.approvesAll ? 'off (/approve or --yes)' : p.approval.mode}, backend ${p.backend}`);
         return true;
       }
-      case 'tools':
-        renderer.note(workspace.registry.list().map((tool) => `  ${tool.name}${tool.readOnly ? ' (read-only)' : ''}: ${tool.description.split('\n')[0]}`).join('\n'));
+      case 'tools': {
+        if (arg) {
+          const tool = workspace.registry.get(arg);
+          renderer.note(tool ? `${tool.name}${tool.readOnly ? ' (read-only)' : ''}\n${tool.description}\narguments: ${JSON.stringify(tool.parameters.properties)}` : `no tool "${arg}"; /tools lists them`);
+        } else {
+          renderer.note([...toolLines(workspace.registry.list(), process.stdout.columns || 100), '/tools NAME shows one tool in full.'].join('\n'));
+        }
         return true;
+      }
       case 'compact': {
         running = new AbortController();
         try {
-          renderer.note((await agent.compact(running.signal)).message);
+          // The agent reports a compaction (or its failure) as an event the renderer prints.
+          const result = await agent.compact(running.signal);
+          if (result.message === NOTHING_TO_COMPACT) renderer.note(result.message);
         } catch {
           renderer.note('compaction cancelled; the history is unchanged');
         } finally {
@@ -113,7 +144,7 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         return true;
       }
       case 'resume': {
-        const next = Session.open(arg || 'latest', process.env, { lock: true });
+        const next = Session.open(arg || latestOtherSession(session.id), process.env, { lock: true });
         try {
           checkResumableUnder(next, workspace.profile);
         } catch (error) {
@@ -154,9 +185,13 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
   };
 
   return new Promise<number>((resolveExit) => {
-    let busy = false;
+    let busy: Promise<void> | null = null;
+    let closed = false;
+    const queued: string[] = [];
     rl.on('SIGINT', () => {
       if (running) {
+        // An export's progress line may be half-written on stderr: clear it first.
+        if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
         renderer.note('cancelling...');
         running.abort();
         return;
@@ -166,11 +201,12 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         return;
       }
       exitArmed = true;
+      // The cursor sits after the prompt: the hint goes on a line of its own.
+      process.stdout.write('\n');
       renderer.note('(Ctrl+C again or Ctrl+D to exit)');
       rl.prompt();
     });
     const handle = async (line: string) => {
-      busy = true;
       try {
         const text = line.trim();
         if (!text) return;
@@ -182,22 +218,36 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         } else await runPrompt(text);
       } catch (error) {
         renderer.note(`quarry: ${(error as Error).message}`);
-      } finally {
-        busy = false;
       }
-      rl.prompt();
+    };
+    // One line at a time: lines typed during a turn wait in `queued` and run after it.
+    const drain = async () => {
+      while (queued.length && !closed) await handle(queued.shift()!);
+      busy = null;
+      if (!closed) rl.prompt();
+    };
+    const submit = (line: string) => {
+      queued.push(line);
+      if (busy) {
+        if (line.trim()) renderer.note(`(queued: runs after the current turn${queued.length > 1 ? `, ${queued.length} waiting` : ''})`);
+        return;
+      }
+      busy = drain();
     };
     rl.on('line', (line) => {
       exitArmed = false;
-      if (busy) return;
-      void handle(line);
+      submit(line);
     });
     rl.on('close', () => {
+      // Ctrl+D (or /exit): cancel a running turn, wait for it to wind down, then leave.
+      closed = true;
       running?.abort();
-      saveHistory((rl as unknown as { history: string[] }).history ?? []);
-      resolveExit(EXIT_OK);
+      void Promise.resolve(busy).then(() => {
+        saveHistory((rl as unknown as { history: string[] }).history ?? []);
+        resolveExit(EXIT_OK);
+      });
     });
-    if (initialPrompt) void handle(initialPrompt);
+    if (initialPrompt) submit(initialPrompt);
     else rl.prompt();
   });
 }

@@ -12,7 +12,7 @@ import { ModelError } from '../model/types.js';
 import { EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
 import { createRenderer, type Renderer, type RunInfo } from './render.js';
 import { checkDatabaseTargets, planRun, setupRecord } from './resume.js';
-import { readPromptFromStdin, writeAnswerFile, type RunCommandOptions } from './run.js';
+import { combinePromptWithStdin, readPromptFromStdin, writeAnswerFile, type RunCommandOptions } from './run.js';
 
 /** Everything a run (one-shot or REPL) is built from. */
 export interface RunSetup {
@@ -92,8 +92,8 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
       });
       let prompt = options.prompt.join(' ').trim();
       const interactive = !prompt && Boolean(process.stdin.isTTY);
-      if (!prompt && !interactive) {
-        prompt = readPromptFromStdin() || built.initialPrompt || '';
+      if (!interactive) {
+        prompt = combinePromptWithStdin(prompt, process.stdin.isTTY ? '' : readPromptFromStdin()) || built.initialPrompt || '';
         if (!prompt) throw new UsageError('no prompt: give the question as arguments or on stdin, or run quarry in a terminal for the interactive REPL');
       }
       const canAsk = Boolean(process.stdin.isTTY && process.stderr.isTTY);

@@ -1,5 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { accessSync, constants, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { UsageError } from './errors.js';
 import { withCommonOptions } from './options.js';
@@ -64,8 +64,9 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
         .option('resume', { type: 'string', describe: 'Continue a session: its ID or "latest"' })
         .option('format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: streamed answer; json: one result object; stream-json: every event as a JSON line' })
         .option('output', { alias: 'o', type: 'string', describe: 'Also write the final answer to this file' })
-        .option('max-turns', { type: 'number', default: 50, describe: 'Stop after this many model turns' })
-        .option('context-window', { type: 'number', describe: 'The model\'s context window in tokens (compaction starts at 80%); known models need none' })
+        // Strings, checked by positiveInteger: yargs' number type turns "abc" into NaN before any check.
+        .option('max-turns', { type: 'string', default: '50', describe: 'Stop after this many model turns' })
+        .option('context-window', { type: 'string', describe: 'The model\'s context window in tokens (compaction starts at 80%); known models need none' })
         .option('reasoning-effort', { type: 'string', describe: 'Passed to models that support it (e.g. low, medium, high)' }),
     async (argv) => {
       const given = (...flags: string[]) => rawArgs.some((arg) => flags.some((flag) => arg === flag || arg.startsWith(`${flag}=`)));
@@ -93,10 +94,46 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
         color: argv.color !== false && !process.env.NO_COLOR,
         verbose: Boolean(argv.verbose),
       };
+      // Before the model is ever called: a run must not spend its turns and then fail to save.
+      if (options.output) checkOutputPath(options.output);
       const { runAgentCommand } = await import('./run-session.js');
       setExit(await runAgentCommand(options));
     },
   );
+}
+
+/**
+ * `-o FILE` is checked when the run starts: its folder must exist and be writable, and FILE must
+ * not be a folder. The answer itself is written only when the run completes.
+ */
+export function checkOutputPath(path: string): void {
+  const absolute = resolve(path);
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(absolute).isDirectory();
+  } catch {
+    // Does not exist yet: its folder is checked below.
+  }
+  if (isDirectory) throw new UsageError(`--output ${path}: is a folder; give the path of a file`);
+  try {
+    const folder = statSync(dirname(absolute));
+    if (!folder.isDirectory()) throw new UsageError(`--output ${path}: ${dirname(absolute)} is not a folder`);
+    accessSync(dirname(absolute), constants.W_OK);
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(`--output ${path}: ${code === 'ENOENT' ? `the folder ${dirname(absolute)} does not exist` : code === 'EACCES' ? `the folder ${dirname(absolute)} is not writable` : (error as Error).message}; nothing was run`);
+  }
+}
+
+/**
+ * Piped input. With a prompt as well, the prompt comes first and the piped text follows after a
+ * blank line (`head data.csv | quarry "summarise this csv"`); without one, the piped text is the
+ * prompt. Read only when stdin is not a terminal.
+ */
+export function combinePromptWithStdin(prompt: string, piped: string): string {
+  if (!piped) return prompt;
+  return prompt ? `${prompt}\n\n${piped}` : piped;
 }
 
 /** The prompt: the arguments, else stdin when it is not a terminal. */

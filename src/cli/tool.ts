@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import { approvalReason } from '../agent/approval.js';
-import { toolAvailability } from '../agent/toolset.js';
+import { profileAllowsTool, toolAvailability } from '../agent/toolset.js';
+import { DATABASE_TOOL_NAMES } from '../profiles/schema.js';
 import { openWorkspace } from '../agent/workspace.js';
 import { MCP_TOOL_PREFIX } from '../mcp/names.js';
 import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
@@ -35,6 +36,15 @@ export function registerToolCommand(parser: Argv, setExit: (code: number) => voi
     },
   );
 }
+
+/** How to add a database of each engine, for the message when its tool is asked for but none is configured. */
+const DATABASE_HINTS: Record<string, string> = {
+  sqlite: 'FILE.db (or sqlite:PATH, or env SQLITE_DB=FILE.db)',
+  postgres: 'postgres://USER@HOST:5432/DB (or env POSTGRES_HOST, POSTGRES_DB, ...)',
+  mysql: 'mysql://USER@HOST:3306/DB (or env MYSQL_HOST, MYSQL_DATABASE, ...)',
+  oracle: 'oracle://USER@HOST:1521/SERVICE (or env ORACLE_DSN, ...)',
+  vertica: 'vertica://USER@HOST:5433/DB (or env VERTICA_HOST, VERTICA_DATABASE, ...)',
+};
 
 interface ToolCommandOptions {
   name: string;
@@ -81,6 +91,9 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
   });
   try {
     const tool = workspace.registry.get(options.name);
+    if (!tool && (DATABASE_TOOL_NAMES as readonly string[]).includes(options.name) && profileAllowsTool(workspace.profile, options.name)) {
+      throw new UsageError(`no ${options.name} database is configured, so there is no ${options.name} tool; add one with --db ${DATABASE_HINTS[options.name]}, a --databases FILE or databases: in config.yaml (quarry db list shows what is configured)`);
+    }
     if (!tool) {
       const known = toolAvailability(workspace.profile).find((entry) => entry.tool.name === options.name);
       const why = known?.unavailableReason

@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, interpolateEnv, quarryHome } from '../config.js';
+import { checkConfigKeys, ConfigError, interpolateEnv, quarryHome, readConfigText } from '../config.js';
 
 /**
  * MCP servers from `mcp_servers:` in `$QUARRY_HOME/config.yaml` or the `--config FILE` (SPEC §5.6, §6):
@@ -10,8 +9,8 @@ import { ConfigError, interpolateEnv, quarryHome } from '../config.js';
  *     files: {type: stdio, command: [npx, -y, "@modelcontextprotocol/server-filesystem", /data], env: {TOKEN: "${MY_TOKEN}"}}
  *     search: {type: http, url: "https://example.com/mcp", headers: {Authorization: "Bearer ${SEARCH_KEY}"}, tool_timeout_secs: 120}
  *
- * Strings may use ${VAR}; an unset variable is an error naming it. Other top-level keys of the
- * file are left to their own readers.
+ * Strings may use ${VAR}; an unset variable is an error naming it. The file's other top-level
+ * key (databases) is read by src/tools/database/config.ts; any other key is an error.
  */
 
 export const DEFAULT_STARTUP_TIMEOUT_SECS = 10;
@@ -117,6 +116,7 @@ export function parseMcpServers(text: string, file: string, env: NodeJS.ProcessE
   }
   if (document === null || document === undefined) return [];
   if (!isRecord(document)) throw new ConfigError(`${file}: expected a mapping of settings at the top level`);
+  checkConfigKeys(document, file);
   const servers = document.mcp_servers;
   if (servers === undefined || servers === null) return [];
   if (!isRecord(servers)) throw new ConfigError(`${file}: mcp_servers must be a mapping of server name to settings`);
@@ -126,15 +126,7 @@ export function parseMcpServers(text: string, file: string, env: NodeJS.ProcessE
 /** The config file to read: `--config FILE` (must exist) or `$QUARRY_HOME/config.yaml` (optional). */
 export function loadMcpServers(configFile: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): McpServerConfig[] {
   const file = configFile ? resolve(cwd, configFile) : join(quarryHome(env), 'config.yaml');
-  if (!existsSync(file)) {
-    if (configFile) throw new ConfigError(`config file not found: ${file}`);
-    return [];
-  }
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new ConfigError(`cannot read config file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
+  const text = readConfigText(file, configFile ? '--config' : undefined);
+  if (text === undefined) return [];
   return parseMcpServers(text, file, env);
 }

@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../config.js';
 import type { ModelProvider, ProviderQuirks } from './types.js';
 import { ModelError } from './types.js';
 
@@ -15,7 +18,17 @@ import { ModelError } from './types.js';
  *   means Anthropic and `gpt-*`, `o1/o3/o4*` OpenAI.
  */
 
-export const HOW_TO_CONFIGURE_A_MODEL = [
+/**
+ * The no-model hint's last line: `npm run demo` only where it can run (a checkout with the demo's
+ * script in fixtures/); an installed package has no fixtures/, so there it names script:FILE.
+ */
+function noModelLine(): string {
+  return existsSync(join(packageRoot(), 'fixtures', 'demo', 'analyst.json'))
+    ? '  No model at all (replays a scripted conversation): npm run demo'
+    : '  No model at all: replay a scripted conversation with --model script:FILE (the README, "Running the agent", describes the file)';
+}
+
+export const howToConfigureAModel = (): string => [
   'no model configured. Choose one with --model (or the QUARRY_MODEL environment variable):',
   '  OpenAI:        export OPENAI_API_KEY=sk-...      then  quarry --model openai/gpt-4.1 "your question"',
   '  Anthropic:     export ANTHROPIC_API_KEY=sk-ant-... then  quarry --model anthropic/claude-sonnet-4-5 "your question"',
@@ -23,7 +36,7 @@ export const HOW_TO_CONFIGURE_A_MODEL = [
   '                 quarry --base-url http://127.0.0.1:11434/v1 --model llama3.1 "your question"   (or --model ollama/llama3.1)',
   '  Other providers: deepseek/, openrouter/, groq/, mistral/, gemini/, xai/, together/, fireworks/, moonshot/, lmstudio/, vllm/',
   '                 e.g. export DEEPSEEK_API_KEY=... then quarry --model deepseek/deepseek-chat "your question" (README, "Model providers")',
-  '  No model at all (replays a scripted conversation): npm run demo',
+  noModelLine(),
 ].join('\n');
 
 export const DEFAULT_OLLAMA_URL = 'http://127.0.0.1:11434';
@@ -112,7 +125,7 @@ export function chooseModel(options: ModelOptions): ModelChoice {
   const flagBaseUrl = options.baseUrl;
   if (!model) {
     if (flagBaseUrl) throw new ModelError(`--base-url needs --model NAME (the model the server at ${flagBaseUrl} serves)`);
-    throw new ModelError(HOW_TO_CONFIGURE_A_MODEL);
+    throw new ModelError(howToConfigureAModel());
   }
   if (model.startsWith('script:')) {
     const file = model.slice('script:'.length);
@@ -158,7 +171,7 @@ export function chooseModel(options: ModelOptions): ModelChoice {
   if (envBaseUrl) return { kind: 'openai', model, label: `${model} at ${envBaseUrl}`, baseURL: envBaseUrl, apiKey: env.OPENAI_API_KEY || 'not-needed' };
   if (/^claude/.test(model)) return chooseModel({ ...options, model: `anthropic/${model}` });
   if (/^(gpt-|chatgpt|o[134](-|$))/.test(model)) return chooseModel({ ...options, model: `openai/${model}` });
-  throw new ModelError(`cannot tell which provider serves "${model}": write PROVIDER/${model} (openai, anthropic, ollama, ${Object.keys(PROVIDER_PRESETS).join(', ')}), or give --base-url URL for an OpenAI-compatible server\n\n${HOW_TO_CONFIGURE_A_MODEL}`);
+  throw new ModelError(`cannot tell which provider serves "${model}": write PROVIDER/${model} (openai, anthropic, ollama, ${Object.keys(PROVIDER_PRESETS).join(', ')}), or give --base-url URL for an OpenAI-compatible server (quarry --help lists the options)`);
 }
 
 /** Loads only the SDK the run needs (each costs tens of milliseconds to import). */

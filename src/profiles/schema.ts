@@ -53,6 +53,29 @@ export class ProfileError extends Error {
 
 type Raw = Record<string, unknown>;
 
+/**
+ * The names a profile's `tools` list may use: the built-in tools (src/agent/toolset.ts; a test
+ * checks the two lists agree), the database tools (one per engine), and MCP tools
+ * (`mcp__SERVER__TOOL`, whose servers are known only at run time). An entry ending in `*` is a
+ * prefix and must match one of these or start with `mcp__`.
+ */
+export const BUILTIN_TOOL_NAMES = ['read', 'read_excel', 'grep', 'glob', 'list', 'bash', 'write', 'edit', 'delegate'] as const;
+export const DATABASE_TOOL_NAMES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica'] as const;
+const MCP_PREFIX = 'mcp__';
+
+function checkToolNames(where: string, tools: string[]): void {
+  const known: readonly string[] = [...BUILTIN_TOOL_NAMES, ...DATABASE_TOOL_NAMES];
+  for (const entry of tools) {
+    const prefix = entry.endsWith('*') ? entry.slice(0, -1) : undefined;
+    const ok = prefix !== undefined
+      ? prefix.startsWith(MCP_PREFIX) || MCP_PREFIX.startsWith(prefix) || known.some((name) => name.startsWith(prefix))
+      : known.includes(entry) || (entry.startsWith(MCP_PREFIX) && entry.length > MCP_PREFIX.length);
+    if (!ok) {
+      throw new ProfileError(`${where}: "tools" names an unknown tool "${entry}"; known tools: ${known.join(', ')}, and MCP tools as mcp__SERVER__TOOL (a trailing * matches a prefix)`);
+    }
+  }
+}
+
 const TOP_LEVEL_KEYS = [
   'name', 'description', 'shell', 'file_write', 'database', 'approval',
   'shell_timeout', 'shell_network', 'backend', 'tools', 'write_roots',
@@ -104,6 +127,8 @@ function stringList(where: string, key: string, value: unknown): string[] | unde
 
 /** Checks a parsed YAML document and fills in defaults. `where` names the source in errors. */
 export function parseProfile(raw: unknown, where: string, fallbackName: string): Profile {
+  // An empty file (YAML null) is a profile that sets nothing: every key has its default.
+  if (raw === null || raw === undefined) raw = {};
   if (!isPlainObject(raw)) {
     throw new ProfileError(`${where}: a profile must be a YAML mapping of keys (${TOP_LEVEL_KEYS.join(', ')})`);
   }
@@ -138,6 +163,9 @@ export function parseProfile(raw: unknown, where: string, fallbackName: string):
   }
 
   const tools = stringList(where, 'tools', raw.tools);
+  if (tools) checkToolNames(where, tools);
+  const approvalTools = stringList(where, 'approval.tools', approvalRaw.tools) ?? [];
+  checkToolNames(`${where}: approval`, approvalTools);
   return {
     name,
     description,
@@ -146,7 +174,7 @@ export function parseProfile(raw: unknown, where: string, fallbackName: string):
     database: oneOf(where, 'database', raw.database, DATABASE_MODES, DEFAULTS.database),
     approval: {
       mode: oneOf(where, 'approval.mode', approvalRaw.mode, APPROVAL_MODES, DEFAULTS.approval_mode),
-      tools: stringList(where, 'approval.tools', approvalRaw.tools) ?? [],
+      tools: approvalTools,
       patterns,
     },
     shell_timeout: timeout,

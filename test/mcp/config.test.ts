@@ -64,7 +64,10 @@ mcp_servers:
     writeFileSync(join(home, 'config.yaml'), 'mcp_servers: {h: {type: http, url: "http://127.0.0.1:1/mcp"}}\n');
     expect(loadMcpServers(undefined, { QUARRY_HOME: home }).map((server) => server.name)).toEqual(['h']);
     mkdirSync(join(home, 'sub'));
-    expect(errorOf(() => loadMcpServers('sub/missing.yaml', { QUARRY_HOME: home }, home))).toBe(`config file not found: ${join(home, 'sub', 'missing.yaml')}`);
+    expect(errorOf(() => loadMcpServers('sub/missing.yaml', { QUARRY_HOME: home }, home))).toBe(`--config ${join(home, 'sub', 'missing.yaml')}: file not found`);
+    expect(errorOf(() => loadMcpServers('sub', { QUARRY_HOME: home }, home))).toBe(`--config ${join(home, 'sub')}: is a folder; expected a YAML file`);
+    writeFileSync(join(home, 'typo.yaml'), 'mcp_server: {}\n');
+    expect(errorOf(() => loadMcpServers('typo.yaml', {}, home))).toBe(`${join(home, 'typo.yaml')}: unknown key "mcp_server"; allowed keys: databases, mcp_servers`);
     writeFileSync(join(home, 'empty.yaml'), '');
     expect(loadMcpServers('empty.yaml', {}, home)).toEqual([]);
   });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -111,6 +111,8 @@ describe('read', () => {
     expect(result.output).toBe(`${String(999_999).padStart(7)}\t${'x'.repeat(99)}\n${String(1_000_000).padStart(7)}\t${'x'.repeat(99)}\n${String(1_000_001).padStart(7)}\tlast line without newline\n[showing lines 999,999-1,000,001 of 1,000,001]`);
     expect(result.metadata.totalLines).toBe(1_000_001);
     expect(grown).toBeLessThan(50 * 1024 * 1024); // the file is 100 MB
+    // Removed at once rather than with the run's temporary directory: 100 MB is too much to keep.
+    rmSync(path);
   });
 
   it('shows CRLF lines without the \\r and says the file uses CRLF', async () => {

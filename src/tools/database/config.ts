@@ -1,13 +1,13 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, interpolateEnv } from '../../config.js';
+import { checkConfigKeys, ConfigError, interpolateEnv, readConfigText } from '../../config.js';
 import { ENGINES, type DatabaseConfig, type Engine } from './types.js';
 
 export { ConfigError };
 
 /**
- * Where databases come from (SPEC §6): `--db [ALIAS=]TARGET` flags, a YAML file (`--databases`
+ * Where databases come from (README "Databases"): `--db [ALIAS=]TARGET` flags, a YAML file (`--databases`
  * or `QUARRY_DB_CONFIG`), the `databases:` key of `$QUARRY_HOME/config.yaml`, and environment
  * variables. Every mistake is a ConfigError that says what to fix; passwords never appear in one.
  */
@@ -29,6 +29,13 @@ export interface DatabaseConfigSources {
   databasesFile?: string;
   /** `$QUARRY_HOME/config.yaml`, whose `databases:` key is read when the file exists. */
   configFile?: string;
+  /** The user named configFile with `--config`: then a missing file is an error. */
+  configFileGiven?: boolean;
+  /**
+   * For `db list`, which never shows passwords: a password's `${VAR}` that is not set is left
+   * unresolved instead of being an error.
+   */
+  passwordsOptional?: boolean;
   env: NodeJS.ProcessEnv;
   cwd: string;
 }
@@ -42,31 +49,84 @@ type Draft = Omit<DatabaseConfig, 'alias' | 'connectTimeoutMs' | 'statementTimeo
 export function loadDatabaseConfigs(sources: DatabaseConfigSources): DatabaseConfig[] {
   const drafts: Draft[] = [];
   for (const flag of sources.dbFlags ?? []) drafts.push(parseDbFlag(flag, sources.cwd));
+  const options = { required: true, passwordsOptional: sources.passwordsOptional ?? false };
   const file = sources.databasesFile ?? sources.env.QUARRY_DB_CONFIG;
   if (file) {
     const path = resolve(sources.cwd, file);
-    if (!existsSync(path)) throw new ConfigError(`database config file not found: ${path}`);
-    drafts.push(...parseDatabasesYaml(readFileSync(path, 'utf8'), path, sources.env, { required: true }));
+    const text = readConfigText(path, sources.databasesFile ? '--databases' : 'QUARRY_DB_CONFIG') ?? '';
+    drafts.push(...parseDatabasesYaml(text, path, sources.env, options));
   }
-  if (sources.configFile && existsSync(sources.configFile)) {
-    drafts.push(...parseDatabasesYaml(readFileSync(sources.configFile, 'utf8'), sources.configFile, sources.env, { required: false }));
+  if (sources.configFile) {
+    const text = readConfigText(sources.configFile, sources.configFileGiven ? '--config' : undefined);
+    if (text !== undefined) drafts.push(...parseDatabasesYaml(text, sources.configFile, sources.env, { ...options, required: false }));
   }
   drafts.push(...databasesFromEnv(sources.env, sources.cwd));
   return finish(drafts);
 }
 
+/**
+ * What makes two entries the same database: the same SQLite file, or the same engine, server,
+ * port, database and user. Given twice (say SQLITE_DB and --db), it is one database.
+ */
+function identity(draft: Draft): string {
+  if (draft.engine === 'sqlite') {
+    try {
+      return `sqlite\0${realpathSync(draft.path ?? '')}`;
+    } catch {
+      return `sqlite\0${draft.path}`;
+    }
+  }
+  const port = draft.port ?? DEFAULT_PORTS[draft.engine];
+  return [draft.engine, draft.dsn ?? '', (draft.host ?? '').toLowerCase(), port, draft.database ?? '', draft.user ?? ''].join('\0');
+}
+
+/**
+ * Aliases: an explicit one (`--db ALIAS=`, a YAML key) is the user's and must be unique: two
+ * different databases under one explicit alias are an error naming both sources. A derived one
+ * (file or database name) that is taken gets the engine appended (`shop` and `shop_mysql`), so
+ * POSTGRES_* and MYSQL_* naming the same database both work. The same database under the same
+ * alias from several sources is listed once, with every source named; under two aliases it is
+ * listed twice (the user named it so).
+ */
 function finish(drafts: Draft[]): DatabaseConfig[] {
-  const seen = new Map<string, string>();
-  return drafts.map((draft) => {
-    const alias = draft.alias ?? defaultAlias(draft);
-    if (!ALIAS_PATTERN.test(alias)) {
-      throw new ConfigError(`invalid database alias "${alias}" (${draft.source}): use letters, digits, "_", "-" or ".", starting with a letter`);
+  const merged: Draft[] = [];
+  const byKey = new Map<string, Draft>();
+  for (const draft of drafts) {
+    // One database under one name, however many sources give it.
+    const key = `${identity(draft)}\0${draft.alias ?? defaultAlias(draft)}`;
+    const earlier = byKey.get(key);
+    if (!earlier) {
+      const copy = { ...draft };
+      byKey.set(key, copy);
+      merged.push(copy);
+      continue;
     }
-    const earlier = seen.get(alias);
+    earlier.alias ??= draft.alias;
+    earlier.source = `${earlier.source} and ${draft.source}`;
+    earlier.password ??= draft.password;
+    earlier.connectTimeoutSeconds ??= draft.connectTimeoutSeconds;
+    earlier.statementTimeoutSeconds ??= draft.statementTimeoutSeconds;
+  }
+  const seen = new Map<string, Draft>();
+  for (const draft of merged) {
+    if (draft.alias === undefined) continue;
+    if (!ALIAS_PATTERN.test(draft.alias)) {
+      throw new ConfigError(`invalid database alias "${draft.alias}" (${draft.source}): use letters, digits, "_", "-" or ".", starting with a letter`);
+    }
+    const earlier = seen.get(draft.alias);
     if (earlier) {
-      throw new ConfigError(`database alias "${alias}" is configured twice (${earlier} and ${draft.source}); give one of them another name with --db ALIAS=TARGET`);
+      throw new ConfigError(`database alias "${draft.alias}" names two different databases (${describeDraft(earlier)} from ${earlier.source}, and ${describeDraft(draft)} from ${draft.source}); give one of them another name with --db ALIAS=TARGET`);
     }
-    seen.set(alias, draft.source);
+    seen.set(draft.alias, draft);
+  }
+  return merged.map((draft) => {
+    let alias = draft.alias;
+    if (alias === undefined) {
+      const base = defaultAlias(draft);
+      alias = base;
+      for (let n = 1; seen.has(alias); n++) alias = n === 1 ? `${base}_${draft.engine}` : `${base}_${draft.engine}_${n}`;
+      seen.set(alias, draft);
+    }
     const { connectTimeoutSeconds, statementTimeoutSeconds, alias: _alias, ...rest } = draft;
     return {
       ...rest,
@@ -75,6 +135,10 @@ function finish(drafts: Draft[]): DatabaseConfig[] {
       statementTimeoutMs: (statementTimeoutSeconds ?? DEFAULT_STATEMENT_TIMEOUT_SECONDS) * 1000,
     };
   });
+}
+
+function describeDraft(draft: Draft): string {
+  return describeDatabase({ ...draft, alias: '', connectTimeoutMs: 0, statementTimeoutMs: 0 });
 }
 
 /** The file's name without extension, or the database name, made into a valid alias. */
@@ -86,34 +150,38 @@ function defaultAlias(draft: Draft): string {
 
 /** `[ALIAS=]TARGET`: a URL (postgres://, mysql://, oracle://, vertica://), `sqlite:PATH` or a SQLite file path. */
 export function parseDbFlag(flag: string, cwd: string): Draft {
-  const source = `--db ${redactUrl(flag)}`;
   const equals = flag.indexOf('=');
   const maybeAlias = equals > 0 ? flag.slice(0, equals) : '';
   const hasAlias = maybeAlias !== '' && ALIAS_PATTERN.test(maybeAlias);
   const target = hasAlias ? flag.slice(equals + 1) : flag;
-  if (!target) throw new ConfigError(`${source}: missing target after "="; expected ALIAS=URL or ALIAS=PATH`);
-  const draft = parseTarget(target, cwd, source);
+  const prefix = hasAlias ? `--db ${maybeAlias}=` : '--db ';
+  if (!target) throw new ConfigError(`${prefix}: missing target after "="; expected ALIAS=URL or ALIAS=PATH`);
+  const draft = parseTarget(target, cwd, (shown) => `${prefix}${shown}`);
   return hasAlias ? { ...draft, alias: maybeAlias } : draft;
 }
 
-function parseTarget(target: string, cwd: string, source: string): Draft {
+/**
+ * `where` turns the target as it may be shown (a URL with its password replaced by ***) into
+ * the source named in messages and `db list`.
+ */
+function parseTarget(target: string, cwd: string, where: string | ((shown: string) => string)): Draft {
+  const sourceFor = (shown: string) => (typeof where === 'string' ? where : where(shown));
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(target)?.[1]?.toLowerCase();
   if (target.toLowerCase().startsWith('sqlite:')) {
     const rest = target.slice('sqlite:'.length);
     // sqlite:///abs/path and sqlite://rel/path as well as sqlite:path
     const path = rest.startsWith('//') ? rest.slice(2) : rest;
-    return sqliteDraft(path, cwd, source);
+    return sqliteDraft(path, cwd, sourceFor(target));
   }
   if (scheme) {
     const engine = URL_SCHEMES[scheme];
     if (!engine) {
-      throw new ConfigError(`${source}: unsupported database URL scheme "${scheme}://"; use postgres://, mysql://, oracle://, vertica://, sqlite:PATH or the path of a SQLite file`);
+      throw new ConfigError(`${sourceFor(redactUrl(target))}: unsupported database URL scheme "${scheme}://"; use postgres://, mysql://, oracle://, vertica://, sqlite:PATH or the path of a SQLite file`);
     }
-    return urlDraft(target, engine, source);
+    return urlDraft(target, engine, sourceFor);
   }
-  return sqliteDraft(target, cwd, source);
+  return sqliteDraft(target, cwd, sourceFor(target));
 }
-
 function sqliteDraft(path: string, cwd: string, source: string): Draft {
   if (!path) throw new ConfigError(`${source}: missing SQLite file path`);
   const absolute = resolve(cwd, path);
@@ -122,18 +190,35 @@ function sqliteDraft(path: string, cwd: string, source: string): Draft {
   return { engine: 'sqlite', path: absolute, source };
 }
 
-function urlDraft(target: string, engine: Engine, source: string): Draft {
+/** Percent-decoding of one URL part; a malformed escape is a usage error naming the part. */
+function decodePart(text: string, part: string, source: string, engine: Engine): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new ConfigError(`${source}: the URL's ${part} has a malformed %-escape; write a "%" as %25 (expected e.g. ${engine}://user:password@host:port/database)`);
+  }
+}
+
+/**
+ * A server URL, parsed once with the WHATWG URL parser: the connection settings and the text
+ * shown in messages (the same URL with its password replaced) both come from that one parse,
+ * so a password holding a space or "@" is never shown, in whole or in part.
+ */
+function urlDraft(target: string, engine: Engine, sourceFor: (shown: string) => string): Draft {
   let url: URL;
   try {
     url = new URL(target);
   } catch {
-    throw new ConfigError(`${source}: not a valid URL; expected e.g. ${engine}://user:password@host:port/database`);
+    throw new ConfigError(`${sourceFor(`${target.slice(0, target.indexOf('://') + 3)}...`)}: not a valid URL; expected e.g. ${engine}://user:password@host:port/database`);
   }
-  const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
-  const draft: Draft = { engine, source, host: decodeURIComponent(url.hostname) || 'localhost' };
+  const shown = new URL(url.href);
+  if (shown.password) shown.password = '***';
+  const source = sourceFor(shown.href);
+  const database = decodePart(url.pathname.replace(/^\//, ''), 'database name', source, engine);
+  const draft: Draft = { engine, source, host: decodePart(url.hostname, 'host', source, engine) || 'localhost' };
   if (url.port) draft.port = Number(url.port);
-  if (url.username) draft.user = decodeURIComponent(url.username);
-  if (url.password) draft.password = decodeURIComponent(url.password);
+  if (url.username) draft.user = decodePart(url.username, 'user name', source, engine);
+  if (url.password) draft.password = decodePart(url.password, 'password', source, engine);
   if (engine === 'oracle') {
     draft.dsn = `${draft.host}:${draft.port ?? DEFAULT_PORTS.oracle}${database ? `/${database}` : ''}`;
     if (database) draft.database = database;
@@ -154,29 +239,34 @@ function parseSeconds(value: unknown, where: string): number {
   return seconds;
 }
 
-export function parseDatabasesYaml(text: string, file: string, env: NodeJS.ProcessEnv, options: { required: boolean }): Draft[] {
+export function parseDatabasesYaml(text: string, file: string, env: NodeJS.ProcessEnv, options: { required: boolean; passwordsOptional?: boolean }): Draft[] {
   let document: unknown;
   try {
     document = parseYaml(text);
   } catch (error) {
     throw new ConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
   }
+  checkConfigKeys(document, file);
   const databases = isRecord(document) ? document.databases : undefined;
   if (databases === undefined || databases === null) {
     if (options.required) throw new ConfigError(`${file}: no "databases:" key; expected databases: {alias: {type, ...}}`);
     return [];
   }
   if (!isRecord(databases)) throw new ConfigError(`${file}: "databases" must be a mapping of alias to settings`);
-  return Object.entries(databases).map(([alias, raw]) => yamlEntry(alias, raw, file, env));
+  return Object.entries(databases).map(([alias, raw]) => yamlEntry(alias, raw, file, env, options.passwordsOptional ?? false));
 }
 
-function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.ProcessEnv): Draft {
+function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.ProcessEnv, passwordsOptional: boolean): Draft {
   const where = `${file}: databases.${alias}`;
   if (!isRecord(raw)) throw new ConfigError(`${where} must be a mapping with type and connection settings`);
   const values: Record<string, string | number> = {};
   for (const [key, value] of Object.entries(raw)) {
     if (!(YAML_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${where}: unknown key "${key}"; allowed keys: ${YAML_KEYS.join(', ')}`);
-    if (typeof value === 'string') values[key] = interpolateEnv(value, env, `${where}.${key}`);
+    if (typeof value === 'string') {
+      // db list shows no password, so it does not need the password's variables to be set.
+      if (key === 'password' && passwordsOptional && /\$\{/.test(value)) continue;
+      values[key] = interpolateEnv(value, env, `${where}.${key}`);
+    }
     else if (typeof value === 'number') values[key] = value;
     else if (value !== null && value !== undefined) throw new ConfigError(`${where}.${key} must be a string or a number`);
   }
@@ -222,6 +312,16 @@ function parsePort(value: string | number, where: string): number {
   return port;
 }
 
+/**
+ * The database name's variable: PREFIX_DATABASE, or the name the official Docker images use
+ * (POSTGRES_DB; MYSQL_DATABASE is both). Two different values are an error.
+ */
+const DATABASE_NAME_VARIABLES: Record<string, string[]> = {
+  POSTGRES: ['POSTGRES_DATABASE', 'POSTGRES_DB'],
+  MYSQL: ['MYSQL_DATABASE'],
+  VERTICA: ['VERTICA_DATABASE', 'VERTICA_DB'],
+};
+
 /** SQLITE_DB (comma-separated), POSTGRES_*, MYSQL_*, ORACLE_*, VERTICA_*. */
 export function databasesFromEnv(env: NodeJS.ProcessEnv, cwd: string): Draft[] {
   const drafts: Draft[] = [];
@@ -229,12 +329,16 @@ export function databasesFromEnv(env: NodeJS.ProcessEnv, cwd: string): Draft[] {
     drafts.push(sqliteDraft(path, cwd, 'env SQLITE_DB'));
   }
   for (const [engine, prefix] of [['postgres', 'POSTGRES'], ['mysql', 'MYSQL'], ['vertica', 'VERTICA']] as const) {
-    if (env[`${prefix}_HOST`] === undefined && env[`${prefix}_DATABASE`] === undefined) continue;
+    const nameVariables = (DATABASE_NAME_VARIABLES[prefix] ?? []).filter((name) => env[name]);
+    const names = new Set(nameVariables.map((name) => env[name]));
+    if (names.size > 1) throw new ConfigError(`${nameVariables.join(' and ')} are both set, to different databases; set one of them`);
+    const database = nameVariables.length ? env[nameVariables[0]!] : undefined;
+    if (env[`${prefix}_HOST`] === undefined && database === undefined) continue;
     const source = `env ${prefix}_*`;
     const draft: Draft = { engine, source, host: env[`${prefix}_HOST`] || 'localhost' };
     const port = env[`${prefix}_PORT`];
     if (port) draft.port = parsePort(port, `env ${prefix}_PORT`);
-    if (env[`${prefix}_DATABASE`]) draft.database = env[`${prefix}_DATABASE`];
+    if (database) draft.database = database;
     if (env[`${prefix}_USER`]) draft.user = env[`${prefix}_USER`];
     if (env[`${prefix}_PASSWORD`]) draft.password = env[`${prefix}_PASSWORD`];
     drafts.push(draft);
@@ -250,9 +354,13 @@ export function databasesFromEnv(env: NodeJS.ProcessEnv, cwd: string): Draft[] {
   return drafts;
 }
 
-/** The same URL with any password replaced, for messages. */
+/**
+ * The same text with the password of any URL in it replaced, for messages. The userinfo runs to
+ * the last "@" before the host (as the URL parser reads it), so a password holding "@" or ":" is
+ * hidden whole.
+ */
 export function redactUrl(text: string): string {
-  return text.replace(/(:\/\/[^:/@\s]*):[^@\s]*@/g, '$1:***@');
+  return text.replace(/(\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^:/@\s]*):[^/\s]*@(?=[^@/\s]*(?:[/\s?#]|$))/g, '$1:***@');
 }
 
 /** How a database is shown to users and the model: never with its password. */

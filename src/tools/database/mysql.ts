@@ -1,7 +1,7 @@
 import mysql from 'mysql2';
 import { ToolError } from '../types.js';
 import { tokenize } from './sql-lexer.js';
-import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
+import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
@@ -52,7 +52,7 @@ export class MysqlDriver implements DatabaseDriver {
       connection.on('error', () => {
         this.health.broken = true;
       });
-      connection.connect((error) => (error ? reject(error) : resolve(connection)));
+      connection.connect((error) => (error ? reject(explainConnectError(error, this.config, 3306)) : resolve(connection)));
     });
   }
 

@@ -3,7 +3,7 @@ import Cursor from 'pg-cursor';
 import { ToolError } from '../types.js';
 import { firstRecordEnd, parseCsvRecords } from './csv.js';
 import { ExtendedCopyOut } from './pg-copy-out.js';
-import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin } from './server-support.js';
+import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, runCancellable, serverLogin } from './server-support.js';
 import type { CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
@@ -53,7 +53,9 @@ export class PostgresDriver implements DatabaseDriver {
     client.on('error', () => {
       this.health.broken = true;
     });
-    await runCancellable(signal, () => client.end(), () => client.connect());
+    await runCancellable(signal, () => client.end(), () => client.connect()).catch((error: unknown) => {
+      throw explainConnectError(error, this.config, 5432);
+    });
     this.client = client;
     this.health.reset();
   }

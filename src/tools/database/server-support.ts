@@ -14,6 +14,22 @@ export function serverLogin(config: DatabaseConfig): Pick<DatabaseConfig, 'host'
 }
 
 /**
+ * A driver's bare connect-timeout error (pg: "timeout expired", mysql2: "connect ETIMEDOUT")
+ * becomes one that says it was the connection, to which host and port, and after how many
+ * seconds. Any other error is returned unchanged.
+ */
+export function explainConnectError(error: unknown, config: DatabaseConfig, defaultPort: number): unknown {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  if (!/timeout expired|connection timeout|ETIMEDOUT/i.test(message) && code !== 'ETIMEDOUT') return error;
+  const seconds = config.connectTimeoutMs / 1000;
+  return new ToolError(
+    `could not connect to ${config.engine} at ${config.host ?? 'localhost'}:${config.port ?? defaultPort}: no answer within ${seconds} s (connect_timeout; raise it with ?connect_timeout=SECONDS or connect_timeout: in the databases YAML)`,
+    { error: 'connect_timeout' },
+  );
+}
+
+/**
  * Runs `work` and calls `cancel` if the signal aborts meanwhile (the server-side cancel makes
  * `work` fail promptly). A signal already aborted never starts the work.
  */

@@ -19,6 +19,21 @@ export interface CheckedStatement {
   leadingKeyword: string;
 }
 
+/**
+ * Words that begin a statement in at least one of the engines (reads and writes alike). A
+ * leading word outside this set and outside READ_KEYWORDS is a typo, reported as a syntax error
+ * rather than as a read-only refusal.
+ */
+const STATEMENT_KEYWORDS = new Set([
+  'ABORT', 'ALTER', 'ANALYZE', 'ATTACH', 'AUDIT', 'BEGIN', 'CALL', 'CHECKPOINT', 'CLOSE', 'CLUSTER', 'COMMENT', 'COMMIT',
+  'CONNECT', 'COPY', 'CREATE', 'DEALLOCATE', 'DECLARE', 'DELETE', 'DESC', 'DESCRIBE', 'DETACH', 'DISCARD', 'DO', 'DROP',
+  'END', 'EXEC', 'EXECUTE', 'EXPLAIN', 'EXPORT', 'FETCH', 'FLASHBACK', 'FLUSH', 'GRANT', 'HANDLER', 'IMPORT', 'INSERT',
+  'INSTALL', 'KILL', 'LISTEN', 'LOAD', 'LOCK', 'MERGE', 'MOVE', 'NOAUDIT', 'NOTIFY', 'OPTIMIZE', 'PRAGMA', 'PREPARE',
+  'PURGE', 'REASSIGN', 'REFRESH', 'REINDEX', 'RELEASE', 'RENAME', 'REPAIR', 'REPLACE', 'RESET', 'REVOKE', 'ROLLBACK',
+  'SAVEPOINT', 'SECURITY', 'SELECT', 'SET', 'SHOW', 'SHUTDOWN', 'START', 'TABLE', 'TRUNCATE', 'UNINSTALL', 'UNLISTEN',
+  'UNLOCK', 'UPDATE', 'UPSERT', 'USE', 'VACUUM', 'VALUES', 'WITH', 'XA',
+]);
+
 const READ_KEYWORDS: Record<Engine, readonly string[]> = {
   sqlite: ['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'PRAGMA'],
   postgres: ['SELECT', 'WITH', 'VALUES', 'TABLE', 'EXPLAIN', 'SHOW'],
@@ -154,6 +169,12 @@ export function checkReadOnlyStatement(sql: string, engine: Engine): CheckedStat
   }
   const statement = statements[0]!;
   const leading = leadingKeyword(statement);
+  if (leading && !READ_KEYWORDS[engine].includes(leading) && !STATEMENT_KEYWORDS.has(leading)) {
+    // A typo (SELEC) is not a permission problem: say that the statement is not SQL.
+    throw new ReadOnlyViolation(
+      `syntax error: "${leading}" at character ${statement.find((token) => token.kind === 'word')!.start + 1} does not begin any SQL statement; ${engine} queries here begin with ${READ_KEYWORDS[engine].join(', ')}`,
+    );
+  }
   if (!leading || !READ_KEYWORDS[engine].includes(leading)) {
     throw new ReadOnlyViolation(
       `refused: ${leading ? `${leading} statements are` : 'this statement is'} not allowed in read-only mode; ${engine} allows only ${READ_KEYWORDS[engine].join(', ')}${engine === 'sqlite' ? ' (read-only PRAGMAs)' : ''}`,

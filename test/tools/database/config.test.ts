@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ConfigError, describeDatabase, loadDatabaseConfigs } from '../../../src/tools/database/config.js';
@@ -30,10 +30,17 @@ describe('database configuration', () => {
     expect(configs.map((c) => [c.alias, c.engine, c.host ?? c.dsn])).toEqual([['dw', 'postgres', 'pg'], ['mysql', 'mysql', 'my'], ['vdb', 'vertica', 'localhost'], ['X', 'oracle', 'o:1521/X']]);
   });
 
-  test('duplicate aliases are an error naming both sources', () => {
-    expect(() => loadDatabaseConfigs({ dbFlags: ['sales.db'], env: { SQLITE_DB: 'sales.db' }, cwd: dir })).toThrow(
-      'database alias "sales" is configured twice (--db sales.db and env SQLITE_DB); give one of them another name with --db ALIAS=TARGET',
+  test('the same database from two sources is one; two databases under one explicit alias are an error naming both sources', () => {
+    const one = loadDatabaseConfigs({ dbFlags: ['sales.db'], env: { SQLITE_DB: join(dir, 'sales.db') }, cwd: dir });
+    expect(one.map((c) => [c.alias, c.path, c.source])).toEqual([['sales', join(dir, 'sales.db'), '--db sales.db and env SQLITE_DB']]);
+    writeFileSync(join(dir, 'other.db'), readFileSync(join(dir, 'sales.db')));
+    expect(() => loadDatabaseConfigs({ dbFlags: ['x=sales.db', 'x=other.db'], env: {}, cwd: dir })).toThrow(
+      `database alias "x" names two different databases (sqlite ${join(dir, 'sales.db')} from --db x=sales.db, and sqlite ${join(dir, 'other.db')} from --db x=other.db); give one of them another name with --db ALIAS=TARGET`,
     );
+    // Derived aliases that collide get the engine appended, so both databases stay usable.
+    const both = loadDatabaseConfigs({ env: { POSTGRES_HOST: 'h', POSTGRES_DB: 'shop', MYSQL_HOST: 'h', MYSQL_DATABASE: 'shop' }, cwd: dir });
+    expect(both.map((c) => [c.alias, c.engine, c.database])).toEqual([['shop', 'postgres', 'shop'], ['shop_mysql', 'mysql', 'shop']]);
+    expect(() => loadDatabaseConfigs({ env: { POSTGRES_DB: 'a', POSTGRES_DATABASE: 'b' }, cwd: dir })).toThrow('POSTGRES_DATABASE and POSTGRES_DB are both set, to different databases; set one of them');
   });
 
   test('YAML with ${VAR} interpolation; an unset variable is an error naming it', () => {
@@ -66,5 +73,34 @@ describe('database configuration', () => {
     const yaml = join(dir, 'bad.yaml');
     writeFileSync(yaml, 'databases:\n  a:\n    type: nosql\n');
     expect(() => loadDatabaseConfigs({ databasesFile: yaml, env: {}, cwd: dir })).toThrow('databases.a.type must be one of sqlite, postgres, mysql, oracle, vertica (got "nosql")');
+  });
+});
+
+describe('passwords in messages', () => {
+  test('are scrubbed as values, never garbling the rest, never hiding the user', async () => {
+    const { scrubSecrets } = await import('../../../src/tools/database/secrets.js');
+    const message = 'password authentication failed for user "postgres"';
+    expect(scrubSecrets(message, { password: 'a', user: 'postgres' })).toBe(message);
+    expect(scrubSecrets('password authentication failed for user "alice"', { password: 'alice', user: 'alice' })).toBe('password authentication failed for user "alice"');
+    expect(scrubSecrets('cannot connect: postgres://u:a@h/db', { password: 'a' })).toBe('cannot connect: postgres://u:***@h/db');
+    expect(scrubSecrets('conn "host=h password=a user=u" failed', { password: 'a' })).toBe('conn "host=h password=*** user=u" failed');
+    expect(scrubSecrets('{"password":"s3cr3t!x"} and s3cr3t!x alone', { password: 's3cr3t!x' })).toBe('{"password":"***"} and *** alone');
+    // Randomised: a password never survives in a URL or after password=, and the surrounding text is intact.
+    for (let i = 0; i < 200; i++) {
+      const alphabet = 'abcXYZ019 @:/%!#';
+      const password = Array.from({ length: 1 + (i % 12) }, (_, k) => alphabet[(i * 7 + k * 13) % alphabet.length]).join('');
+      const text = `failed: password=${password}; retrying`;
+      expect(scrubSecrets(text, { password })).toBe('failed: password=***; retrying');
+    }
+  });
+
+  test('db URLs are parsed once: a password with a space or "@" is never shown, whole or in part', () => {
+    for (const [flag, user] of [['postgres://u:pa ss@h/db', 'u'], ['postgres://u:p@ss@h/db', 'u'], ['mysql://me:a:b@c@h:3307/shop', 'me']] as const) {
+      const [config] = loadDatabaseConfigs({ dbFlags: [flag], env: {}, cwd: dir });
+      expect(config!.user).toBe(user);
+      expect(config!.source).toMatch(/^--db (postgres|mysql):\/\/\w+:\*\*\*@h(:3307)?\/\w+$/);
+      expect(describeDatabase(config!)).not.toContain('ss');
+    }
+    expect(() => loadDatabaseConfigs({ dbFlags: ['postgres://u:p%zz@h/db'], env: {}, cwd: dir })).toThrow(/^--db postgres:\/\/u:\*\*\*@h\/db: the URL's password has a malformed %-escape/);
   });
 });
