@@ -1,4 +1,6 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
+import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
 import type { ToolParameters } from './types.js';
 
 /**
@@ -10,8 +12,30 @@ import type { ToolParameters } from './types.js';
 // validateSchema: false skips checking each schema against the JSON Schema meta-schema, whose
 // own compilation cost about 40 ms on every start; tool schemas are ours or an MCP server's,
 // and a server's `$schema` (say draft 2020-12, which this Ajv class does not load) is then ignored.
-const ajv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false, validateSchema: false });
+export const AJV_OPTIONS = { allErrors: true, coerceTypes: true, useDefaults: true, strict: false, validateSchema: false } as const;
+let ajv: Ajv | undefined;
+
+/** Ajv itself loads only for schemas that were not compiled ahead of time (databases, MCP servers). */
+function loadAjv(): Ajv {
+  const { Ajv: AjvClass } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+  return new AjvClass(AJV_OPTIONS);
+}
 const compiled = new WeakMap<ToolParameters, ValidateFunction>();
+
+/** The schema a tool's parameters are checked against (also the key of its precompiled validator). */
+export function fullSchema(schema: ToolParameters): Record<string, unknown> {
+  return { additionalProperties: false, ...schema };
+}
+
+function validatorFor(schema: ToolParameters): ValidateFunction {
+  let validate = compiled.get(schema);
+  if (!validate) {
+    const full = fullSchema(schema);
+    validate = PRECOMPILED_VALIDATORS[JSON.stringify(full)] ?? (ajv ??= loadAjv()).compile(full);
+    compiled.set(schema, validate);
+  }
+  return validate;
+}
 
 export type ValidationOutcome =
   | { ok: true; args: Record<string, unknown> }
@@ -66,11 +90,7 @@ export function validateArguments(schema: ToolParameters, input: unknown): Valid
     if (value === null && key in schema.properties) continue;
     args[key] = value;
   }
-  let validate = compiled.get(schema);
-  if (!validate) {
-    validate = ajv.compile({ additionalProperties: false, ...schema });
-    compiled.set(schema, validate);
-  }
+  const validate = validatorFor(schema);
   const original = structuredClone(args);
   if (validate(args)) return { ok: true, args };
   const errors = (validate.errors ?? []).filter((e) => e.keyword !== 'if');
