@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
 import type { ToolParameters } from './types.js';
@@ -13,11 +12,11 @@ import type { ToolParameters } from './types.js';
 // own compilation cost about 40 ms on every start; tool schemas are ours or an MCP server's,
 // and a server's `$schema` (say draft 2020-12, which this Ajv class does not load) is then ignored.
 export const AJV_OPTIONS = { allErrors: true, coerceTypes: true, useDefaults: true, strict: false, validateSchema: false } as const;
-let ajv: Ajv | undefined;
+let ajv: Promise<Ajv> | undefined;
 
 /** Ajv itself loads only for schemas that were not compiled ahead of time (databases, MCP servers). */
-function loadAjv(): Ajv {
-  const { Ajv: AjvClass } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+async function loadAjv(): Promise<Ajv> {
+  const { Ajv: AjvClass } = await import('ajv');
   return new AjvClass(AJV_OPTIONS);
 }
 const compiled = new WeakMap<ToolParameters, ValidateFunction>();
@@ -27,11 +26,11 @@ export function fullSchema(schema: ToolParameters): Record<string, unknown> {
   return { additionalProperties: false, ...schema };
 }
 
-function validatorFor(schema: ToolParameters): ValidateFunction {
+async function validatorFor(schema: ToolParameters): Promise<ValidateFunction> {
   let validate = compiled.get(schema);
   if (!validate) {
     const full = fullSchema(schema);
-    validate = PRECOMPILED_VALIDATORS[JSON.stringify(full)] ?? (ajv ??= loadAjv()).compile(full);
+    validate = PRECOMPILED_VALIDATORS[JSON.stringify(full)] ?? (await (ajv ??= loadAjv())).compile(full);
     compiled.set(schema, validate);
   }
   return validate;
@@ -78,7 +77,7 @@ function formatValue(args: Record<string, unknown>, error: ErrorObject): string 
   return ` (got ${text.length > 60 ? `${text.slice(0, 57)}...` : text})`;
 }
 
-export function validateArguments(schema: ToolParameters, input: unknown): ValidationOutcome {
+export async function validateArguments(schema: ToolParameters, input: unknown): Promise<ValidationOutcome> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return { ok: false, message: `arguments must be a JSON object with fields: ${Object.keys(schema.properties).join(', ')}` };
   }
@@ -90,7 +89,7 @@ export function validateArguments(schema: ToolParameters, input: unknown): Valid
     if (value === null && key in schema.properties) continue;
     args[key] = value;
   }
-  const validate = validatorFor(schema);
+  const validate = await validatorFor(schema);
   const original = structuredClone(args);
   if (validate(args)) return { ok: true, args };
   const errors = (validate.errors ?? []).filter((e) => e.keyword !== 'if');
