@@ -16,7 +16,9 @@ let ajv: Promise<Ajv> | undefined;
 
 /** Ajv itself loads only for schemas that were not compiled ahead of time (databases, MCP servers). */
 async function loadAjv(): Promise<Ajv> {
-  const { Ajv: AjvClass } = await import('ajv');
+  // ajv is CommonJS: bundled, its exports may arrive under `default`.
+  const loaded = (await import('ajv')) as typeof import('ajv') & { default?: typeof import('ajv') };
+  const AjvClass = loaded.Ajv ?? loaded.default!.Ajv;
   return new AjvClass(AJV_OPTIONS);
 }
 const compiled = new WeakMap<ToolParameters, ValidateFunction>();

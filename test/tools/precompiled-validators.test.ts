@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../support/cli.js';
+import { REPO_ROOT, runQuarry } from '../support/cli.js';
 
 /**
  * The build compiles the built-in tools' validators ahead of time (scripts/postbuild.mjs). They
@@ -55,5 +55,17 @@ describe('precompiled validators', () => {
       }
     }
     expect(compared).toBeGreaterThan(3000);
+  });
+});
+
+describe('schemas known only at run time', () => {
+  it('are compiled by Ajv loaded on demand in the built CLI (a database tool), valid and invalid calls alike', async () => {
+    const ok = await runQuarry(['tool', 'sqlite', '--db', 'fixtures/sample.db', '--args', JSON.stringify({ operation: 'query', sql: 'SELECT 1 AS one' })]);
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('│ one │');
+    const bad = await runQuarry(['tool', 'sqlite', '--db', 'fixtures/sample.db', '--args', JSON.stringify({ operation: 'query', row_limit: 'many' })]);
+    expect(bad.code).toBe(2); // invalid arguments are a usage error
+    expect(bad.stderr).toContain('invalid arguments: field "row_limit" must be integer (got "many")');
   });
 });
