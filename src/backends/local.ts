@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, link, lstat, mkdir, readdir, readFile, realpath, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, opendir, readdir, readFile, realpath, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join } from 'node:path';
-import { globFiles } from './glob-files.js';
+import { escapeName, hasNameEscapes, unescapeName } from '../tools/sanitize.js';
+import { globFiles, localNameAdapter } from './glob-files.js';
 import type { Backend, ByteRange, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
 
 const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -14,6 +15,48 @@ const KILL_GRACE_MS = 2000;
 const READ_CHUNK_BYTES = 256 * 1024;
 
 async function* emptyChunks(): AsyncIterable<Buffer> {}
+
+async function exists(path: string | Buffer): Promise<boolean> {
+  return lstat(path).then(() => true, () => false);
+}
+
+/**
+ * The path to give `fs` for a path as the tools show it. File names that are not valid UTF-8
+ * or hold control characters are shown escaped (escapeName in src/tools/sanitize.ts), and a path
+ * holding such escapes names the unescaped file when that exists (or its directory does, and the
+ * path taken literally does not). Bytes that are not UTF-8 can only be passed as a Buffer.
+ */
+export async function localFsPath(path: string): Promise<string | Buffer> {
+  if (!hasNameEscapes(path)) return path;
+  const bytes = unescapeName(path);
+  const usable = (): string | Buffer => (escapeName(bytes.toString('utf8')) === escapeName(bytes) ? bytes.toString('utf8') : bytes);
+  if (await exists(bytes)) return usable();
+  if (await exists(path)) return path;
+  const slash = bytes.lastIndexOf(0x2f);
+  return slash > 0 && (await exists(bytes.subarray(0, slash))) ? usable() : path;
+}
+
+function childPath(dir: string | Buffer, name: Buffer): Buffer {
+  const parent = typeof dir === 'string' ? Buffer.from(dir, 'utf8') : dir;
+  return Buffer.concat([parent, parent[parent.length - 1] === 0x2f ? Buffer.alloc(0) : Buffer.from('/'), name]);
+}
+
+/** Runs `work` on at most `limit` items at a time, results in order. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/** How many lstat calls a directory listing keeps in flight. */
+const STAT_CONCURRENCY = 32;
 
 function entryType(stats: Stats): EntryType {
   if (stats.isSymbolicLink()) return 'symlink';
@@ -161,27 +204,34 @@ export class LocalBackend implements Backend {
     return this.ripgrep;
   }
 
-  lstat(path: string): Promise<FileStat | null> {
-    return statOrNull(() => lstat(path));
+  async lstat(path: string): Promise<FileStat | null> {
+    const target = await localFsPath(path);
+    return statOrNull(() => lstat(target));
   }
 
-  stat(path: string): Promise<FileStat | null> {
-    return statOrNull(() => stat(path));
+  async stat(path: string): Promise<FileStat | null> {
+    const target = await localFsPath(path);
+    return statOrNull(() => stat(target));
   }
 
-  realpath(path: string): Promise<string> {
-    return realpath(path);
+  async realpath(path: string): Promise<string> {
+    const target = await localFsPath(path);
+    if (typeof target === 'string') return realpath(target);
+    return escapeName(await realpath(target, { encoding: 'buffer' }));
   }
 
-  readFile(path: string): Promise<Buffer> {
-    return readFile(path);
+  async readFile(path: string): Promise<Buffer> {
+    return readFile(await localFsPath(path));
   }
 
   readStream(path: string, range?: ByteRange): AsyncIterable<Buffer> {
-    if (!range) return createReadStream(path, { highWaterMark: READ_CHUNK_BYTES });
     // fs counts `end` inclusive and cannot express an empty range.
-    if (range.end <= range.start) return emptyChunks();
-    return createReadStream(path, { highWaterMark: READ_CHUNK_BYTES, start: range.start, end: range.end - 1 });
+    if (range && range.end <= range.start) return emptyChunks();
+    const options = range ? { highWaterMark: READ_CHUNK_BYTES, start: range.start, end: range.end - 1 } : { highWaterMark: READ_CHUNK_BYTES };
+    if (!hasNameEscapes(path)) return createReadStream(path, options);
+    return (async function* () {
+      yield* createReadStream(await localFsPath(path), options) as AsyncIterable<Buffer>;
+    })();
   }
 
   async writeFileAtomic(path: string, data: Buffer, options: WriteOptions): Promise<void> {
@@ -206,17 +256,32 @@ export class LocalBackend implements Backend {
   }
 
   async listDir(path: string): Promise<DirEntry[]> {
-    const names = await readdir(path);
-    const entries = await Promise.all(
-      names.map(async (name) => {
-        const found = await statOrNull(() => lstat(join(path, name)));
-        return found ? { name, ...found } : null;
-      }),
-    );
+    const dir = await localFsPath(path);
+    const names = await readdir(dir, { encoding: 'buffer' });
+    return this.statNames(path, names);
+  }
+
+  /** Entry names, escaped as the tools show them, one at a time: memory stays flat on huge directories. */
+  async *listNames(path: string): AsyncIterable<string> {
+    const dir = await opendir(await localFsPath(path), { encoding: 'buffer' as BufferEncoding, bufferSize: 256 });
+    for await (const entry of dir) yield escapeName(entry.name as unknown as Buffer);
+  }
+
+  /** lstat of named entries (as listNames gives them), at most 32 at a time; vanished entries are left out. */
+  async statEntries(path: string, names: readonly string[]): Promise<DirEntry[]> {
+    return this.statNames(path, names.map((name) => unescapeName(name)));
+  }
+
+  private async statNames(path: string, names: readonly Buffer[]): Promise<DirEntry[]> {
+    const dir = await localFsPath(path);
+    const entries = await mapBounded(names, STAT_CONCURRENCY, async (name) => {
+      const found = await statOrNull(() => lstat(childPath(dir, name)));
+      return found ? { name: escapeName(name), ...found } : null;
+    });
     return entries.filter((entry): entry is DirEntry => entry !== null);
   }
 
-  glob(pattern: string, options: GlobOptions): Promise<GlobResult> {
-    return globFiles(pattern, options);
+  async glob(pattern: string, options: GlobOptions): Promise<GlobResult> {
+    return globFiles(pattern, options, localNameAdapter(options.cwd, await localFsPath(options.cwd)));
   }
 }

@@ -102,7 +102,14 @@ export interface Backend {
   readStream(path: string, range?: ByteRange): AsyncIterable<Buffer>;
   /** Atomic: a temporary file beside the target, then a rename (or a link when exclusive). Creates parents. */
   writeFileAtomic(path: string, data: Buffer, options: WriteOptions): Promise<void>;
+  /** Every entry with its lstat; names as the tools show them (escapeName in src/tools/sanitize.ts). */
   listDir(path: string): Promise<DirEntry[]>;
+  /**
+   * Optional, for huge directories: the entry names one at a time (no stat), and then the lstat
+   * of the few that are shown. `list` uses them where a backend has them, listDir otherwise.
+   */
+  listNames?(path: string): AsyncIterable<string>;
+  statEntries?(path: string, names: readonly string[]): Promise<DirEntry[]>;
   glob(pattern: string, options: GlobOptions): Promise<GlobResult>;
   /** Releases what the backend holds (the daytona backend deletes its sandbox); the workspace calls it at session end. */
   dispose?(): Promise<void>;

@@ -35,6 +35,8 @@ export class GrepOutputParser {
 
   private parts: Buffer[] = [];
   private keptBytes = 0;
+  /** Lines without a NUL: the start of a path that holds a newline, joined to the next line. */
+  private pending: Buffer | null = null;
   private lineBytes = 0;
   private lineContinuation = 0;
 
@@ -68,8 +70,24 @@ export class GrepOutputParser {
   }
 
   private endLine(): void {
-    const kept = Buffer.concat(this.parts, this.keptBytes);
-    const record = parseRecord(kept, this.lineBytes, this.lineContinuation);
+    let kept = Buffer.concat(this.parts, this.keptBytes);
+    let lineBytes = this.lineBytes;
+    if (this.pending) {
+      kept = Buffer.concat([this.pending, kept]).subarray(0, KEEP_BYTES);
+      lineBytes += this.pending.length;
+      this.pending = null;
+    }
+    const isSeparator = kept.length === 2 && kept[0] === DASH && kept[1] === DASH;
+    if (!isSeparator && kept.indexOf(NUL) === -1 && kept.length < PREFIX_ROOM) {
+      // A path cannot hold NUL, so the line is the first part of one that holds a newline.
+      this.pending = Buffer.concat([kept, Buffer.from([LF])]);
+      this.parts = [];
+      this.keptBytes = 0;
+      this.lineBytes = 0;
+      this.lineContinuation = 0;
+      return;
+    }
+    const record = parseRecord(kept, lineBytes, this.lineContinuation);
     this.parts = [];
     this.keptBytes = 0;
     this.lineBytes = 0;

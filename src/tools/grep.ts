@@ -4,7 +4,7 @@ import { GrepOutputParser, type GrepRecord } from './grep-output.js';
 import { countOf, formatCount, MAX_LINE_CHARS, showLine } from './long-lines.js';
 import { displayPath, SKIPPED_DIRECTORIES } from './paths.js';
 import { resolveExistingPath } from './existing-path.js';
-import { decodeBytesVisibly } from './sanitize.js';
+import { decodeBytesVisibly, escapeName, hasNameEscapes, unescapeName } from './sanitize.js';
 import { failure, success, ToolError, type Tool, type ToolContext, type ToolResult } from './types.js';
 
 export const GREP_DEFAULT_MAX_MATCHES = 100;
@@ -29,6 +29,8 @@ export interface SearchPlan {
   operand: string;
   /** The user's glob, or null (also when searching one file, which globs do not filter). */
   glob: string | null;
+  /** `cwd` as the tools show it, when that differs (a name with escapes, see escapeName). */
+  shownCwd?: string;
 }
 
 /** Brace alternatives expanded, for GNU grep's --include which has no braces: `*.{ts,js}` → `*.ts`, `*.js`. */
@@ -186,10 +188,25 @@ async function planSearch(context: ToolContext, args: GrepArgs): Promise<{ plan:
   if (args.glob !== undefined && args.glob.includes('/')) {
     throw new ToolError(`glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`, { error: 'bad_glob' });
   }
-  if (stat.type === 'directory') return { plan: { cwd: target, operand: '.', glob: args.glob || null }, shown };
   // Reading a pipe or device could block until the time limit.
-  if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file or directory (a device, socket or pipe); grep searches files`, { error: 'not_a_file' });
-  return { plan: { cwd: dirname(target), operand: basename(target), glob: null }, shown };
+  if (stat.type !== 'file' && stat.type !== 'directory') throw new ToolError(`${shown} is not a regular file or directory (a device, socket or pipe); grep searches files`, { error: 'not_a_file' });
+  const onDisk = pathForEngine(target, shown);
+  const shownCwd = onDisk === target ? {} : { shownCwd: stat.type === 'directory' ? target : dirname(target) };
+  if (stat.type === 'directory') return { plan: { cwd: onDisk, operand: '.', glob: args.glob || null, ...shownCwd }, shown };
+  return { plan: { cwd: dirname(onDisk), operand: basename(onDisk), glob: null, ...shownCwd }, shown };
+}
+
+/**
+ * The path as the engine must be given it: a shown name with escapes (escapeName) is unescaped.
+ * Arguments of a process are text, so a name that is not UTF-8 cannot be passed; its parent
+ * directory can, and shows it escaped.
+ */
+function pathForEngine(target: string, shown: string): string {
+  if (!hasNameEscapes(target)) return target;
+  const bytes = unescapeName(target);
+  const text = bytes.toString('utf8');
+  if (escapeName(text) === escapeName(bytes)) return text;
+  throw new ToolError(`grep cannot be given ${shown} itself: its name is not valid UTF-8, which a command's arguments cannot carry; search its parent directory (a glob on the rest of the name narrows it), where matches show the name escaped`, { error: 'unsupported_path' });
 }
 
 /** The engine's outcome as a failed result, or null when its output is usable. */
@@ -204,9 +221,7 @@ function searchFailure({ engine, result, parser }: EngineRun, matches: number, s
     const how = result.exitCode === null ? 'was killed' : `exited with status ${result.exitCode}`;
     return fail(`grep failed (${engine}): the search ${how}${stderrText ? `: ${stderrText}` : ''}`, 'search_failed');
   }
-  if (result.timedOut && matches === 0) {
-    return fail(`grep: no matches found before the ${GREP_TIMEOUT_MS / 1000} s limit; search a smaller path or add a glob`, 'timeout');
-  }
+  if (result.timedOut && matches === 0) return fail('', 'timeout');
   return null;
 }
 
@@ -246,15 +261,16 @@ export const grepTool: Tool<GrepArgs> = {
     const truncated = parser.overLimit;
     const records = dropTrailingStrays(parser.records, contextLines).map((record) => ({
       ...record,
-      shownPath: displayPath(context.workingDir, resolve(plan.cwd, decodeBytesVisibly(record.path))),
+      shownPath: displayPath(context.workingDir, resolve(plan.shownCwd ?? plan.cwd, escapeName(record.path))),
     }));
     const matches = records.filter((record) => record.isMatch);
     const metadataBase = { engine, regexSyntax: run.syntax, matches: matches.length, truncated, timedOut: result.timedOut };
     const failed = searchFailure(run, matches.length, stderrLines, metadataBase);
+    if (failed?.metadata.error === 'timeout') return { ...failed, output: await timeoutMessage(context, plan, shown) };
     if (failed) return failed;
 
     const matchedFiles = [...new Set(matches.map((record) => record.shownPath))];
-    await recordReads(context, plan.cwd, matches);
+    await recordReads(context, plan.shownCwd ?? plan.cwd, matches);
     const warnings = stderrLines.filter((line) => FILE_ACCESS_ERROR.test(line)).slice(0, 5);
     const warningText = warnings.length > 0 ? `\n[some files could not be read: ${warnings.join('; ')}]` : '';
     if (matches.length === 0) {
@@ -275,11 +291,31 @@ export const grepTool: Tool<GrepArgs> = {
   },
 };
 
+/**
+ * A search stopped by the time limit found nothing in the part it read; that is not "no matches".
+ * Say so, and name subdirectories to search one at a time.
+ */
+async function timeoutMessage(context: ToolContext, plan: SearchPlan, shown: string): Promise<string> {
+  const head = `grep stopped at its ${GREP_TIMEOUT_MS / 1000} s limit before the search finished: no match in the part of ${shown} it read, but the rest was not searched, so matches may exist (a large tree, or files not yet in the disk cache).`;
+  const narrow = 'Narrow the search: add a glob (e.g. "*.log"), or search one subdirectory at a time';
+  if (plan.operand !== '.') return `${head} The file is large or slow to read: read it in parts (read with start_line), or search part of it with bash (e.g. head -c 1G FILE | grep -n PATTERN).`;
+  const directories: string[] = [];
+  try {
+    for (const entry of (await context.backend.listDir(plan.shownCwd ?? plan.cwd)).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (entry.type === 'directory' && !(SKIPPED_DIRECTORIES as readonly string[]).includes(entry.name)) directories.push(entry.name);
+    }
+  } catch {
+    // The names only help; without them the advice stands.
+  }
+  const names = directories.length ? ` (${directories.slice(0, 10).join(', ')}${directories.length > 10 ? `, … ${countOf(directories.length, 'directory', 'directories')} in all` : ''})` : '';
+  return `${head} ${narrow}${names}; a repeated search is faster once the files are cached.`;
+}
+
 /** Files grep showed count as read for write/edit's read-before-write guard. */
 async function recordReads(context: ToolContext, cwd: string, matches: GrepRecord[]): Promise<void> {
   const ledger = context.fileReads;
   if (!ledger) return;
-  const paths = new Set(matches.map((record) => resolve(cwd, record.path.toString('utf8'))));
+  const paths = new Set(matches.map((record) => resolve(cwd, escapeName(record.path))));
   await Promise.all(
     [...paths].map(async (path) => {
       const stat = await context.backend.stat(path).catch(() => null);

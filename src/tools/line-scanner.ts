@@ -48,6 +48,11 @@ export class LineScanner {
     if (chunk.length > 0) this.previousByte = chunk[chunk.length - 1]!;
   }
 
+  /** Whether every line of the window has been seen (the rest is only counted). */
+  get windowDone(): boolean {
+    return this.lineNumber > this.last;
+  }
+
   /** Call once at the end of the stream. */
   finish(): void {
     if (this.lineBytes === 0) return;

@@ -48,11 +48,46 @@ interface Listing {
   hidden: number;
 }
 
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The first `budget` names in sorted order, in memory bounded by the budget: names are kept in a
+ * buffer that is sorted and cut back to the budget whenever it doubles.
+ */
+class FirstNames {
+  private names: string[] = [];
+  constructor(private readonly budget: number) {}
+  add(name: string): void {
+    this.names.push(name);
+    if (this.names.length >= Math.max(2 * this.budget, 64)) this.names = this.sorted();
+  }
+  sorted(): string[] {
+    return this.names.sort(byName).slice(0, this.budget);
+  }
+}
+
 /** One directory's entries, sorted, hidden ones left out unless asked, at most `budget` of them. */
 async function listEntries(backend: Backend, path: string, showHidden: boolean, budget: number): Promise<Listing> {
-  const all = (await backend.listDir(path)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const visible = showHidden ? all : all.filter((entry) => !entry.name.startsWith('.'));
-  return { shown: visible.slice(0, budget), notShown: Math.max(visible.length - budget, 0), hidden: all.length - visible.length };
+  if (!backend.listNames || !backend.statEntries) {
+    const all = (await backend.listDir(path)).sort((a, b) => byName(a.name, b.name));
+    const visible = showHidden ? all : all.filter((entry) => !entry.name.startsWith('.'));
+    return { shown: visible.slice(0, budget), notShown: Math.max(visible.length - budget, 0), hidden: all.length - visible.length };
+  }
+  // Streamed: only the shown entries are stat-ed, so memory and time follow what is shown.
+  const first = new FirstNames(budget);
+  let visible = 0;
+  let hidden = 0;
+  for await (const name of backend.listNames(path)) {
+    if (!showHidden && name.startsWith('.')) {
+      hidden++;
+      continue;
+    }
+    visible++;
+    first.add(name);
+  }
+  const shown = await backend.statEntries(path, first.sorted());
+  // An entry removed between the listing and its stat is no longer there: it is not counted.
+  return { shown, notShown: Math.max(visible - budget, 0), hidden };
 }
 
 interface TreeNode {

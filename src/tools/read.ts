@@ -13,6 +13,12 @@ export const READ_MAX_LINES = 500;
 export const BINARY_SNIFF_BYTES = 8192;
 /** A sample with more than this share of undecodable bytes or control characters is binary. */
 const BINARY_SUSPICIOUS_SHARE = 0.3;
+/**
+ * Past the lines shown, lines are counted for the true total only up to this far into the file
+ * (a few tens of milliseconds from the page cache), so the head of a huge file comes back at once; the footer
+ * then gives a lower bound and an estimate, and how to get the exact count.
+ */
+export const READ_COUNT_LIMIT_BYTES = 16 * 1024 * 1024;
 const SPREADSHEET_EXTENSIONS = new Set(['.xlsx', '.xlsm', '.xls']);
 
 export interface ReadArgs {
@@ -38,9 +44,11 @@ export function looksBinary(sample: Buffer): boolean {
 interface ScanOutcome {
   scanner: LineScanner;
   binary: boolean;
+  /** Counting stopped at READ_COUNT_LIMIT_BYTES: the total is a lower bound. */
+  countStopped?: boolean;
 }
 
-/** Streams the whole file once: binary check on its start, kept lines, true line count. */
+/** Streams the file once: binary check on its start, kept lines, line count (up to READ_COUNT_LIMIT_BYTES past the window). */
 async function scanFile(backend: Backend, path: string, first: number, last: number, signal: AbortSignal): Promise<ScanOutcome> {
   const scanner = new LineScanner(first, last);
   let sniffing: Buffer[] | null = [];
@@ -58,6 +66,7 @@ async function scanFile(backend: Backend, path: string, first: number, last: num
       continue;
     }
     scanner.push(chunk);
+    if (scanner.windowDone && scanner.totalBytes >= READ_COUNT_LIMIT_BYTES) return { scanner, binary: false, countStopped: true };
   }
   if (sniffing) {
     const start = Buffer.concat(sniffing);
@@ -68,11 +77,24 @@ async function scanFile(backend: Backend, path: string, first: number, last: num
   return { scanner, binary: false };
 }
 
-function footer(first: number, lastShown: number, total: number, crlf: boolean, cutLines: number): string {
+/** Where counting stopped on a huge file: how far it got and what the whole file probably holds. */
+interface PartialCount {
+  countedBytes: number;
+  fileBytes: number;
+}
+
+function footer(first: number, lastShown: number, total: number, crlf: boolean, cutLines: number, partial?: PartialCount): string {
   const notes: string[] = [];
-  if (first === 1 && lastShown === total) notes.push(total === 1 ? 'the only line shown' : `all ${formatCount(total)} lines shown`);
+  if (partial) {
+    const estimate = Math.round((total * partial.fileBytes) / partial.countedBytes);
+    notes.push(
+      `showing lines ${formatCount(first)}-${formatCount(lastShown)} of at least ${formatCount(total)} (counting stopped after the first ${formatBytes(partial.countedBytes)} of ${formatBytes(partial.fileBytes)}; ` +
+        `about ${formatCount(estimate)} lines in all at that rate; bash \`wc -l\` gives the exact count)`,
+    );
+    notes.push(`to read on, call read with start_line=${lastShown + 1}`);
+  } else if (first === 1 && lastShown === total) notes.push(total === 1 ? 'the only line shown' : `all ${formatCount(total)} lines shown`);
   else notes.push(`showing lines ${formatCount(first)}-${formatCount(lastShown)} of ${formatCount(total)}`);
-  if (lastShown < total) notes.push(`${formatCount(total - lastShown)} more lines: to read on, call read with start_line=${lastShown + 1}`);
+  if (!partial && lastShown < total) notes.push(`${formatCount(total - lastShown)} more lines: to read on, call read with start_line=${lastShown + 1}`);
   if (crlf) notes.push('the file uses CRLF line endings (\\r\\n), not shown');
   if (cutLines > 0) notes.push(`${cutLines} line(s) cut at ${MAX_LINE_CHARS} characters; see more of line N with bash: sed -n 'Np' FILE | cut -c ${MAX_LINE_CHARS + 1}-${MAX_LINE_CHARS * 4}`);
   return `[${notes.join('; ')}]`;
@@ -85,7 +107,7 @@ const CUT_MARKER_ROOM = 512;
  * Long lines can make the output exceed the registry's cap, which cuts the tail (footer
  * included). Tell the model exactly where to go on: the first line not surely shown in full.
  */
-function hintPastOutputCap(body: string[], lines: ScannedLine[], total: number): string {
+function hintPastOutputCap(body: string[], lines: ScannedLine[], total: number, partial: boolean): string {
   let bytes = 0;
   let lastWhole = lines[0]!.number - 1;
   for (let i = 0; i < lines.length; i++) {
@@ -93,7 +115,7 @@ function hintPastOutputCap(body: string[], lines: ScannedLine[], total: number):
     if (bytes > MAX_TOOL_OUTPUT_BYTES - CUT_MARKER_ROOM) break;
     lastWhole = lines[i]!.number;
   }
-  return `call read with start_line=${lastWhole + 1} to go on (the file has ${formatCount(total)} lines)`;
+  return `call read with start_line=${lastWhole + 1} to go on (the file has ${partial ? 'at least ' : ''}${formatCount(total)} lines)`;
 }
 
 export const readTool: Tool<ReadArgs> = {
@@ -101,7 +123,8 @@ export const readTool: Tool<ReadArgs> = {
   description:
     `Read a text file with line numbers (like cat -n). Shows at most ${READ_MAX_LINES} lines per call, from start_line ` +
     `(1-based, default 1) to end_line; lines longer than ${MAX_LINE_CHARS} characters are cut with a marker. ` +
-    'The footer gives the true total line count and the start_line to read on. Binary files are refused ' +
+    `The footer gives the total line count (counted through the first ${READ_COUNT_LIMIT_BYTES / 1024 / 1024} MiB or to the last line shown, whichever is further; ` +
+    'beyond that a lower bound and an estimate) and the start_line to read on. Binary files are refused ' +
     '(inspect them with bash: file, xxd | head); for .xlsx/.xlsm/.xls use read_excel; for directories use list.',
   parameters: {
     type: 'object',
@@ -128,14 +151,16 @@ export const readTool: Tool<ReadArgs> = {
     if (requestedLast < first) throw new ToolError(`end_line (${requestedLast}) is before start_line (${first})`, { error: 'bad_range' });
     const last = Math.min(requestedLast, first + READ_MAX_LINES - 1);
 
-    const { scanner, binary } = await scanFile(backend, path, first, last, context.signal);
+    const { scanner, binary, countStopped } = await scanFile(backend, path, first, last, context.signal);
     if (binary) {
       throw new ToolError(`${shown} looks like a binary file (${formatBytes(stat.size)}), not text; inspect it with bash, e.g. \`file ${shown}\` or \`xxd ${shown} | head -n 20\``, { error: 'binary' });
     }
     context.fileReads?.record(path, stat);
     const total = scanner.totalLines;
     const crlf = scanner.crlfNewlines > 0 && scanner.crlfNewlines * 2 >= scanner.newlines;
-    const metadata: Record<string, unknown> = { path: shown, totalLines: total, bytes: scanner.totalBytes, lineEndings: scanner.crlfNewlines === 0 ? 'lf' : scanner.crlfNewlines === scanner.newlines ? 'crlf' : 'mixed' };
+    const partial = countStopped ? { countedBytes: scanner.totalBytes, fileBytes: Math.max(stat.size, scanner.totalBytes) } : undefined;
+    const count = partial ? { totalLines: null, totalLinesAtLeast: total, bytesCounted: scanner.totalBytes } : { totalLines: total };
+    const metadata: Record<string, unknown> = { path: shown, ...count, bytes: partial ? stat.size : scanner.totalBytes, lineEndings: scanner.crlfNewlines === 0 ? 'lf' : scanner.crlfNewlines === scanner.newlines ? 'crlf' : 'mixed' };
     if (total === 0) return success(`(${shown} is empty: 0 bytes)`, { ...metadata, linesShown: 0 });
     if (first > total) throw new ToolError(`start_line ${first} is beyond the end of ${shown}, which has ${formatCount(total)} lines`, { error: 'bad_range', totalLines: total });
 
@@ -147,14 +172,14 @@ export const readTool: Tool<ReadArgs> = {
       if (cut) cutLines++;
       return `${String(line.number).padStart(width)}\t${text}`;
     });
-    body.push(footer(first, lastShown, total, crlf, cutLines));
+    body.push(footer(first, lastShown, total, crlf, cutLines, partial));
     return success(body.join('\n'), {
       ...metadata,
       startLine: first,
       endLine: lastShown,
       linesShown: scanner.lines.length,
       cutLines,
-      moreHint: hintPastOutputCap(body, scanner.lines, total),
+      moreHint: hintPastOutputCap(body, scanner.lines, total, partial !== undefined),
     });
   },
 };

@@ -1,4 +1,5 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
+import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
 import type { ToolParameters } from './types.js';
 
 /**
@@ -10,8 +11,32 @@ import type { ToolParameters } from './types.js';
 // validateSchema: false skips checking each schema against the JSON Schema meta-schema, whose
 // own compilation cost about 40 ms on every start; tool schemas are ours or an MCP server's,
 // and a server's `$schema` (say draft 2020-12, which this Ajv class does not load) is then ignored.
-const ajv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false, validateSchema: false });
+export const AJV_OPTIONS = { allErrors: true, coerceTypes: true, useDefaults: true, strict: false, validateSchema: false } as const;
+let ajv: Promise<Ajv> | undefined;
+
+/** Ajv itself loads only for schemas that were not compiled ahead of time (databases, MCP servers). */
+async function loadAjv(): Promise<Ajv> {
+  // ajv is CommonJS: bundled, its exports may arrive under `default`.
+  const loaded = (await import('ajv')) as typeof import('ajv') & { default?: typeof import('ajv') };
+  const AjvClass = loaded.Ajv ?? loaded.default!.Ajv;
+  return new AjvClass(AJV_OPTIONS);
+}
 const compiled = new WeakMap<ToolParameters, ValidateFunction>();
+
+/** The schema a tool's parameters are checked against (also the key of its precompiled validator). */
+export function fullSchema(schema: ToolParameters): Record<string, unknown> {
+  return { additionalProperties: false, ...schema };
+}
+
+async function validatorFor(schema: ToolParameters): Promise<ValidateFunction> {
+  let validate = compiled.get(schema);
+  if (!validate) {
+    const full = fullSchema(schema);
+    validate = PRECOMPILED_VALIDATORS[JSON.stringify(full)] ?? (await (ajv ??= loadAjv())).compile(full);
+    compiled.set(schema, validate);
+  }
+  return validate;
+}
 
 export type ValidationOutcome =
   | { ok: true; args: Record<string, unknown> }
@@ -54,7 +79,7 @@ function formatValue(args: Record<string, unknown>, error: ErrorObject): string 
   return ` (got ${text.length > 60 ? `${text.slice(0, 57)}...` : text})`;
 }
 
-export function validateArguments(schema: ToolParameters, input: unknown): ValidationOutcome {
+export async function validateArguments(schema: ToolParameters, input: unknown): Promise<ValidationOutcome> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return { ok: false, message: `arguments must be a JSON object with fields: ${Object.keys(schema.properties).join(', ')}` };
   }
@@ -66,11 +91,7 @@ export function validateArguments(schema: ToolParameters, input: unknown): Valid
     if (value === null && key in schema.properties) continue;
     args[key] = value;
   }
-  let validate = compiled.get(schema);
-  if (!validate) {
-    validate = ajv.compile({ additionalProperties: false, ...schema });
-    compiled.set(schema, validate);
-  }
+  const validate = await validatorFor(schema);
   const original = structuredClone(args);
   if (validate(args)) return { ok: true, args };
   const errors = (validate.errors ?? []).filter((e) => e.keyword !== 'if');

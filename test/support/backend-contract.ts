@@ -269,7 +269,7 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
       expect(entries.map((entry) => [entry.name, entry.type])).toEqual([
         ['a file.txt', 'file'],
         ['ln', 'symlink'],
-        ['new\nline', 'file'],
+        ['new\\nline', 'file'], // names are shown escaped (escapeName), one per line
         ['sub', 'directory'],
       ]);
       expect(entries[0]!.size).toBe(3);

@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, symlinkSync, utimesSync, writeFileSync } from 'no
 import { dirname, join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildToolRegistry } from '../../src/agent/toolset.js';
+import { LocalBackend } from '../../src/backends/local.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { LIST_MAX_ENTRIES, modeString } from '../../src/tools/list.js';
 import { makeTempDir, makeToolContext } from '../support/context.js';
@@ -123,5 +124,38 @@ describe('list', () => {
     expect(modeString({ type: 'directory', mode: 0o1777 })).toBe('drwxrwxrwt');
     expect(modeString({ type: 'file', mode: 0o4755 })).toBe('-rwsr-xr-x');
     expect(modeString({ type: 'file', mode: 0o2644 })).toBe('-rw-r-Sr--');
+  });
+});
+
+/** The local backend, counting the entries it stats and the most names held at once by list. */
+class CountingBackend extends LocalBackend {
+  statted = 0;
+  override statEntries(path: string, names: readonly string[]) {
+    this.statted += names.length;
+    return super.statEntries(path, names);
+  }
+}
+
+describe('list on a big flat directory', () => {
+  it('stats only the entries it shows, and says exactly how many more and how many hidden exist', async () => {
+    const counts: number[] = [];
+    for (const size of [1000, 10000]) {
+      const big = makeTempDir();
+      for (let i = 0; i < size; i++) writeFileSync(join(big, `f${String(size - i).padStart(6, '0')}`), '');
+      writeFileSync(join(big, '.hidden'), '');
+      const backend = new CountingBackend();
+      const result = await registry.run('list', { path: '.' }, makeToolContext({ workingDir: big, backend }));
+      const rows = result.output.split('\n');
+      expect(rows).toHaveLength(LIST_MAX_ENTRIES + 1);
+      // The first names in sorted order, whatever order the directory holds them in.
+      expect(rows[0]).toMatch(/  f000001$/);
+      expect(rows[LIST_MAX_ENTRIES - 1]).toMatch(/  f000200$/);
+      expect(rows.at(-1)).toBe(
+        `[${LIST_MAX_ENTRIES} entries shown (times UTC); limit of ${LIST_MAX_ENTRIES} entries reached: ${(size - LIST_MAX_ENTRIES).toLocaleString('en-US')} more not shown; list a subdirectory or use glob to find specific files; 1 hidden entry not shown: set show_hidden=true to include them]`,
+      );
+      counts.push(backend.statted);
+    }
+    // Bounded by what is shown: the same number of stat calls for 1,000 and 10,000 entries.
+    expect(counts).toEqual([LIST_MAX_ENTRIES, LIST_MAX_ENTRIES]);
   });
 });

@@ -6,7 +6,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { MAX_LINE_CHARS } from '../../src/tools/long-lines.js';
-import { READ_MAX_LINES } from '../../src/tools/read.js';
+import { READ_COUNT_LIMIT_BYTES, READ_MAX_LINES } from '../../src/tools/read.js';
+import { LocalBackend } from '../../src/backends/local.js';
+import type { ByteRange } from '../../src/backends/types.js';
 import { makeTempDir, makeToolContext } from '../support/context.js';
 
 const registry = buildToolRegistry(loadProfile('readonly'));
@@ -93,6 +95,50 @@ describe('read', () => {
     const shownWhole = result.output.split('\n').filter((line) => /^ +\d+\t\d{4} y{400}$/.test(line)).length;
     expect(nextLine).toBeGreaterThan(100);
     expect(nextLine).toBeLessThanOrEqual(shownWhole + 1);
+  });
+
+  it('the head of a huge file reads a bounded part of it and says the total is a lower bound, with an estimate', async () => {
+    /** The local backend, counting the bytes read streams hand out. */
+    class CountingBackend extends LocalBackend {
+      bytesRead = 0;
+      override readStream(path: string, range?: ByteRange): AsyncIterable<Buffer> {
+        const inner = super.readStream(path, range);
+        const self = this;
+        return (async function* () {
+          for await (const chunk of inner) {
+            self.bytesRead += chunk.length;
+            yield chunk;
+          }
+        })();
+      }
+    }
+    const line = `${'y'.repeat(99)}\n`;
+    const reads: number[] = [];
+    for (const megabytes of [40, 80]) {
+      const path = join(dir, `huge-${megabytes}.log`);
+      const stream = createWriteStream(path);
+      const block = line.repeat(10_000); // 1 MB
+      for (let i = 0; i < megabytes; i++) if (!stream.write(block)) await once(stream, 'drain');
+      stream.end();
+      await once(stream, 'finish');
+      const backend = new CountingBackend();
+      const result = await registry.run('read', { path: `huge-${megabytes}.log`, end_line: 2 }, makeToolContext({ workingDir: dir, backend }));
+      const counted = Math.floor(READ_COUNT_LIMIT_BYTES / 100); // whole lines in the 16 MiB counted
+      expect(result.output).toBe(
+        `${numbered(1, 2, () => 'y'.repeat(99))}\n[showing lines 1-2 of at least ${counted.toLocaleString('en-US')} (counting stopped after the first ` +
+          `${(backend.bytesRead / 1024 / 1024).toFixed(1)} MB of ${((megabytes * 1_000_000) / 1024 / 1024).toFixed(1)} MB; about ${Math.round((counted * megabytes * 1_000_000) / backend.bytesRead).toLocaleString('en-US')} lines in all at that rate; ` +
+          'bash `wc -l` gives the exact count); to read on, call read with start_line=3]',
+      );
+      expect(result.metadata).toMatchObject({ totalLines: null, totalLinesAtLeast: counted, bytes: megabytes * 1_000_000 });
+      // The estimate is within 0.1% of the true count (megabytes x 10,000 lines).
+      expect(Math.abs(Math.round((counted * megabytes * 1_000_000) / backend.bytesRead) - megabytes * 10_000)).toBeLessThan(megabytes * 10);
+      reads.push(backend.bytesRead);
+    }
+    // The same bounded read whatever the file's size (one 256 KiB chunk of slack).
+    for (const bytes of reads) {
+      expect(bytes).toBeGreaterThanOrEqual(READ_COUNT_LIMIT_BYTES);
+      expect(bytes).toBeLessThanOrEqual(READ_COUNT_LIMIT_BYTES + 256 * 1024);
+    }
   });
 
   it('reports the true line count of a big file while keeping memory flat', async () => {

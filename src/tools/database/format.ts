@@ -1,37 +1,164 @@
-import Table from 'cli-table3';
+import stringWidth from 'string-width';
+import { escapeControlChars, MAX_TOOL_OUTPUT_BYTES } from '../sanitize.js';
 import type { CellValue } from './types.js';
 import { valueToText } from './values.js';
 
 /**
- * Result tables for the model (SPEC §5.4): ASCII with cli-table3, NULL shown as NULL, newlines
- * and tabs escaped so a row stays on one line, long values cut with an ellipsis.
+ * Result tables for the model (SPEC §5.4): box-drawn like cli-table3's compact style, NULL shown
+ * as NULL, newlines, tabs and other control characters escaped so a row stays on one line, long
+ * values cut with an ellipsis.
+ *
+ * Only what fits is formatted: the rows and columns to show are chosen first, within a byte
+ * budget, then laid out, so the cost follows what is shown, not the size of the result (a
+ * 1,000-column result or 20,000 tables cost what the 64 KiB of output costs). The table is drawn
+ * here rather than with cli-table3, whose layout compares every cell with every earlier row
+ * (about 0.3 s for the 5,000 cells that fill 64 KiB); display widths come from string-width,
+ * so wide characters (CJK, emoji) keep the columns aligned.
  */
 
 export const DEFAULT_ROW_LIMIT = 100;
 export const MAX_ROW_LIMIT = 1000;
 export const MAX_CELL_CHARS = 200;
 export const MORE_ROWS_HINT = 'more rows exist; use COUNT(*) or export_query';
+/** Bytes one table may take: the output cap less room for the lines around it. */
+export const TABLE_BUDGET_BYTES = MAX_TOOL_OUTPUT_BYTES - 2048;
+/** Rows that the choice of columns keeps room for (when the result has that many). */
+const ROWS_KEPT_WITH_COLUMNS = 20;
+/** Lines of a table besides its rows: top border, header, separator, bottom border. */
+const FRAME_LINES = 4;
+/** Box-drawing characters take 3 bytes in UTF-8. */
+const BOX_BYTES = 3;
 
 export function cellText(value: CellValue): string {
   const text = valueToText(value);
   if (text === null) return 'NULL';
-  const escaped = text.replace(/\r/g, '\\r').replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+  const escaped = escapeControlChars(text.replace(/\r/g, '\\r').replace(/\n/g, '\\n').replace(/\t/g, '\\t'));
   if (escaped.length <= MAX_CELL_CHARS) return escaped;
   return `${escaped.slice(0, MAX_CELL_CHARS - 1)}…`;
 }
 
-export function formatTable(columns: readonly string[], rows: readonly CellValue[][]): string {
-  const table = new Table({
-    head: columns.map((column) => cellText(column)),
-    style: { head: [], border: [], compact: true },
-    wordWrap: false,
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
+/** Columns of the terminal a text takes (string-width for anything beyond printable ASCII). */
+function displayWidth(text: string): number {
+  return PRINTABLE_ASCII.test(text) ? text.length : stringWidth(text);
+}
+
+/** One column's measure: its display width and how many more bytes than columns its widest cell takes. */
+class ColumnMeasure {
+  width = 0;
+  extraBytes = 0;
+  add(text: string): void {
+    const width = displayWidth(text);
+    if (width > this.width) this.width = width;
+    const extra = Buffer.byteLength(text, 'utf8') - width;
+    if (extra > this.extraBytes) this.extraBytes = extra;
+  }
+  copy(): ColumnMeasure {
+    const next = new ColumnMeasure();
+    next.width = this.width;
+    next.extraBytes = this.extraBytes;
+    return next;
+  }
+  /**
+   * Upper bound of the bytes this column adds to a table of `rows` rows: to the header and each
+   * row (text, padding, one separator) and to the three rules (box characters, 3 bytes each).
+   */
+  tableBytes(rows: number): number {
+    return (rows + 1) * (this.width + this.extraBytes + 2 + BOX_BYTES) + (FRAME_LINES - 1) * BOX_BYTES * (this.width + 3);
+  }
+}
+
+/** Bytes of a table's lines besides what its columns add: the first box character and the newline of each line. */
+function frameBytes(rows: number): number {
+  return (rows + FRAME_LINES) * (BOX_BYTES + 1);
+}
+
+export interface FormattedTable {
+  text: string;
+  /** Rows and columns shown: always a prefix of the result's rows and columns. */
+  rows: number;
+  columns: number;
+  totalRows: number;
+  totalColumns: number;
+}
+
+function rule(widths: readonly number[], left: string, middle: string, right: string): string {
+  return left + widths.map((width) => '─'.repeat(width + 2)).join(middle) + right;
+}
+
+function line(cells: readonly string[], widths: readonly number[]): string {
+  return `│${cells.map((cell, j) => ` ${cell}${' '.repeat(widths[j]! - displayWidth(cell))} `).join('│')}│`;
+}
+
+/**
+ * The table of the first rows and columns that fit in `budget` bytes. Columns are chosen so that
+ * up to 20 rows fit beside them; then rows are added while the table stays within the budget.
+ * Cells beyond the chosen rows and columns are never converted to text.
+ */
+export function formatTable(columns: readonly string[], rows: readonly CellValue[][], budget = TABLE_BUDGET_BYTES): FormattedTable {
+  const head = columns.map((column) => cellText(column));
+  const floorRows = Math.min(rows.length, ROWS_KEPT_WITH_COLUMNS);
+  const firstTexts: string[][] = Array.from({ length: floorRows }, () => []);
+  let bytes = frameBytes(floorRows);
+  let shownColumns = 0;
+  for (let j = 0; j < head.length; j++) {
+    const measure = new ColumnMeasure();
+    measure.add(head[j]!);
+    const texts = firstTexts.map((_, i) => cellText(rows[i]![j]));
+    for (const text of texts) measure.add(text);
+    if (j > 0 && bytes + measure.tableBytes(floorRows) > budget) break;
+    bytes += measure.tableBytes(floorRows);
+    shownColumns++;
+    texts.forEach((text, i) => firstTexts[i]!.push(text));
+  }
+
+  // Rows: widths grow only with the rows added; stop before the table would pass the budget.
+  let rowMeasures = head.slice(0, shownColumns).map((text) => {
+    const measure = new ColumnMeasure();
+    measure.add(text);
+    return measure;
   });
-  for (const row of rows) table.push(row.map(cellText));
-  return table.toString();
+  const bodyTexts: string[][] = [];
+  for (let i = 0; i < rows.length; i++) {
+    const texts = i < floorRows ? firstTexts[i]! : rows[i]!.slice(0, shownColumns).map((value) => cellText(value));
+    const trial = rowMeasures.map((measure, j) => {
+      const next = measure.copy();
+      next.add(texts[j]!);
+      return next;
+    });
+    const trialBytes = trial.reduce((sum, measure) => sum + measure.tableBytes(i + 1), frameBytes(i + 1));
+    if (i > 0 && trialBytes > budget) break;
+    rowMeasures = trial;
+    bodyTexts.push(texts);
+  }
+
+  const widths = rowMeasures.map((measure) => measure.width);
+  const out = [rule(widths, '┌', '┬', '┐'), line(head.slice(0, shownColumns), widths)];
+  if (bodyTexts.length > 0) out.push(rule(widths, '├', '┼', '┤'));
+  for (const texts of bodyTexts) out.push(line(texts, widths));
+  out.push(rule(widths, '└', '┴', '┘'));
+  return { text: out.join('\n'), rows: bodyTexts.length, columns: shownColumns, totalRows: rows.length, totalColumns: columns.length };
 }
 
 export function plural(count: number, word: string): string {
   return `${count.toLocaleString('en-US')} ${word}${count === 1 ? '' : 's'}`;
+}
+
+function count(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+/** What a table left out, or '' when it shows everything: "showing 20 of 101 rows and 230 of 1,000 columns". */
+export function tableCutNote(table: FormattedTable, rowWord: string, columnNames: readonly string[]): string {
+  const parts: string[] = [];
+  if (table.rows < table.totalRows) parts.push(`${count(table.rows)} of ${plural(table.totalRows, rowWord)}`);
+  if (table.columns < table.totalColumns) {
+    const firstLeft = columnNames[table.columns] ?? '';
+    parts.push(`${count(table.columns)} of ${plural(table.totalColumns, 'column')} (columns from ${JSON.stringify(cellText(firstLeft))} on are not shown)`);
+  }
+  if (parts.length === 0) return '';
+  return `showing ${parts.join(' and ')}: the output is limited to ${Math.round(MAX_TOOL_OUTPUT_BYTES / 1024)} KiB`;
 }
 
 /** A query's output: the table, then a line that says how many rows and whether more exist. */
@@ -41,5 +168,77 @@ export function formatQueryResult(columns: readonly string[], rows: readonly Cel
   const summary = more
     ? `(showing the first ${plural(rows.length, 'row')}; limit ${limit}) ${MORE_ROWS_HINT}`
     : `(${plural(rows.length, 'row')})`;
-  return `${table}\n${summary}`;
+  const cut = tableCutNote(table, 'fetched row', columns);
+  if (!cut) return `${table.text}\n${summary}`;
+  const hints = [];
+  if (table.columns < table.totalColumns) hints.push('name fewer columns in the SELECT');
+  if (table.rows < table.totalRows) hints.push('lower row_limit or page with OFFSET');
+  hints.push('export_query writes the whole result');
+  return `${table.text}\n(${cut}; ${hints.join(', ')})\n${summary}`;
+}
+
+export interface TableListing {
+  schema: string | null;
+  name: string;
+  type: string;
+}
+
+/** list_tables: the total first, then as many tables as fit, with how to narrow the list. */
+export function formatTableList(tables: readonly TableListing[], pattern: string | undefined): string {
+  const total = `${plural(tables.length, 'table')} and views${pattern ? ` match ${JSON.stringify(pattern)}` : ''}`;
+  const table = formatTable(['schema', 'name', 'type'], tables.map((entry) => [entry.schema, entry.name, entry.type]));
+  if (table.rows === tables.length) return `(${total})\n${table.text}`;
+  return `(${total}; showing the first ${count(table.rows)}: use table_pattern, e.g. "${tableHint(tables[table.rows]!.name)}", to see others)\n${table.text}\n(${count(tables.length - table.rows)} more not shown: narrow with table_pattern)`;
+}
+
+function tableHint(name: string): string {
+  const prefix = name.replace(/[%_\\]/g, '').slice(0, 3);
+  return prefix ? `${prefix}%` : 'order%';
+}
+
+export interface DescribedTable {
+  schema?: string | null;
+  name: string;
+  columns: readonly { name: string; type: string; nullable: boolean; default: CellValue; primaryKey: boolean }[];
+  primaryKey: readonly string[];
+  foreignKeys: readonly string[];
+  indexes: readonly string[];
+}
+
+/** Bytes the keys may take before the column table (they come first, so they are never cut by it). */
+const DESCRIBE_KEYS_BUDGET = 16 * 1024;
+
+/** describe: the name, the keys and indexes (before the bulk), then as many columns as fit. */
+export function formatDescription(description: DescribedTable): string {
+  const name = description.schema ? `${description.schema}.${description.name}` : description.name;
+  const listed = (items: readonly string[]) => {
+    if (items.length === 0) return '(none)';
+    const lines: string[] = [];
+    let bytes = 0;
+    for (const item of items) {
+      bytes += Buffer.byteLength(item, 'utf8') + 3;
+      if (bytes > DESCRIBE_KEYS_BUDGET / 2 && lines.length > 0) {
+        lines.push(`… ${count(items.length - lines.length)} more not shown`);
+        break;
+      }
+      lines.push(item);
+    }
+    return `\n  ${lines.join('\n  ')}`;
+  };
+  const keys = [
+    `${name}: ${plural(description.columns.length, 'column')}`,
+    `primary key: ${description.primaryKey.length ? description.primaryKey.join(', ') : '(none)'}`,
+    `foreign keys: ${listed(description.foreignKeys)}`,
+    `indexes: ${listed(description.indexes)}`,
+  ].join('\n');
+  const columnNames = description.columns.map((column) => column.name);
+  const table = formatTable(
+    ['column', 'type', 'nullable', 'default', 'pk'],
+    description.columns.map((column) => [column.name, column.type, column.nullable ? 'yes' : 'no', column.default, column.primaryKey ? 'yes' : '']),
+    TABLE_BUDGET_BYTES - Buffer.byteLength(keys, 'utf8'),
+  );
+  const cut = table.rows < table.totalRows
+    ? `\n(showing ${count(table.rows)} of ${plural(table.totalRows, 'column')}: the output is limited to ${Math.round(MAX_TOOL_OUTPUT_BYTES / 1024)} KiB; ${count(table.totalRows - table.rows)} more from ${JSON.stringify(cellText(columnNames[table.rows]!))} on; query the catalogue (information_schema.columns or the engine's equivalent) for the rest)`
+    : '';
+  return `${keys}\n${table.text}${cut}`;
 }

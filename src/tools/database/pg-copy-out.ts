@@ -81,11 +81,8 @@ export class ExtendedCopyOut extends Readable implements Submittable {
     const listeners = socket.listeners('data');
     if (listeners.length !== 1) return;
     const pgParser = listeners[0] as DataListener;
-    let pending: Buffer | null = null;
-    const reader: DataListener = (chunk) => {
-      const data = pending ? Buffer.concat([pending, chunk]) : chunk;
-      pending = null;
-      let offset = 0;
+    /** Handles the whole messages in data[offset..]; returns where an incomplete one starts, or -1 once pg's parser has taken over. */
+    const consume = (data: Buffer, offset: number): number => {
       while (offset + 5 <= data.length) {
         const code = data[offset]!;
         const end = offset + 1 + data.readInt32BE(offset + 1);
@@ -97,14 +94,47 @@ export class ExtendedCopyOut extends Readable implements Submittable {
           socket.removeListener('data', reader);
           socket.on('data', pgParser);
           pgParser(data.subarray(offset));
-          return;
+          return -1;
         } else {
           pgParser(data.subarray(offset, end));
         }
         offset = end;
       }
-      // A message cut by the end of this read: kept (copied) until the next read completes it.
-      if (offset < data.length) pending = Buffer.from(data.subarray(offset));
+      return offset;
+    };
+    // A message cut by the end of a read: its parts so far (copied, as pg reuses its buffers) and their size.
+    let pendingParts: Buffer[] = [];
+    let pendingBytes = 0;
+    let pendingLength = -1; // the whole message's size, once its header is known
+    const reader: DataListener = (chunk) => {
+      let offset = 0;
+      if (pendingBytes > 0) {
+        // Complete the one message a previous read cut, copying only its own bytes (linear in its size).
+        if (pendingLength < 0) {
+          const head = Buffer.concat([...pendingParts, chunk.subarray(0, 5)]);
+          if (head.length >= 5) pendingLength = 1 + head.readInt32BE(1);
+        }
+        const needed = pendingLength < 0 ? Infinity : pendingLength - pendingBytes;
+        if (needed > chunk.length) {
+          pendingParts.push(Buffer.from(chunk));
+          pendingBytes += chunk.length;
+          return;
+        }
+        const message = Buffer.concat([...pendingParts, chunk.subarray(0, needed)], pendingLength);
+        pendingParts = [];
+        pendingBytes = 0;
+        pendingLength = -1;
+        offset = needed;
+        if (consume(message, 0) === -1) {
+          if (offset < chunk.length) pgParser(chunk.subarray(offset));
+          return;
+        }
+      }
+      const stopped = consume(chunk, offset);
+      if (stopped !== -1 && stopped < chunk.length) {
+        pendingParts = [Buffer.from(chunk.subarray(stopped))];
+        pendingBytes = chunk.length - stopped;
+      }
     };
     socket.removeListener('data', pgParser);
     socket.on('data', reader);

@@ -6,7 +6,7 @@ import { checkCreateOnlyTarget } from '../write-policy.js';
 import { describeDatabase } from './config.js';
 import { driverFor } from './connections.js';
 import { CsvExportFile, EXPORT_PREVIEW_ROWS } from './csv.js';
-import { DEFAULT_ROW_LIMIT, formatQueryResult, formatTable, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural } from './format.js';
+import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, formatTableList, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural, tableCutNote } from './format.js';
 import { scrubSecrets } from './secrets.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './statement-check.js';
 import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type RunOptions } from './types.js';
@@ -131,8 +131,7 @@ async function runOperation(engine: Engine, config: DatabaseConfig, options: Run
     case 'list_tables': {
       const tables = await driver.listTables(args.table_pattern, options);
       if (tables.length === 0) return success(`No tables or views${args.table_pattern ? ` match ${JSON.stringify(args.table_pattern)}` : ''}.`, { tables: 0 });
-      const rows = tables.map((table) => [table.schema, table.name, table.type]);
-      return success(`${formatTable(['schema', 'name', 'type'], rows)}\n(${plural(tables.length, 'table')} and views)`, { tables: tables.length });
+      return success(formatTableList(tables, args.table_pattern), { tables: tables.length });
     }
     case 'describe':
       return describeTable(driver, requireArg(args, 'table_name'), options);
@@ -143,19 +142,7 @@ async function runOperation(engine: Engine, config: DatabaseConfig, options: Run
 
 async function describeTable(driver: DatabaseDriver, table: string, options: RunOptions): Promise<ToolResult> {
   const description = await driver.describe(table, options);
-  const columns = formatTable(
-    ['column', 'type', 'nullable', 'default', 'pk'],
-    description.columns.map((column) => [column.name, column.type, column.nullable ? 'yes' : 'no', column.default, column.primaryKey ? 'yes' : '']),
-  );
-  const name = description.schema ? `${description.schema}.${description.name}` : description.name;
-  const lines = [
-    `${name}`,
-    columns,
-    `primary key: ${description.primaryKey.length ? description.primaryKey.join(', ') : '(none)'}`,
-    `foreign keys: ${description.foreignKeys.length ? `\n  ${description.foreignKeys.join('\n  ')}` : '(none)'}`,
-    `indexes: ${description.indexes.length ? `\n  ${description.indexes.join('\n  ')}` : '(none)'}`,
-  ];
-  return success(lines.join('\n'), { columns: description.columns.length });
+  return success(formatDescription(description), { columns: description.columns.length });
 }
 
 async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
@@ -174,7 +161,9 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
     throw error;
   }
   const shown = displayPath(context.workingDir, requested);
-  const preview = summary.preview.length ? `\nfirst ${plural(summary.preview.length, 'row')}:\n${formatTable(summary.columns, summary.preview)}` : '';
+  const table = summary.preview.length ? formatTable(summary.columns, summary.preview) : null;
+  const cut = table ? tableCutNote(table, 'preview row', summary.columns) : '';
+  const preview = table ? `\nfirst ${plural(summary.preview.length, 'row')}:\n${table.text}${cut ? `\n(${cut})` : ''}` : '';
   return success(
     `Exported ${plural(summary.rows, 'row')} (${formatBytes(summary.bytes)}, ${plural(summary.columns.length, 'column')}) to ${shown}\ncolumns: ${summary.columns.join(', ')}${preview}`,
     { path: summary.path, rows: summary.rows, bytes: summary.bytes, columns: summary.columns },

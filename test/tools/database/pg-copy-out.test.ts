@@ -19,6 +19,53 @@ function copyDataMessage(payload: string): Buffer {
   return Buffer.concat([header, body]);
 }
 
+function message(code: string, body: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.write(code, 0, 'latin1');
+  header.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([header, body]);
+}
+
+describe('ExtendedCopyOut reading the socket itself', () => {
+  test('rows come out whole and in order, and pg gets exactly the other messages, wherever the reads are cut', async () => {
+    const rows = Array.from({ length: 300 }, (_, i) => `${i},${'x'.repeat(i === 150 ? 20_000 : i % 61)}\n`);
+    const before = message('H', Buffer.from([0, 0, 2, 0, 0, 0, 0]));
+    const after = Buffer.concat([message('c', Buffer.alloc(0)), message('C', Buffer.from('COPY 300\0')), message('Z', Buffer.from('I'))]);
+    const wire = Buffer.concat([message('1', Buffer.alloc(0)), before, ...rows.map(copyDataMessage), after]);
+    let seed = 5;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    for (let round = 0; round < 12; round++) {
+      const copyOut = new ExtendedCopyOut('COPY (SELECT 1) TO STDOUT');
+      const socket = new PassThrough();
+      const toPg: Buffer[] = [];
+      const pgParser = (data: Buffer) => toPg.push(Buffer.from(data));
+      socket.on('data', pgParser);
+      const connection = { stream: socket, parse: () => {}, bind: () => {}, execute: () => {}, sync: () => {} };
+      copyOut.submit(connection as unknown as pg.Connection);
+      expect(copyOut.readSocketItself).toBe(true);
+      const collected: Buffer[] = [];
+      copyOut.on('data', (chunk: Buffer) => collected.push(chunk));
+      // Reads cut anywhere: inside headers, inside rows, one byte long, or across many messages.
+      const maxRead = [2, 3, 7, 64, 1000, 70_000][round % 6]!;
+      for (let offset = 0; offset < wire.length; ) {
+        const size = 1 + random(maxRead);
+        const chunk = Buffer.from(wire.subarray(offset, offset + size));
+        socket.emit('data', chunk);
+        chunk.fill(0); // pg reuses its buffers: nothing may be kept by reference
+        offset += size;
+      }
+      copyOut.handleReadyForQuery();
+      await new Promise((resolve) => copyOut.on('end', resolve));
+      expect(Buffer.concat(collected).toString('utf8')).toBe(rows.join(''));
+      expect(Buffer.concat(toPg).equals(Buffer.concat([message('1', Buffer.alloc(0)), before, after]))).toBe(true);
+      expect(socket.listeners('data')).toEqual([pgParser]);
+    }
+  });
+});
+
 describe('ExtendedCopyOut', () => {
   test('rows survive the parser reusing its buffer, however late they are read', async () => {
     const rows = Array.from({ length: 20_000 }, (_, i) => `${i},${'é'.repeat(i % 37)}${'y'.repeat(i % 97)}\n`);
