@@ -274,10 +274,7 @@ function explainPrefix(statement: Token[], engine: Engine): { body: Token[]; opt
       if (punct(index, '(') && !isQueryStart(statement, index + 1, engine)) {
         const close = statement.findIndex((token, at) => at > index && token.kind === 'punct' && token.value === ')');
         const inside = statement.slice(index + 1, close);
-        // Option names and values only: words, numbers, strings and commas.
-        if (inside.some((token) => token.kind === 'punct' ? token.value !== ',' : token.kind === 'quoted')) {
-          throw new ReadOnlyViolation('refused: EXPLAIN (...) options must be names and values, as in EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)');
-        }
+        checkPostgresExplainOptions(inside);
         return { body: statement.slice(close + 1), options: inside.length };
       }
       if (word(index, 'ANALYZE', 'ANALYSE')) index++;
@@ -300,6 +297,24 @@ function explainPrefix(statement: Token[], engine: Engine): { body: Token[]; opt
       break;
   }
   return { body: statement.slice(index), options: index - 1 };
+}
+
+/** PostgreSQL's EXPLAIN options, each `NAME [value]`; anything else is refused. */
+const POSTGRES_EXPLAIN_OPTIONS = new Set(['ANALYZE', 'ANALYSE', 'VERBOSE', 'COSTS', 'SETTINGS', 'GENERIC_PLAN', 'BUFFERS', 'SERIALIZE', 'WAL', 'TIMING', 'SUMMARY', 'MEMORY', 'FORMAT']);
+
+function checkPostgresExplainOptions(tokens: Token[]): void {
+  const items: Token[][] = [[]];
+  for (const token of tokens) {
+    if (token.kind === 'punct' && token.value === ',') items.push([]);
+    else items[items.length - 1]!.push(token);
+  }
+  for (const [name, value, ...extra] of items) {
+    const known = name?.kind === 'word' && POSTGRES_EXPLAIN_OPTIONS.has(name.value);
+    const plainValue = value === undefined || value.kind === 'word' || value.kind === 'number' || value.kind === 'string';
+    if (!known || !plainValue || extra.length > 0) {
+      throw new ReadOnlyViolation(`refused: EXPLAIN (...) takes options as in EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON); allowed: ${[...POSTGRES_EXPLAIN_OPTIONS].join(', ')}`);
+    }
+  }
 }
 
 function isQueryStart(statement: Token[], index: number, engine: Engine): boolean {
