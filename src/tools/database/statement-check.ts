@@ -247,10 +247,12 @@ function checkExplain(statement: Token[], engine: Engine): void {
     if (options === 0 && body.length > 0 && !(bodyLeading && QUERY_KEYWORDS.mysql.includes(bodyLeading)) && isTableReference(body)) return;
   }
   const explained = leadingKeyword(body);
-  const allowed = leading === 'ANALYZE' ? QUERY_KEYWORDS[engine].filter((keyword) => keyword !== 'TABLE') : QUERY_KEYWORDS[engine];
+  // MySQL: ANALYZE ... TABLE is ANALYZE TABLE (a write) for MariaDB, whatever MySQL 8 makes of it.
+  const analyzes = engine === 'mysql' && statement.slice(0, statement.length - body.length).some((token) => token.kind === 'word' && token.value === 'ANALYZE');
+  const allowed = analyzes ? QUERY_KEYWORDS[engine].filter((keyword) => keyword !== 'TABLE') : QUERY_KEYWORDS[engine];
   if (!explained || !allowed.includes(explained)) {
     throw new ReadOnlyViolation(
-      leading === 'ANALYZE' && explained === 'TABLE'
+      analyzes && explained === 'TABLE'
         ? 'refused: ANALYZE TABLE updates the table statistics, which is a write'
         : `refused: ${leading} ${explained ? `of ${explained}` : 'of this statement'} is not allowed in read-only mode; ${leading} only a query (${allowed.join(', ')}) that is itself allowed; for the plan of a write, explain the SELECT that finds its rows`,
     );
@@ -322,26 +324,40 @@ function isQueryStart(statement: Token[], index: number, engine: Engine): boolea
   return leading !== null && QUERY_KEYWORDS[engine].includes(leading);
 }
 
-/**
- * `name`, `schema.name`, each optionally followed by a column name or a 'pattern': MySQL's
- * DESCRIBE of a table (SHOW COLUMNS). A write keyword cannot be an unquoted table name there.
- */
+/** Words that start a statement or a clause in MySQL: never an unquoted table name after DESCRIBE. */
+const MYSQL_NOT_A_NAME = new Set([
+  'EXPLAIN', 'DESCRIBE', 'DESC', 'ANALYZE', 'SHOW', 'SELECT', 'WITH', 'VALUES', 'TABLE', 'FOR', 'FORMAT', 'SET', 'DO', 'HANDLER', 'LOAD', 'REPLACE',
+  'INTO', 'FROM', 'WHERE', 'FLUSH', 'OPTIMIZE', 'REPAIR', 'CHECK', 'CHECKSUM', 'HELP', 'START', 'BEGIN', 'XA', 'KILL', 'RESET', 'PURGE', 'INSTALL',
+  'UNINSTALL', 'CACHE', 'USE', 'SHUTDOWN', 'BINLOG', 'SIGNAL', 'RESIGNAL', 'GET', 'BACKUP', 'CLONE', 'RESTART',
+]);
+
+/** A table name, `name` or `schema.name`, from `at`; the index after it, or -1. */
+function tableName(tokens: Token[], at: number): number {
+  const name = (token: Token | undefined) => token !== undefined && (token.kind === 'quoted' || (token.kind === 'word' && !WRITE_WORDS.has(token.value) && !MYSQL_NOT_A_NAME.has(token.value)));
+  if (!name(tokens[at])) return -1;
+  if (tokens[at + 1]?.kind === 'punct' && tokens[at + 1]!.value === '.') return name(tokens[at + 2]) ? at + 3 : -1;
+  return at + 1;
+}
+
+/** `name` or `schema.name`, optionally followed by a column name or a 'pattern': MySQL's DESCRIBE of a table (SHOW COLUMNS). */
 function isTableReference(tokens: Token[]): boolean {
-  const name = (token: Token | undefined) => token !== undefined && (token.kind === 'quoted' || (token.kind === 'word' && !WRITE_WORDS.has(token.value) && token.value !== 'REPLACE'));
-  if (!name(tokens[0])) return false;
-  let index = 1;
-  if (tokens[index]?.kind === 'punct' && tokens[index]!.value === '.' && name(tokens[index + 1])) index += 2;
-  if (index < tokens.length && (name(tokens[index]) || tokens[index]!.kind === 'string')) index++;
+  let index = tableName(tokens, 0);
+  if (index < 0) return false;
+  if (index < tokens.length && (tokens[index]!.kind === 'string' || tableName(tokens, index) === index + 1)) index++;
   return index === tokens.length;
 }
 
-/** `CHECKSUM TABLE a, db.b [QUICK|EXTENDED]`: names only. */
+/** `CHECKSUM TABLE a, db.b [QUICK|EXTENDED]`: table names only. */
 function checkTableList(statement: Token[], what: string, trailing: readonly string[]): void {
-  const names = statement.slice(2);
-  let end = names.length;
-  if (end > 0 && names[end - 1]!.kind === 'word' && trailing.includes(names[end - 1]!.value)) end--;
-  const valid = statement[1]?.kind === 'word' && statement[1].value === 'TABLE' && end > 0
-    && names.slice(0, end).every((token) => token.kind === 'word' || token.kind === 'quoted' || (token.kind === 'punct' && (token.value === '.' || token.value === ',')));
+  let valid = statement[1]?.kind === 'word' && statement[1].value === 'TABLE';
+  let index = 2;
+  for (;;) {
+    index = valid ? tableName(statement, index) : -1;
+    if (index < 0 || !(statement[index]?.kind === 'punct' && statement[index]!.value === ',')) break;
+    index++;
+  }
+  if (index > 0 && statement[index]?.kind === 'word' && trailing.includes(statement[index]!.value)) index++;
+  valid = index === statement.length;
   if (!valid) throw new ReadOnlyViolation(`refused: only ${what} followed by table names${trailing.length ? ` (and ${trailing.join(' or ')})` : ''} is allowed in read-only mode`);
 }
 
