@@ -7,6 +7,11 @@
  *
  *   npm run build
  *   node scripts/sql-check-corpus.mjs --engine postgres DIR [DIR...] [--check dist/tools/database/statement-check.js] [--per-file N] [--show N]
+ *   node scripts/sql-check-corpus.mjs --engine sqlite --spider-tables tables.json dev.json
+ *
+ * With --spider-tables (Spider's or BIRD's schema file), each record's statement is also prepared
+ * by better-sqlite3 against an empty database with its schema, as written and after quarry's
+ * double-quoted-string handling (sqlite-dqs.ts): how many fail to prepare before and after.
  *
  * Files by extension: `.sql` a script (psql meta-commands and COPY data skipped), `.test` a
  * sqllogictest file (sqlite) or a mysqltest file (mysql), `.json` Spider/BIRD records ({query} or
@@ -30,6 +35,7 @@ const engine = option('--engine');
 const checkPath = resolve(option('--check', new URL('../dist/tools/database/statement-check.js', import.meta.url).pathname));
 const perFile = Number(option('--per-file', '1000'));
 const show = Number(option('--show', '3'));
+const spiderTables = option('--spider-tables');
 if (!['sqlite', 'postgres', 'mysql', 'oracle', 'vertica'].includes(engine) || args.length === 0) {
   console.error('usage: node scripts/sql-check-corpus.mjs --engine sqlite|postgres|mysql|oracle|vertica DIR... [--check PATH] [--per-file N] [--show N]');
   process.exit(2);
@@ -169,6 +175,61 @@ function statementsOf(path) {
     case '.txt': case '.tsv': return text.split('\n').map((line) => line.split('\t')[0].trim()).filter(Boolean);
     default: return [];
   }
+}
+
+if (spiderTables) {
+  await prepareSpider(spiderTables, args);
+  process.exit(0);
+}
+
+/** Spider/BIRD records ({db_id, query}) prepared against empty databases with their schemas. */
+async function prepareSpider(tablesPath, recordFiles) {
+  const { default: Database } = await import('better-sqlite3');
+  const { withDoubleQuotedStrings } = await import(new URL('../dist/tools/database/sqlite-dqs.js', import.meta.url).href);
+  const schemas = new Map();
+  for (const schema of JSON.parse(readFileSync(tablesPath, 'utf8'))) {
+    const db = new Database(':memory:');
+    const quote = (name) => `"${name.replaceAll('"', '""')}"`;
+    schema.table_names_original.forEach((table, index) => {
+      if (/^sqlite_/i.test(table)) return;
+      const columns = schema.column_names_original
+        .map(([owner, name], at) => ({ owner, name, type: schema.column_types[at] === 'number' ? 'NUMERIC' : 'TEXT' }))
+        .filter(({ owner }) => owner === index)
+        .map(({ name, type }) => `${quote(name)} ${type}`);
+      db.exec(`CREATE TABLE ${quote(table)} (${columns.join(', ') || 'x'})`);
+    });
+    schemas.set(schema.db_id, db);
+  }
+  let records = 0;
+  let failedBefore = 0;
+  let failedAfter = 0;
+  const reasons = new Map();
+  for (const file of recordFiles) {
+    for (const record of JSON.parse(readFileSync(file, 'utf8'))) {
+      const db = schemas.get(record.db_id);
+      const sql = record.query ?? record.SQL;
+      if (!db || typeof sql !== 'string') continue;
+      records++;
+      const fails = (text) => {
+        try {
+          db.prepare(text);
+          return null;
+        } catch (error) {
+          return error.message;
+        }
+      };
+      if (fails(sql)) failedBefore++;
+      const after = fails(withDoubleQuotedStrings(db, sql));
+      if (after) {
+        failedAfter++;
+        const reason = after.replace(/: .*/, '');
+        reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+      }
+    }
+  }
+  const percent = (part) => ((100 * part) / records).toFixed(1);
+  console.log(`${records} statements prepared against their schemas: ${failedBefore} (${percent(failedBefore)}%) fail as written, ${failedAfter} (${percent(failedAfter)}%) with double-quoted strings accepted`);
+  for (const [reason, count] of reasons) console.log(`${String(count).padStart(7)}  ${reason}`);
 }
 
 const seen = new Set();

@@ -2,7 +2,7 @@ import { SqlLexError, tokenize, type Token } from './sql-lexer.js';
 import type { Engine } from './types.js';
 
 /**
- * The first read-only layer (SPEC §11.2): exactly one statement, a read as its leading keyword,
+ * The first read-only layer (README, Databases: read-only): exactly one statement, a read as its leading keyword,
  * and no write hidden inside (data-modifying CTEs, SELECT INTO, locking clauses, COPY, functions
  * with side effects). It reads tokens, never raw text, so words inside strings, comments and
  * quoted identifiers never count. The second layer is the engine's own read-only mode (drivers).
