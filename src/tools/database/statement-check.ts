@@ -254,7 +254,7 @@ function checkExplain(statement: Token[], engine: Engine): void {
     throw new ReadOnlyViolation(
       analyzes && explained === 'TABLE'
         ? 'refused: ANALYZE TABLE updates the table statistics, which is a write'
-        : `refused: ${leading} ${explained ? `of ${explained}` : 'of this statement'} is not allowed in read-only mode; ${leading} only a query (${allowed.join(', ')}) that is itself allowed; for the plan of a write, explain the SELECT that finds its rows`,
+        : `refused: ${leading} ${explained ? `of ${explained}` : 'of this statement'} is not allowed in read-only mode; ${leading} takes only a query (${allowed.join(', ')}) that is itself allowed; for the plan of a write, explain the SELECT that finds its rows`,
     );
   }
   checkHiddenWrites(body, engine);

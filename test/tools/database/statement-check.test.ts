@@ -137,7 +137,7 @@ describe('keywords judged by their role in the statement (issue: reads refused f
 
   test('EXPLAIN of a write names what was refused and why', () => {
     expect(() => checkReadOnlyStatement('EXPLAIN DELETE FROM t', 'postgres')).toThrow(
-      /^refused: EXPLAIN of DELETE is not allowed in read-only mode; EXPLAIN only a query \(SELECT, WITH, VALUES, TABLE\) that is itself allowed/,
+      /^refused: EXPLAIN of DELETE is not allowed in read-only mode; EXPLAIN takes only a query \(SELECT, WITH, VALUES, TABLE\) that is itself allowed/,
     );
     expect(() => checkReadOnlyStatement('ANALYZE TABLE t', 'mysql')).toThrow('refused: ANALYZE TABLE updates the table statistics, which is a write');
     expect(() => checkReadOnlyStatement('EXPLAIN (ANALYZE, DELETE) SELECT 1', 'postgres')).toThrow(/EXPLAIN \(\.\.\.\) takes options/);
