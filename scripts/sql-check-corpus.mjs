@@ -19,7 +19,7 @@
  * leading keyword reads (SELECT, WITH, VALUES, TABLE, SHOW, DESCRIBE, EXPLAIN, PRAGMA, MariaDB's
  * ANALYZE SELECT, CHECKSUM TABLE, HELP); each distinct statement counts once.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -34,11 +34,17 @@ const option = (name, fallback) => {
 const engine = option('--engine');
 const checkPath = resolve(option('--check', new URL('../dist/tools/database/statement-check.js', import.meta.url).pathname));
 const perFile = Number(option('--per-file', '1000'));
-const show = Number(option('--show', '3'));
 const spiderTables = option('--spider-tables');
+const show = Number(option('--show', '3'));
 if (!['sqlite', 'postgres', 'mysql', 'oracle', 'vertica'].includes(engine) || args.length === 0) {
   console.error('usage: node scripts/sql-check-corpus.mjs --engine sqlite|postgres|mysql|oracle|vertica DIR... [--check PATH] [--per-file N] [--show N]');
   process.exit(2);
+}
+for (const path of [...args, ...(spiderTables ? [spiderTables] : []), checkPath]) {
+  if (!existsSync(path)) {
+    console.error(`sql-check-corpus: ${path} does not exist${path === checkPath ? ' (run npm run build first, or give --check)' : ''}`);
+    process.exit(2);
+  }
 }
 const { checkReadOnlyStatement } = await import(pathToFileURL(checkPath).href);
 
