@@ -17,6 +17,8 @@ import { SqlLexError, tokenize, type Token } from './sql-lexer.js';
  */
 
 const DQS_HINT = /^no such column: "(.*)" - should this be a string literal in single-quotes\?$/s;
+/** Distinct double-quoted texts rewritten at most (each costs a prepare; better-sqlite3 is synchronous). */
+const MAX_REWRITES = 100;
 
 export function withDoubleQuotedStrings(db: Database.Database, sql: string): string {
   let tokens: Token[];
@@ -29,15 +31,16 @@ export function withDoubleQuotedStrings(db: Database.Database, sql: string): str
   const candidates = tokens.filter((token, index) => token.kind === 'quoted' && sql[token.start] === '"' && !qualified(tokens, index));
   if (candidates.length === 0) return sql;
   const strings = new Set<Token>();
-  for (;;) {
+  for (let rewrites = 0; ; rewrites++) {
     const failure = prepareError(db, render(sql, strings));
     if (failure === null) break;
     const name = DQS_HINT.exec(failure)?.[1];
     const named = candidates.filter((token) => !strings.has(token) && token.value === name);
-    if (named.length === 0) return sql;
+    if (named.length === 0 || rewrites === MAX_REWRITES) return sql;
     for (const token of named) strings.add(token);
   }
-  for (const token of [...strings]) {
+  // Only a text written more than once can be a name in one place and a string in another.
+  for (const token of [...strings].filter((token) => candidates.filter((other) => other.value === token.value).length > 1)) {
     strings.delete(token);
     if (prepareError(db, render(sql, strings)) !== null) strings.add(token);
   }

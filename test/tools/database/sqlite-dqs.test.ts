@@ -144,3 +144,16 @@ describe.runIf(hasSqlite3)('SQLite double-quoted string literals, compared with 
     expect(readFileSync(join(dir, 'europe.csv'), 'utf8')).toBe(csv.replaceAll('\r\n', '\n').replaceAll('\n', '\r\n'));
   });
 });
+
+describe('SQLite double-quoted strings: bounded work', () => {
+  test('up to 100 distinct double-quoted strings are rewritten; beyond, SQLite reports its own error, promptly', async () => {
+    const runner = makeRunner(configsFor([path], dir), dir);
+    const list = (n: number) => Array.from({ length: n }, (_, i) => `"w${i}"`).join(', ');
+    const hundred = await runner.run('sqlite', { operation: 'query', sql: `SELECT count(*) FROM city WHERE name IN (${list(99)}, "Paris")` });
+    expect(hundred.output).toContain('│ 1        │');
+    const started = performance.now();
+    const tooMany = await runner.run('sqlite', { operation: 'query', sql: `SELECT count(*) FROM city WHERE name IN (${list(3000)})` });
+    expect(tooMany.output).toBe('sqlite error (world): no such column: "w0" - should this be a string literal in single-quotes?');
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+});
