@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { EXPORT_CACHE_SIZE, NOT_READ_ONLY, wrapStatement } from './sqlite-export-protocol.js';
+import { withDoubleQuotedStrings } from './sqlite-dqs.js';
 import { exportInWorker } from './sqlite-export.js';
 import { ToolError } from '../types.js';
 import { ReadOnlyViolation } from './statement-check.js';
@@ -53,7 +54,13 @@ export class SqliteDriver implements DatabaseDriver {
     return statement;
   }
 
-  async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
+  /** Double-quoted string literals accepted as the sqlite3 program accepts them (sqlite-dqs.ts). */
+  private acceptDoubleQuotedStrings(sql: string): string {
+    return this.db ? withDoubleQuotedStrings(this.db, sql) : sql;
+  }
+
+  async query(original: string, limit: number, options: RunOptions): Promise<QueryResult> {
+    const sql = this.acceptDoubleQuotedStrings(original);
     const statement = this.prepare(sql, options);
     if (!statement.reader) {
       const info = statement.run();
@@ -102,7 +109,8 @@ export class SqliteDriver implements DatabaseDriver {
     }
   }
 
-  async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
+  async exportCsv(original: string, sink: CsvSink, options: RunOptions): Promise<void> {
+    const sql = this.acceptDoubleQuotedStrings(original);
     const statement = this.prepare(sql, options);
     if (!statement.reader) throw new ToolError('export_query needs a statement that returns rows');
     const columns = statement.columns().map((column) => column.name);

@@ -54,6 +54,19 @@ const GENERIC_MUTATIONS = [
   'VALUES (1); DELETE FROM customers',
   'SELECT * FROM customers WHERE id IN (SELECT customer_id FROM audit_log); DELETE FROM audit_log',
   'SELECT * FROM customers) TO STDOUT; DELETE FROM customers; SELECT (1',
+  // EXPLAIN of a write is refused with or without ANALYZE; what EXPLAIN explains is checked like a statement of its own.
+  'EXPLAIN DELETE FROM customers',
+  "EXPLAIN UPDATE customers SET name = 'x'",
+  "EXPLAIN INSERT INTO customers (name) VALUES ('x')",
+  'EXPLAIN SELECT 1; DELETE FROM customers',
+  'EXPLAIN EXPLAIN SELECT 1',
+  'EXPLAIN',
+  // Cursors, table checks and a SHOW with something after it: still refused.
+  'DECLARE c CURSOR FOR SELECT * FROM customers',
+  'FETCH ALL FROM c',
+  'FETCH NEXT FROM c',
+  'CHECK TABLE customers',
+  'SHOW TABLES; DELETE FROM customers',
 ];
 
 const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
@@ -76,6 +89,11 @@ const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
     'SELECT `--`; DELETE FROM customers',
     "INSERT OR REPLACE INTO customers (id, name) VALUES (1, 'x')",
     'CREATE TRIGGER evil AFTER INSERT ON customers BEGIN DELETE FROM audit_log; END',
+    'EXPLAIN QUERY PLAN DELETE FROM customers',
+    'EXPLAIN QUERY PLAN PRAGMA user_version = 5',
+    'DELETE FROM customers WHERE name = "Ada"',
+    'UPDATE customers SET note = "x" WHERE name = "Bob"',
+    'SELECT * FROM customers WHERE name = "Ada"; DELETE FROM customers',
   ],
   postgres: [
     "COPY customers TO '/tmp/quarry-evil.csv'",
@@ -133,6 +151,31 @@ const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
     "SELECT brin_summarize_new_values('audit_log_action')",
     "SELECT * FROM crosstab('SELECT pg_advisory_lock(1)')",
     "SELECT pg_copy_logical_replication_slot('a', 'b')",
+    // EXPLAIN ANALYZE runs what it explains: only a query that passes the check on its own.
+    "EXPLAIN ANALYZE INSERT INTO customers (name) VALUES ('x')",
+    'EXPLAIN ANALYSE VERBOSE DELETE FROM customers',
+    'EXPLAIN (ANALYZE, FORMAT JSON) WITH d AS (DELETE FROM customers RETURNING *) SELECT * FROM d',
+    "EXPLAIN ANALYZE SELECT nextval('customers_id_seq')",
+    'EXPLAIN (ANALYZE) SELECT * FROM customers FOR UPDATE',
+    'EXPLAIN ANALYZE CREATE TABLE evil AS SELECT 1',
+    'EXPLAIN ANALYZE SELECT * INTO evil FROM customers',
+    'EXPLAIN (ANALYZE) EXECUTE p',
+    'EXPLAIN (ANALYZE) (DELETE FROM customers)',
+    'EXPLAIN (DELETE FROM customers) SELECT 1',
+    'EXPLAIN (ANALYZE, FORMAT "json") SELECT 1',
+    'EXPLAIN ANALYZE DECLARE c CURSOR FOR SELECT 1',
+    'EXPLAIN ANALYZE SELECT pg_advisory_lock(1)',
+    // PostgreSQL 18 statistics import, and the session's random seed (survives DISCARD ALL).
+    "SELECT pg_restore_relation_stats('schemaname', 'public', 'relname', 'customers', 'relpages', 100::integer)",
+    "SELECT pg_restore_attribute_stats('schemaname', 'public', 'relname', 'customers', 'attname', 'name', 'inherited', false, 'null_frac', 0.5::real)",
+    "SELECT pg_clear_relation_stats('public', 'customers')",
+    "SELECT pg_catalog.pg_clear_attribute_stats('public', 'customers', 'name', false)",
+    'SELECT setseed(0.5)',
+    'SELECT setseed(0.5), random()',
+    'SELECT lo_tell(lo_open(0, 262144))',
+    "COPY customers TO STDOUT",
+    'COPY (SELECT * FROM customers) TO STDOUT WITH (FORMAT csv)',
+    'FETCH 10 FROM c',
   ],
   mysql: [
     "SELECT 1 INTO OUTFILE '/tmp/quarry-evil.txt'",
@@ -167,6 +210,40 @@ const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
     "SELECT 1 --\u00a0, LOAD_FILE('/etc/hostname') AS f FROM (SELECT 1 AS \u00a0) t",
     'SELECT NEXT VALUE FOR customers_seq',
     'SELECT next value for customers_seq',
+    // MariaDB's ANALYZE runs the statement; ANALYZE TABLE writes statistics.
+    'ANALYZE DELETE FROM customers',
+    "ANALYZE FORMAT=JSON UPDATE customers SET name = 'x'",
+    'ANALYZE NO_WRITE_TO_BINLOG TABLE customers',
+    'ANALYZE LOCAL TABLE customers',
+    'ANALYZE TABLE customers PERSISTENT FOR ALL',
+    'ANALYZE SELECT * FROM customers FOR UPDATE',
+    'ANALYZE SELECT id INTO @x FROM customers LIMIT 1',
+    'ANALYZE FORMAT=JSON SELECT LOAD_FILE(\'/etc/passwd\')',
+    'EXPLAIN ANALYZE SELECT * FROM customers LOCK IN SHARE MODE',
+    'EXPLAIN FORMAT=JSON INTO @x SELECT 1',
+    'DESCRIBE DELETE FROM customers',
+    'DESC UPDATE customers SET name = 1',
+    'EXPLAIN REPLACE INTO customers (id, name) VALUES (1, \'x\')',
+    // The word after SHOW is its object; a write after it is still a second statement.
+    'SHOW CREATE TABLE customers; DROP TABLE customers',
+    // MySQL's TRUNCATE() and INSERT() functions, but not their statements or INTO.
+    'SELECT TRUNCATE(1.5, 0) INTO @x',
+    "SELECT INSERT('abc', 1, 1, 'x') INTO OUTFILE '/tmp/quarry-evil.txt'",
+    'TRUNCATE (customers)',
+    'SELECT 1; TRUNCATE customers',
+    'CHECKSUM TABLE customers; DELETE FROM customers',
+    'CHECKSUM TABLES customers',
+    'CHECKSUM TABLE customers WHERE 1',
+    'CHECKSUM TABLE (SELECT 1)',
+    'HELP',
+    "HELP 'SELECT' 'INSERT'",
+    'CHECK TABLE customers EXTENDED',
+    'REPAIR TABLE customers',
+    'SELECT 1 PROCEDURE ANALYSE() INTO @x',
+    // Executable comments stay refused, whatever they hold.
+    'SELECT /*!50000 1 */',
+    'SELECT /*M!100000 1 */',
+    "SELECT 1 /*!99999 , LOAD_FILE('/etc/passwd') */",
   ],
   oracle: [
     'SELECT 1 FROM dual; DELETE FROM customers',
@@ -212,6 +289,8 @@ const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
     "SELECT E'\\''; DELETE FROM customers; --'",
     "SELECT 1 --\r, PURGE()\n",
     'SELECT U&"d\\0072op_partitions"(\'customers\', 1, 2)',
+    "EXPLAIN INSERT INTO customers (name) VALUES ('x')",
+    'EXPLAIN LOCAL VERBOSE DELETE FROM customers',
   ],
 };
 
@@ -242,6 +321,8 @@ const GENERIC_BENIGN = [
   'SELECT id, -- the key; DELETE FROM customers\r\n name FROM customers',
   "SELECT name AS \"naïve ünïcode\", 'ça; DELETE FROM customers' AS s FROM customers",
   "SELECT 'a\u00a0--\u00a0b' AS nbsp FROM customers",
+  // `upsert` is no keyword of any of the five engines.
+  'SELECT upsert.name FROM customers upsert',
 ];
 
 const SPECIFIC_BENIGN: Record<Engine, string[]> = {
@@ -254,6 +335,13 @@ const SPECIFIC_BENIGN: Record<Engine, string[]> = {
     'VALUES (1, 2)',
     'SELECT * FROM customers ORDER BY id LIMIT 2',
     'SELECT a.action AS "insert" FROM audit_log a',
+    // Double-quoted string literals, as the sqlite3 program accepts them.
+    'SELECT name FROM customers WHERE email = "ada@example.com"',
+    'SELECT count(*) FROM audit_log WHERE action IN ("DELETE", "UPDATE")',
+    'SELECT strftime("%Y", created_at) AS y FROM customers',
+    'EXPLAIN SELECT * FROM customers',
+    'EXPLAIN QUERY PLAN WITH x AS (SELECT 1) SELECT * FROM x',
+    'SELECT * FROM customers AS upsert',
   ],
   postgres: [
     'SHOW server_version',
@@ -266,6 +354,20 @@ const SPECIFIC_BENIGN: Record<Engine, string[]> = {
     "SELECT currval FROM (SELECT 1 AS currval) t",
     'SELECT a.action AS "insert" FROM audit_log a',
     'SELECT pg_sleep(0)',
+    // EXPLAIN ANALYZE of a read runs it, inside the read-only transaction.
+    'EXPLAIN ANALYZE SELECT * FROM customers',
+    'explain analyse verbose select count(*) from audit_log',
+    'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT count(*) FROM audit_log',
+    'EXPLAIN (ANALYZE true, COSTS off, TIMING off, SUMMARY off) WITH x AS (SELECT 1) SELECT * FROM x',
+    'EXPLAIN (ANALYZE) TABLE customers',
+    "EXPLAIN (FORMAT 'yaml') VALUES (1)",
+    'EXPLAIN (ANALYZE) (SELECT 1 UNION SELECT 2)',
+    // ts_rewrite with constant tsqueries runs no SQL text; the large-object reads.
+    "SELECT ts_rewrite('a & b'::tsquery, 'a'::tsquery, 'c'::tsquery)",
+    "SELECT pg_catalog.ts_rewrite(to_tsquery('new & york'), to_tsquery('york'), to_tsquery('jersey'))",
+    'SELECT lo_tell(fd), lo_tell64(fd) FROM (SELECT 0 AS fd) t WHERE false',
+    'SELECT lo_get(m.oid) FROM pg_largeobject_metadata m',
+    'SHOW search_path',
   ],
   mysql: [
     'SHOW TABLES',
@@ -277,6 +379,37 @@ const SPECIFIC_BENIGN: Record<Engine, string[]> = {
     'SELECT * FROM customers ORDER BY id LIMIT 2',
     'SELECT a.action AS `insert` FROM audit_log a',
     'SELECT SLEEP(0)',
+    // SHOW CREATE ... (the fixture has the view, routines, trigger and event).
+    'SHOW CREATE TABLE customers',
+    'show create table `audit_log`',
+    'SHOW CREATE VIEW customer_names',
+    'SHOW CREATE PROCEDURE customer_count',
+    'SHOW CREATE FUNCTION customer_total',
+    'SHOW CREATE TRIGGER customers_touch',
+    'SHOW CREATE EVENT quarry_noop',
+    'SHOW CREATE DATABASE quarry_test',
+    'SHOW CREATE SCHEMA quarry_test',
+    "SHOW TABLES WHERE Tables_in_quarry_test LIKE 'c%'",
+    // MySQL's numeric TRUNCATE() and string INSERT() functions.
+    'SELECT TRUNCATE(1.223, 1) AS t',
+    'SELECT truncate(update_count / 7, 2) FROM audit_log',
+    "SELECT INSERT('Quadratic', 3, 4, 'What') AS s",
+    'SELECT insert(name, 1, 0, `note`) FROM customers',
+    // MariaDB's ANALYZE and EXPLAIN forms of a read.
+    'ANALYZE SELECT * FROM customers',
+    'ANALYZE FORMAT=JSON SELECT count(*) FROM audit_log WHERE update_count > 0',
+    'EXPLAIN FORMAT=JSON SELECT * FROM customers',
+    'EXPLAIN EXTENDED SELECT 1',
+    'EXPLAIN PARTITIONS SELECT * FROM customers',
+    'DESCRIBE customers name',
+    'DESC audit_log',
+    'EXPLAIN customers',
+    "DESCRIBE customers 'n%'",
+    // Read-only maintenance statements.
+    'CHECKSUM TABLE customers',
+    'CHECKSUM TABLE customers, quarry_test.audit_log EXTENDED',
+    "HELP 'SELECT'",
+    'SELECT count(*) FROM customers PROCEDURE ANALYSE()',
   ],
   oracle: [
     "SELECT q'[; DELETE FROM customers]' AS text FROM dual",

@@ -37,6 +37,11 @@ beforeAll(async () => {
     INSERT INTO audit_log (customer_id, action, update_count, note) VALUES (1, 'DELETE', 3, 'x'), (2, 'UPDATE', 1, NULL), (3, 'INSERT', 0, 'drop table');
     CREATE TABLE big (id INT PRIMARY KEY, label VARCHAR(40), amount DECIMAL(12, 2));
     INSERT INTO big SELECT seq, CONCAT('row ', seq), seq / 4 FROM seq_1_to_20000;
+    CREATE OR REPLACE VIEW customer_names AS SELECT name FROM customers;
+    CREATE OR REPLACE FUNCTION customer_total() RETURNS INT READS SQL DATA RETURN (SELECT COUNT(*) FROM customers);
+    CREATE OR REPLACE PROCEDURE customer_count() READS SQL DATA SELECT COUNT(*) FROM customers;
+    CREATE OR REPLACE TRIGGER customers_touch BEFORE UPDATE ON customers FOR EACH ROW SET NEW.note = NEW.note;
+    CREATE OR REPLACE EVENT quarry_noop ON SCHEDULE AT '2037-01-01 00:00:00' DISABLE DO SELECT 1;
   `);
   dir = makeTempDir();
   runner = makeRunner(configsFor([`my=${url}`], dir), dir);
@@ -88,7 +93,7 @@ describe('mysql query', () => {
 
   test('list_tables and describe', async () => {
     const tables = await runner.run('mysql', { operation: 'list_tables' });
-    expect(tables.output).toContain('│ quarry_test │ audit_log │ table │');
+    expect(tables.output).toMatch(/│ quarry_test │ audit_log +│ table │/);
     const described = await runner.run('mysql', { operation: 'describe', table_name: 'audit_log' });
     expect(described.output).toMatch(/│ update_count +│ int\(11\) +│ no +│ 0 +│ +│/);
     expect(described.output).toContain('primary key: id');
@@ -141,6 +146,9 @@ describe('mysql read-only: the engine layer alone (statement check bypassed)', (
     "INSERT INTO customers (name) VALUES ('x')",
     "REPLACE INTO customers (id, name) VALUES (1, 'x')",
     'DELETE FROM audit_log WHERE id = 1',
+    // MariaDB's ANALYZE runs the statement it analyses.
+    'ANALYZE DELETE FROM customers',
+    "ANALYZE FORMAT=JSON UPDATE customers SET name = 'x'",
   ];
   test.each(attempts)('a read-only transaction refuses %j', async (sql) => {
     const [config] = configsFor([url], dir);
@@ -184,6 +192,54 @@ describe('mysql read-only: the engine layer alone (statement check bypassed)', (
     await driver.connect(signal);
     const before = await snapshot();
     await expect(driver.query('SELECT 1; DELETE FROM customers', 10, { readOnly: false, signal })).rejects.toThrow(/SQL syntax/);
+    await driver.close();
+    expect(await snapshot()).toBe(before);
+  });
+});
+
+describe('mysql read-only: reads the check judges by grammar, with exact results', () => {
+  const query = async (sql: string) => {
+    const result = await runner.run('mysql', { operation: 'query', sql });
+    expect(result.output, sql).not.toMatch(/^refused/);
+    expect(result.ok, result.output).toBe(true);
+    return result.output;
+  };
+
+  test('SHOW CREATE TABLE / VIEW / FUNCTION answer with the definition', async () => {
+    const [row] = (await admin.query('SHOW CREATE TABLE customers'))[0] as { 'Create Table': string }[];
+    expect(row!['Create Table'].split('\n')[0]).toBe('CREATE TABLE `customers` (');
+    expect(await query('SHOW CREATE TABLE customers')).toContain('│ customers │ CREATE TABLE `customers` (\\n');
+    expect(await query('SHOW CREATE VIEW customer_names')).toContain('customer_names');
+    expect(await query('SHOW CREATE FUNCTION customer_total')).toContain('customer_total');
+  });
+
+  test("TRUNCATE(x, d) and INSERT(str, pos, len, new) are MySQL's functions", async () => {
+    expect(await query('SELECT TRUNCATE(1.223, 1) AS t, TRUNCATE(-1.999, 0) AS u')).toContain('│ 1.2 │ -1 │');
+    expect(await query("SELECT INSERT('Quadratic', 3, 4, 'What') AS s")).toContain('│ QuWhattic │');
+  });
+
+  test('CHECKSUM TABLE gives the checksum the server gives an administrator, and changes nothing', async () => {
+    const before = await snapshot();
+    const [expected] = (await admin.query('CHECKSUM TABLE customers'))[0] as { Checksum: string | number }[];
+    expect(Number(expected!.Checksum)).toBeGreaterThan(0);
+    expect(await query('CHECKSUM TABLE customers')).toContain(`│ quarry_test.customers │ ${String(expected!.Checksum)} │`);
+    expect(await snapshot()).toBe(before);
+  });
+
+  test('ANALYZE SELECT runs the read and reports rows read', async () => {
+    expect(await query('ANALYZE SELECT * FROM customers WHERE id > 1')).toMatch(/r_rows/);
+    expect(await query('ANALYZE FORMAT=JSON SELECT count(*) FROM audit_log')).toMatch(/r_loops|r_rows/);
+  });
+
+  test('the engine layer alone holds for CHECKSUM TABLE, HELP and ANALYZE SELECT: they run in the read-only transaction', async () => {
+    const [config] = configsFor([url], dir);
+    const driver = new MysqlDriver(config!, true);
+    const signal = new AbortController().signal;
+    await driver.connect(signal);
+    const before = await snapshot();
+    for (const sql of ['CHECKSUM TABLE customers, audit_log EXTENDED', "HELP 'SELECT'", 'ANALYZE SELECT * FROM audit_log']) {
+      await driver.query(sql, 10, { readOnly: true, signal });
+    }
     await driver.close();
     expect(await snapshot()).toBe(before);
   });

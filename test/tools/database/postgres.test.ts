@@ -130,6 +130,9 @@ describe('postgres read-only: the engine layer alone (statement check bypassed)'
     'SELECT * INTO evil FROM customers',
     'SELECT * FROM customers FOR UPDATE',
     'TRUNCATE audit_log',
+    // EXPLAIN ANALYZE runs the statement it explains.
+    'EXPLAIN ANALYZE DELETE FROM customers',
+    "EXPLAIN (ANALYZE, FORMAT JSON) INSERT INTO customers (name) VALUES ('x')",
   ];
   test.each(attempts)('a read-only transaction refuses %j', async (sql) => {
     const [config] = configsFor([url], dir);
@@ -212,6 +215,41 @@ describe('postgres read-only: the engine layer alone (statement check bypassed)'
     expect(result.ok).toBe(false);
     expect(result.output).toContain('cannot execute DELETE in a read-only transaction');
     expect(await snapshot()).toBe(before);
+  });
+});
+
+describe('postgres read-only: EXPLAIN ANALYZE, setseed and the reads the check now allows', () => {
+  test('EXPLAIN ANALYZE of a read runs it inside the read-only transaction and reports actual rows', async () => {
+    const before = await snapshot();
+    const text = await runner.run('postgres', { operation: 'query', sql: 'EXPLAIN ANALYZE SELECT * FROM customers WHERE id > 1' });
+    expect(text.output).toMatch(/actual time=.* rows=2 loops=1/);
+    const json = await runner.run('postgres', { operation: 'query', sql: 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) SELECT count(*) FROM audit_log' });
+    expect(json.ok, json.output).toBe(true);
+    expect(json.output).toContain('"Plan"');
+    expect(await snapshot()).toBe(before);
+  });
+
+  test('ts_rewrite with constant tsqueries answers; with SQL text it is refused', async () => {
+    const result = await runner.run('postgres', { operation: 'query', sql: "SELECT ts_rewrite('a & b'::tsquery, 'a'::tsquery, 'c'::tsquery)::text AS q" });
+    expect(result.output).toContain("│ 'b' & 'c' │");
+    const refused = await runner.run('postgres', { operation: 'query', sql: "SELECT ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, ''c''::tsquery')" });
+    expect(refused.output).toMatch(/^refused: the function ts_rewrite\(\)/);
+  });
+
+  test('setseed() outlives the call (the rollback and DISCARD ALL keep it), so the check refuses it', async () => {
+    const [config] = configsFor([url], dir);
+    const driver = new PostgresDriver(config!, true);
+    const signal = new AbortController().signal;
+    const options = { readOnly: true, signal };
+    await driver.connect(signal);
+    // With the check bypassed: after setseed(0.25), the next call's random() is the seeded sequence's first value.
+    const seeded = await admin.query('SELECT setseed(0.25), random()::text AS r');
+    await driver.query('SELECT setseed(0.25)', 10, options);
+    const next = await driver.query('SELECT random()::text', 10, options);
+    expect(next.rows).toEqual([[seeded.rows[0].r]]);
+    await driver.close();
+    const refused = await runner.run('postgres', { operation: 'query', sql: 'SELECT setseed(0.25)' });
+    expect(refused.output).toMatch(/^refused: the function setseed\(\)/);
   });
 });
 

@@ -114,3 +114,63 @@ describe('the lexer reads text the way each engine does (red-team findings)', ()
     }
   });
 });
+
+describe('keywords judged by their role in the statement (issue: reads refused for a word)', () => {
+  const explainForms: Record<string, string[]> = {
+    postgres: ['EXPLAIN ', 'EXPLAIN ANALYZE ', 'EXPLAIN ANALYSE VERBOSE ', 'EXPLAIN (ANALYZE) ', 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ', 'explain (analyze true, costs off) '],
+    mysql: ['EXPLAIN ', 'EXPLAIN ANALYZE ', 'EXPLAIN FORMAT=JSON ', 'EXPLAIN EXTENDED ', 'DESCRIBE ', 'DESC ', 'ANALYZE ', 'ANALYZE FORMAT=JSON ', 'EXPLAIN ANALYZE FORMAT=TREE '],
+    sqlite: ['EXPLAIN ', 'EXPLAIN QUERY PLAN '],
+    vertica: ['EXPLAIN ', 'EXPLAIN LOCAL VERBOSE '],
+  };
+
+  test.each(Object.entries(explainForms))('%s: every EXPLAIN form of every corpus mutation is refused; of every benign SELECT/WITH it is allowed', (engine, forms) => {
+    const typed = engine as 'postgres' | 'mysql' | 'sqlite' | 'vertica';
+    for (const form of forms) {
+      for (const sql of mutationCorpus(typed)) {
+        expect(() => checkReadOnlyStatement(form + sql, typed), form + sql).toThrow(ReadOnlyViolation);
+      }
+      for (const sql of benignCorpus(typed).filter((sql) => /^(SELECT|WITH)\b/i.test(sql))) {
+        expect(checkReadOnlyStatement(form + sql, typed).sql, form + sql).toContain(sql.replace(/;$/, ''));
+      }
+    }
+  });
+
+  test('EXPLAIN of a write names what was refused and why', () => {
+    expect(() => checkReadOnlyStatement('EXPLAIN DELETE FROM t', 'postgres')).toThrow(
+      /^refused: EXPLAIN of DELETE is not allowed in read-only mode; EXPLAIN takes only a query \(SELECT, WITH, VALUES, TABLE\) that is itself allowed/,
+    );
+    expect(() => checkReadOnlyStatement('ANALYZE TABLE t', 'mysql')).toThrow('refused: ANALYZE TABLE updates the table statistics, which is a write');
+    expect(() => checkReadOnlyStatement('EXPLAIN (ANALYZE, DELETE) SELECT 1', 'postgres')).toThrow(/EXPLAIN \(\.\.\.\) takes options/);
+  });
+
+  test('the word after SHOW is what is shown; the rest is read like a query', () => {
+    for (const object of ['TABLE t', 'VIEW v', 'PROCEDURE p', 'FUNCTION f', 'TRIGGER tr', 'EVENT e', 'DATABASE d', 'USER u', 'SEQUENCE s']) {
+      expect(checkReadOnlyStatement(`SHOW CREATE ${object}`, 'mysql').leadingKeyword).toBe('SHOW');
+    }
+    expect(() => checkReadOnlyStatement("SHOW TABLES WHERE LOAD_FILE('/etc/passwd') IS NOT NULL", 'mysql')).toThrow(/load_file\(\)/);
+    expect(() => checkReadOnlyStatement('SHOW TABLES WHERE 1 IN (SELECT 1 INTO @x)', 'mysql')).toThrow(/INTO/);
+  });
+
+  test('TRUNCATE and INSERT are functions only where MySQL has them and only when called', () => {
+    expect(checkReadOnlyStatement('SELECT TRUNCATE(1.223, 1), `insert`(1)', 'mysql').leadingKeyword).toBe('SELECT');
+    expect(() => checkReadOnlyStatement('SELECT truncate FROM t', 'mysql')).toThrow(/TRUNCATE/);
+    expect(() => checkReadOnlyStatement('SELECT TRUNCATE(1.2, 1)', 'postgres')).toThrow(/TRUNCATE/);
+    expect(() => checkReadOnlyStatement("SELECT INSERT('a', 1, 1, 'b')", 'sqlite')).toThrow(/INSERT/);
+  });
+
+  test('ts_rewrite: three arguments are constant tsqueries, two are SQL text; nested calls are counted at their own level', () => {
+    expect(checkReadOnlyStatement("SELECT ts_rewrite(ts_rewrite('a'::tsquery, 'a', 'b'), to_tsquery('b'), 'c'::tsquery)", 'postgres').leadingKeyword).toBe('SELECT');
+    expect(() => checkReadOnlyStatement("SELECT ts_rewrite('a'::tsquery, f('x', 'y'))", 'postgres')).toThrow(/ts_rewrite\(\)/);
+    expect(() => checkReadOnlyStatement("SELECT ts_rewrite(ts_rewrite('a'::tsquery, 'a', 'b'), 'SELECT 1')", 'postgres')).toThrow(/ts_rewrite\(\)/);
+    expect(() => checkReadOnlyStatement('SELECT ts_rewrite()', 'postgres')).toThrow(/ts_rewrite\(\)/);
+  });
+
+  test('CHECKSUM TABLE and HELP take names and one topic only', () => {
+    expect(checkReadOnlyStatement('checksum table a, `b`.c quick', 'mysql').leadingKeyword).toBe('CHECKSUM');
+    expect(checkReadOnlyStatement("HELP 'contents'", 'mysql').leadingKeyword).toBe('HELP');
+    for (const sql of ['CHECKSUM TABLE', 'CHECKSUM TABLE a QUICK EXTENDED', 'CHECKSUM TABLE a, (SELECT 1)', 'HELP 1', 'HELP (SELECT 1)']) {
+      expect(() => checkReadOnlyStatement(sql, 'mysql'), sql).toThrow(ReadOnlyViolation);
+    }
+    expect(() => checkReadOnlyStatement('CHECKSUM TABLE a', 'postgres')).toThrow(/CHECKSUM statements are not allowed/);
+  });
+});
