@@ -240,7 +240,9 @@ describe('runs', () => {
   it('-m llama3 prints one message', async () => {
     const result = await run(['-m', 'llama3', 'question']);
     expect(result.code).toBe(2);
-    expect(result.stderr).toBe('quarry: cannot tell which provider serves "llama3": write openai/llama3, anthropic/llama3 or ollama/llama3, or give --base-url URL for an OpenAI-compatible server (quarry --help lists the options)\n');
+    expect(result.stderr).toBe(
+      'quarry: cannot tell which provider serves "llama3": write PROVIDER/llama3 (openai, anthropic, ollama, deepseek, openrouter, groq, mistral, gemini, xai, together, fireworks, moonshot, lmstudio, vllm), or give --base-url URL for an OpenAI-compatible server (quarry --help lists the options)\n',
+    );
   });
 
   it('with --format json, usage errors print a JSON error object on stdout', async () => {
