@@ -1,6 +1,7 @@
 import mysql from 'mysql2';
 import { ToolError } from '../types.js';
 import { tokenize } from './sql-lexer.js';
+import { cutForDisplay } from './values.js';
 import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
@@ -183,7 +184,7 @@ export class MysqlDriver implements DatabaseDriver {
           settle({ columns, rows, more: true });
           return;
         }
-        rows.push(row as CellValue[]);
+        rows.push(cutForDisplay(row as CellValue[]));
       });
       query.on('error', (error: Error) => settle(error));
       query.on('end', () => settle({ columns: columns ?? [], rows, more }));
@@ -199,6 +200,10 @@ export class MysqlDriver implements DatabaseDriver {
       const fail = (error: unknown) => {
         if (failed) return;
         failed = true;
+        // The connection may be paused mid-result (a failed write, such as a full disk): it would
+        // never finish the statement, so the rollback after it would wait for ever. Dropping it
+        // makes the server abort the statement; the next call opens a new connection.
+        this.abandon(connection);
         reject(error);
       };
       query.on('fields', (fields: { name: string }[] | undefined) => sink.setColumns((fields ?? []).map((field) => field.name)));
