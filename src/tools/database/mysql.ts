@@ -25,6 +25,17 @@ const QUOTING_MODES = new Set(['NO_BACKSLASH_ESCAPES', 'ANSI_QUOTES', 'ANSI']);
 
 type Connection = mysql.Connection;
 
+/**
+ * Settles with the error when a connection fails or the server closes it. A streaming query
+ * (no callback) is not told when its connection dies (mysql2 reports it on the connection
+ * only), so a KILL from the server left it waiting for ever; every statement also waits on this.
+ */
+const lost = new WeakMap<Connection, Promise<Error>>();
+
+function whenLost(connection: Connection): Promise<Error> {
+  return lost.get(connection) ?? new Promise<Error>(() => undefined);
+}
+
 export class MysqlDriver implements DatabaseDriver {
   readonly engine = 'mysql' as const;
   private connection: Connection | null = null;
@@ -50,9 +61,13 @@ export class MysqlDriver implements DatabaseDriver {
   private open(): Promise<Connection> {
     return new Promise((resolve, reject) => {
       const connection = mysql.createConnection(this.connectionOptions());
-      connection.on('error', () => {
-        this.health.broken = true;
+      let markLost!: (error: Error) => void;
+      lost.set(connection, new Promise<Error>((resolve) => (markLost = resolve)));
+      connection.on('error', (error: Error) => {
+        if (this.connection === connection) this.health.broken = true;
+        markLost(error);
       });
+      connection.once('end', () => markLost(new Error('the server closed the connection')));
       connection.connect((error) => (error ? reject(error) : resolve(connection)));
     });
   }
@@ -114,6 +129,7 @@ export class MysqlDriver implements DatabaseDriver {
     try {
       return await runCancellable(options.signal, () => this.cancelRunning(connection), () => work(connection));
     } finally {
+      if (this.connection === connection && this.health.broken) this.abandon(connection);
       if (this.connection === connection) {
         try {
           await MysqlDriver.exec(connection, 'ROLLBACK');
@@ -167,6 +183,7 @@ export class MysqlDriver implements DatabaseDriver {
         else resolve(result);
       };
       const query = connection.query({ sql, rowsAsArray: true });
+      void whenLost(connection).then(settle);
       // mysql2 emits 'fields' with undefined for statements without a result set.
       query.on('fields', (fields: { name: string }[] | undefined) => {
         columns = fields ? fields.map((field) => field.name) : null;
@@ -216,8 +233,13 @@ export class MysqlDriver implements DatabaseDriver {
         writing = writing.then(() => sink.writeRows(full)).then(() => connection.resume(), fail);
       });
       query.on('error', fail);
+      void whenLost(connection).then(fail);
       query.on('end', () => {
-        writing.then(() => sink.writeRows(batch)).then(() => (failed ? undefined : resolve()), fail);
+        writing.then(() => sink.writeRows(batch)).then(() => {
+          if (failed) return;
+          failed = true;
+          resolve();
+        }, fail);
       });
     }));
   }
