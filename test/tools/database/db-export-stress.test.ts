@@ -80,18 +80,25 @@ function referenceCsv(columns: string[], rows: unknown[][], quoteEmpty = false):
 
 /** A sink that waits before it takes each chunk: a producer must not touch a chunk it handed over. */
 function slowSink(file: CsvExportFile, next: () => number): CsvSink {
-  // Every call yields to the event loop; about one in eight waits up to 8 ms, long enough for a
-  // producer that does not wait for its chunk to be taken to run ahead and overwrite it.
-  const pause = () => (next() < 0.125 ? delay(Math.floor(next() * 8)) : delay(0));
+  // Waits up to 8 ms after every 256 KB handed over and at random about one call in 64: long
+  // enough for a producer that does not wait for its chunk to be taken to run ahead and
+  // overwrite it, without making an export of many small chunks take minutes.
+  let bytes = 0;
+  const pause = async (size: number) => {
+    bytes += size;
+    if (bytes < 256 * 1024 && next() >= 1 / 64) return;
+    bytes = 0;
+    await delay(1 + Math.floor(next() * 8));
+  };
   return {
     setColumns: (columns, header) => file.setColumns(columns, header),
     setRowCount: (rows) => file.setRowCount(rows),
     writeRows: async (rows) => {
-      await pause();
+      await pause(rows.length * 100);
       await file.writeRows(rows);
     },
     writeEncoded: async (chunk, rows) => {
-      await pause();
+      await pause(chunk.length);
       await file.writeEncoded(chunk, rows);
     },
   };
@@ -123,7 +130,7 @@ function leftovers(dir: string, keep: string[]): string[] {
   return readdirSync(dir).filter((name) => !keep.includes(name));
 }
 
-const RANDOM_ROWS = 8_000;
+const RANDOM_ROWS = 5_000;
 const WIDE_COLUMNS = 300;
 const drivers: DatabaseDriver[] = [];
 
