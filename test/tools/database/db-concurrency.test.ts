@@ -112,11 +112,13 @@ describe('several database calls in one model message', () => {
     test(`${engine}: concurrent exports to one path: exactly one wins, the others are refused at once, nothing else is left`, async () => {
       const dir = makeTempDir();
       const target = engine === 'postgres' ? pgUrl : engine === 'mysql' ? myUrl : sqlitePath;
-      const { run } = makeRunner(configsFor([`c=${target}`], dir), dir);
+      // Four aliases of one database: four connections, so the exports really run at once (calls
+      // on one alias take turns, and a later turn finds the file there).
+      const { run } = makeRunner(configsFor([1, 2, 3, 4].map((n) => `c${n}=${target}`), dir), dir);
       // Big enough that the winner takes a while: a loser must not wait for it.
       const sql = 'SELECT a.i, b.i AS j FROM conc a CROSS JOIN (SELECT i FROM conc WHERE i <= 4) b ORDER BY a.i, b.i';
       const timed = (promise: ReturnType<typeof run>) => promise.then((result) => ({ result, at: Date.now() }));
-      const results = await Promise.all(Array.from({ length: 4 }, () => timed(run(engine, { operation: 'export_query', sql, output_path: 'same.csv' }))));
+      const results = await Promise.all([1, 2, 3, 4].map((n) => timed(run(engine, { database: `c${n}`, operation: 'export_query', sql, output_path: 'same.csv' }))));
       const winners = results.filter(({ result }) => result.ok);
       expect(winners).toHaveLength(1);
       for (const { result, at } of results.filter(({ result }) => !result.ok)) {
@@ -125,7 +127,7 @@ describe('several database calls in one model message', () => {
       }
       expect(readdirSync(dir)).toEqual(['same.csv']);
       expect(readFileSync(join(dir, 'same.csv'), 'utf8').split('\r\n')).toHaveLength(200_002);
-      const again = await run(engine, { operation: 'export_query', sql: 'SELECT 1 AS one', output_path: 'same.csv' });
+      const again = await run(engine, { database: 'c1', operation: 'export_query', sql: 'SELECT 1 AS one', output_path: 'same.csv' });
       expect(again.ok).toBe(false);
       expect(again.output).toMatch(/exists/);
       expect(readdirSync(dir)).toEqual(['same.csv']);
