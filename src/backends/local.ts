@@ -7,6 +7,7 @@ import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join } from 'node:path';
 import { escapeName, hasNameEscapes, unescapeName } from '../tools/sanitize.js';
 import { globFiles, localNameAdapter } from './glob-files.js';
+import { tempPathFor } from './temp-files.js';
 import type { Backend, ByteRange, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
 
 const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -237,10 +238,11 @@ export class LocalBackend implements Backend {
   async writeFileAtomic(path: string, data: Buffer, options: WriteOptions): Promise<void> {
     const dir = dirname(path);
     await mkdir(dir, { recursive: true });
-    const temporary = join(dir, `.${basename(path)}.quarry-${randomBytes(6).toString('hex')}.tmp`);
+    const temporary = tempPathFor(path);
     const existing = options.exclusive ? null : await statOrNull(() => stat(path));
-    await writeFile(temporary, data, { flag: 'wx', mode: existing?.mode ?? 0o666 });
     try {
+      // Inside the try: a write that fails part-way (ENOSPC) leaves a partial temporary file.
+      await writeFile(temporary, data, { flag: 'wx', mode: existing?.mode ?? 0o666 });
       if (existing) await chmod(temporary, existing.mode);
       if (options.exclusive) {
         // link() fails with EEXIST instead of replacing: no window in which another file is overwritten.

@@ -8,6 +8,8 @@ import type { DatabaseConfig, DatabaseDriver } from './types.js';
  */
 
 const drivers = new Map<string, Promise<DatabaseDriver>>();
+/** The last call queued on each driver: calls on one connection run one after another. */
+const turns = new Map<string, Promise<void>>();
 
 async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
   switch (config.engine) {
@@ -24,12 +26,60 @@ async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<
   }
 }
 
-/** The driver for a database in a mode (read-only and mutations connections are kept apart). */
-export function driverFor(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
+function driverKey(config: DatabaseConfig, readOnly: boolean): string {
   // Keyed by what is connected to, not only the alias: two workspaces in one process (tests,
   // delegate children with other settings) may use one alias for different databases.
   const target = [config.engine, config.path, config.host, config.port, config.database, config.user, config.dsn].map((part) => part ?? '').join('\u0000');
-  const key = `${config.alias}\u0000${target}\u0000${readOnly ? 'ro' : 'rw'}`;
+  return `${config.alias}\u0000${target}\u0000${readOnly ? 'ro' : 'rw'}`;
+}
+
+/**
+ * Waits for this call's turn on the database's connection and returns the function that ends
+ * the turn. A driver holds one connection with one transaction at a time, so calls made
+ * together (several tool calls in one model message run at once) take turns: two connect()s
+ * racing leaked a client and kept the process alive, and two statements shared one
+ * transaction. Each call's statement timeout starts when its turn does (README, "Databases").
+ * An abort while waiting gives up the place in the queue.
+ */
+export async function takeTurn(config: DatabaseConfig, readOnly: boolean, signal: AbortSignal): Promise<() => void> {
+  const key = driverKey(config, readOnly);
+  const previous = turns.get(key) ?? Promise.resolve();
+  let end!: () => void;
+  const mine = new Promise<void>((resolve) => {
+    end = resolve;
+  });
+  const tail = previous.then(() => mine);
+  turns.set(key, tail);
+  const release = (): void => {
+    end();
+    if (turns.get(key) === tail) turns.delete(key);
+  };
+  if (signal.aborted) {
+    // Still in the chain, so later calls keep their order; this one gives its turn away at once.
+    release();
+    throw signal.reason;
+  }
+  let onAbort: (() => void) | undefined;
+  try {
+    await Promise.race([
+      previous,
+      new Promise<never>((_, reject) => {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } catch (error) {
+    release();
+    throw error;
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+  return release;
+}
+
+/** The driver for a database in a mode (read-only and mutations connections are kept apart). */
+export function driverFor(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
+  const key = driverKey(config, readOnly);
   let driver = drivers.get(key);
   if (!driver) {
     driver = createDriver(config, readOnly);

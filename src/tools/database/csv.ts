@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
+import { link, lstat, mkdir, open, readFile, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { processRuns, removeStaleTempFiles, tempPathFor } from '../../backends/temp-files.js';
 import { basename, dirname, join } from 'node:path';
 import type { CellValue, CsvSink } from './types.js';
 import { numberToText, valueToText } from './values.js';
@@ -41,6 +41,50 @@ export function csvLine(values: readonly CellValue[]): string {
   let line = values.length ? csvField(values[0]) : '';
   for (let i = 1; i < values.length; i++) line += ',' + csvField(values[i]);
   return line + '\r\n';
+}
+
+const QUOTE = 0x22;
+const LF = 0x0a;
+const CRLF = Buffer.from('\r\n');
+
+/**
+ * Turns CSV whose records end in LF (PostgreSQL's COPY) into records ending in CRLF, the line end
+ * every export uses (README, "CSV exports"), leaving line breaks inside quoted values as they
+ * are. Works on bytes across chunk boundaries: `"` and LF never occur inside a multi-byte UTF-8
+ * character, and a doubled quote toggles the state twice, so counting quotes is enough.
+ */
+export class LfToCrlf {
+  private quoted = false;
+
+  convert(chunk: Buffer): Buffer {
+    const parts: Buffer[] = [];
+    let start = 0;
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.quoted) {
+        const quote = chunk.indexOf(QUOTE, i);
+        if (quote < 0) break;
+        this.quoted = false;
+        i = quote + 1;
+        continue;
+      }
+      const quote = chunk.indexOf(QUOTE, i);
+      const lf = chunk.indexOf(LF, i);
+      if (lf >= 0 && (quote < 0 || lf < quote)) {
+        // An LF outside quotes ends a record (COPY quotes every value holding a CR or LF).
+        parts.push(chunk.subarray(start, lf), CRLF);
+        start = lf + 1;
+        i = lf + 1;
+        continue;
+      }
+      if (quote < 0) break;
+      this.quoted = true;
+      i = quote + 1;
+    }
+    if (parts.length === 0) return chunk;
+    parts.push(chunk.subarray(start));
+    return Buffer.concat(parts);
+  }
 }
 
 /** Parses up to `limit` records of RFC 4180 text (for previews); an incomplete last record is dropped. */
@@ -90,6 +134,41 @@ export function firstRecordEnd(text: string): number {
   return -1;
 }
 
+/** An export refused before it started (the target exists or another export is writing it). */
+export class ExportRefused extends Error {}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+/**
+ * Creates `.NAME.quarry-export.lock` (O_EXCL) holding this process id; one left by a process
+ * that no longer runs is taken over. Returns the lock's path.
+ */
+async function reserveTarget(target: string): Promise<string> {
+  const lockPath = join(dirname(target), `.${basename(target)}.quarry-export.lock`);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await writeFile(lockPath, `${process.pid}\n`, { flag: 'wx', mode: 0o644 });
+      return lockPath;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
+    }
+    const owner = Number((await readFile(lockPath, 'utf8').catch(() => '')).trim());
+    if (owner && owner !== process.pid && !processRuns(owner)) {
+      await unlink(lockPath).catch(() => undefined);
+      continue;
+    }
+    throw new ExportRefused(`another export to ${basename(target)} is running${owner ? ` (process ${owner})` : ''}; nothing was overwritten (wait for it, or choose a new name)`);
+  }
+}
+
 export interface ExportSummary {
   path: string;
   rows: number;
@@ -116,17 +195,32 @@ export class CsvExportFile implements CsvSink {
   private constructor(
     readonly target: string,
     private readonly tempPath: string,
+    private readonly lockPath: string,
     private readonly handle: FileHandle,
     private readonly showProgress: boolean,
     private readonly onProgress?: (progress: { rows: number; bytes: number }) => void,
   ) {}
 
-  /** showProgress: a progress line on stderr (a TTY); onProgress: the same figures to a caller (an MCP client). */
+  /**
+   * Reserves the target and opens the temporary file. A second export to the same target while
+   * one runs (in this process or another) is refused at once instead of streaming the whole
+   * result to lose at the final link, and so is a target that exists by now; the link stays the
+   * guard against a file that appears meanwhile by other means. showProgress: a progress line on
+   * stderr (a TTY); onProgress: the same figures to a caller (an MCP client).
+   */
   static async create(target: string, options: { showProgress: boolean; onProgress?: ((progress: { rows: number; bytes: number }) => void) | undefined }): Promise<CsvExportFile> {
     await mkdir(dirname(target), { recursive: true });
-    const tempPath = join(dirname(target), `.${basename(target)}.quarry-${randomBytes(6).toString('hex')}.tmp`);
-    const handle = await open(tempPath, 'wx', 0o644);
-    return new CsvExportFile(target, tempPath, handle, options.showProgress, options.onProgress);
+    await removeStaleTempFiles(dirname(target));
+    const lockPath = await reserveTarget(target);
+    try {
+      if (await exists(target)) throw new ExportRefused(`${basename(target)} already exists; nothing was overwritten (choose a new name)`);
+      const tempPath = tempPathFor(target);
+      const handle = await open(tempPath, 'wx', 0o644);
+      return new CsvExportFile(target, tempPath, lockPath, handle, options.showProgress, options.onProgress);
+    } catch (error) {
+      await unlink(lockPath).catch(() => undefined);
+      throw error;
+    }
   }
 
   setColumns(columns: string[], encodedHeader?: string): void {
@@ -239,6 +333,7 @@ export class CsvExportFile implements CsvSink {
   async discard(): Promise<void> {
     await this.handle.close().catch(() => undefined);
     await unlink(this.tempPath).catch(() => undefined);
+    await unlink(this.lockPath).catch(() => undefined);
     if (this.showProgress) process.stderr.write('\r\x1b[K');
   }
 }

@@ -1,6 +1,7 @@
 import mysql from 'mysql2';
 import { ToolError } from '../types.js';
 import { tokenize } from './sql-lexer.js';
+import { cutForDisplay } from './values.js';
 import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
@@ -23,6 +24,17 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
 const QUOTING_MODES = new Set(['NO_BACKSLASH_ESCAPES', 'ANSI_QUOTES', 'ANSI']);
 
 type Connection = mysql.Connection;
+
+/**
+ * Settles with the error when a connection fails or the server closes it. A streaming query
+ * (no callback) is not told when its connection dies (mysql2 reports it on the connection
+ * only), so a KILL from the server left it waiting for ever; every statement also waits on this.
+ */
+const lost = new WeakMap<Connection, Promise<Error>>();
+
+function whenLost(connection: Connection): Promise<Error> {
+  return lost.get(connection) ?? new Promise<Error>(() => undefined);
+}
 
 export class MysqlDriver implements DatabaseDriver {
   readonly engine = 'mysql' as const;
@@ -49,9 +61,13 @@ export class MysqlDriver implements DatabaseDriver {
   private open(): Promise<Connection> {
     return new Promise((resolve, reject) => {
       const connection = mysql.createConnection(this.connectionOptions());
-      connection.on('error', () => {
-        this.health.broken = true;
+      let markLost!: (error: Error) => void;
+      lost.set(connection, new Promise<Error>((resolve) => (markLost = resolve)));
+      connection.on('error', (error: Error) => {
+        if (this.connection === connection) this.health.broken = true;
+        markLost(error);
       });
+      connection.once('end', () => markLost(new Error('the server closed the connection')));
       connection.connect((error) => (error ? reject(explainConnectError(error, this.config, 3306)) : resolve(connection)));
     });
   }
@@ -113,6 +129,7 @@ export class MysqlDriver implements DatabaseDriver {
     try {
       return await runCancellable(options.signal, () => this.cancelRunning(connection), () => work(connection));
     } finally {
+      if (this.connection === connection && this.health.broken) this.abandon(connection);
       if (this.connection === connection) {
         try {
           await MysqlDriver.exec(connection, 'ROLLBACK');
@@ -166,6 +183,7 @@ export class MysqlDriver implements DatabaseDriver {
         else resolve(result);
       };
       const query = connection.query({ sql, rowsAsArray: true });
+      void whenLost(connection).then(settle);
       // mysql2 emits 'fields' with undefined for statements without a result set.
       query.on('fields', (fields: { name: string }[] | undefined) => {
         columns = fields ? fields.map((field) => field.name) : null;
@@ -183,7 +201,7 @@ export class MysqlDriver implements DatabaseDriver {
           settle({ columns, rows, more: true });
           return;
         }
-        rows.push(row as CellValue[]);
+        rows.push(cutForDisplay(row as CellValue[]));
       });
       query.on('error', (error: Error) => settle(error));
       query.on('end', () => settle({ columns: columns ?? [], rows, more }));
@@ -199,6 +217,10 @@ export class MysqlDriver implements DatabaseDriver {
       const fail = (error: unknown) => {
         if (failed) return;
         failed = true;
+        // The connection may be paused mid-result (a failed write, such as a full disk): it would
+        // never finish the statement, so the rollback after it would wait for ever. Dropping it
+        // makes the server abort the statement; the next call opens a new connection.
+        this.abandon(connection);
         reject(error);
       };
       query.on('fields', (fields: { name: string }[] | undefined) => sink.setColumns((fields ?? []).map((field) => field.name)));
@@ -211,8 +233,13 @@ export class MysqlDriver implements DatabaseDriver {
         writing = writing.then(() => sink.writeRows(full)).then(() => connection.resume(), fail);
       });
       query.on('error', fail);
+      void whenLost(connection).then(fail);
       query.on('end', () => {
-        writing.then(() => sink.writeRows(batch)).then(() => (failed ? undefined : resolve()), fail);
+        writing.then(() => sink.writeRows(batch)).then(() => {
+          if (failed) return;
+          failed = true;
+          resolve();
+        }, fail);
       });
     }));
   }

@@ -1,10 +1,11 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { ToolError } from '../types.js';
-import { firstRecordEnd, parseCsvRecords } from './csv.js';
+import { firstRecordEnd, LfToCrlf, parseCsvRecords } from './csv.js';
 import { ExtendedCopyOut } from './pg-copy-out.js';
 import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, runCancellable, serverLogin } from './server-support.js';
-import type { CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+import { cutForDisplay } from './values.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
  * PostgreSQL through pg. Read-only mode: the session defaults to read-only transactions and
@@ -24,11 +25,15 @@ import type { CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, 
 /** Server text for every type: nothing is parsed into a lossy JavaScript number or Date. */
 const RAW_TYPES = { getTypeParser: () => (value: string) => value };
 /** Statements COPY can wrap; others are exported through a cursor. */
+/** Rows a query reads from its cursor at a time (values are cut after each batch). */
+const QUERY_BATCH_ROWS = 25;
 const COPYABLE = /^\s*(\(\s*)*(SELECT|WITH|VALUES|TABLE)\b/i;
 
 export class PostgresDriver implements DatabaseDriver {
   readonly engine = 'postgres' as const;
   private client: pg.Client | null = null;
+  /** Settles when the current client's connection fails or ends: nothing more will come on it. */
+  private gone: Promise<void> = Promise.resolve();
   private readonly health = new ConnectionHealth();
 
   constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
@@ -50,13 +55,21 @@ export class PostgresDriver implements DatabaseDriver {
     if (await this.health.reusable(current !== null, () => current!.query('SELECT 1'))) return;
     await this.close();
     const client = new pg.Client(this.clientConfig());
-    client.on('error', () => {
-      this.health.broken = true;
+    const gone = new Promise<void>((resolve) => {
+      client.on('error', () => {
+        this.health.broken = true;
+        resolve();
+      });
+      client.once('end', () => {
+        this.health.broken = true;
+        resolve();
+      });
     });
     await runCancellable(signal, () => client.end(), () => client.connect()).catch((error: unknown) => {
       throw explainConnectError(error, this.config, 5432);
     });
     this.client = client;
+    this.gone = gone;
     this.health.reset();
   }
 
@@ -96,7 +109,7 @@ export class PostgresDriver implements DatabaseDriver {
 
   async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
     return this.run(options, async (client) => {
-      if (!COPYABLE.test(sql)) return readRows(client, sql, limit);
+      if (!COPYABLE.test(sql)) return readRows(client, sql, limit, this.gone);
       // The limit inside the statement lets the planner bound its work: an ORDER BY becomes a
       // top-N sort instead of sorting every row to hand over limit+1. The subquery keeps its
       // ORDER BY (PostgreSQL does not pull up a sorted subquery, and the LIMIT bound passes
@@ -106,13 +119,13 @@ export class PostgresDriver implements DatabaseDriver {
       const limited = `SELECT * FROM (\n${sql}\n) AS quarry_query LIMIT ${limit + 1}`;
       if (options.readOnly) await client.query('SAVEPOINT quarry_limit');
       try {
-        const result = await readRows(client, limited, limit);
+        const result = await readRows(client, limited, limit, this.gone);
         if (options.readOnly) await client.query('RELEASE SAVEPOINT quarry_limit');
         return result;
       } catch (error) {
         if (!/^(42|0A)/.test((error as { code?: string }).code ?? '')) throw error;
         if (options.readOnly) await client.query('ROLLBACK TO SAVEPOINT quarry_limit');
-        return readRows(client, sql, limit);
+        return readRows(client, sql, limit, this.gone);
       }
     });
   }
@@ -125,20 +138,25 @@ export class PostgresDriver implements DatabaseDriver {
     await this.run(options, async (client) => {
       // On lines of its own, so that a trailing "--" comment the check misread could not hide the ")".
       const stream = client.query(new ExtendedCopyOut(`COPY (\n${sql}\n) TO STDOUT WITH (FORMAT csv, HEADER true)`));
-      let head = '';
+      // COPY ends records with LF; every export ends them with CRLF (README, "CSV exports").
+      const lineEnds = new LfToCrlf();
+      // Bytes until the header's end is seen: a chunk may end inside a multi-byte character.
+      let head = Buffer.alloc(0);
       let headerDone = false;
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         if (headerDone) {
-          await sink.writeEncoded(chunk, 0);
+          await sink.writeEncoded(lineEnds.convert(chunk), 0);
           continue;
         }
         // The header is the first CSV record; quarry writes it through the sink with the column names.
-        head += chunk.toString('utf8');
-        const end = firstRecordEnd(head);
+        head = Buffer.concat([head, chunk]);
+        // Latin-1 maps bytes to characters one to one, and `"` and LF are single bytes in UTF-8.
+        const end = firstRecordEnd(head.toString('latin1'));
         if (end < 0) continue;
-        sink.setColumns(parseCsvRecords(head.slice(0, end), 1)[0] ?? [], head.slice(0, end));
+        const header = head.subarray(0, end - 1).toString('utf8');
+        sink.setColumns(parseCsvRecords(header + '\n', 1)[0] ?? [], `${header}\r\n`);
         headerDone = true;
-        if (end < head.length) await sink.writeEncoded(head.slice(end), 0);
+        if (end < head.length) await sink.writeEncoded(lineEnds.convert(head.subarray(end)), 0);
       }
       if (!headerDone) throw new ToolError('PostgreSQL returned no header for the export');
       sink.setRowCount(stream.rowCount);
@@ -158,7 +176,7 @@ export class PostgresDriver implements DatabaseDriver {
           await sink.writeRows(rows as QueryResult['rows']);
         }
       } finally {
-        await new Promise<void>((resolve) => cursor.close(() => resolve()));
+        await closeCursor(cursor, this.gone);
       }
     });
   }
@@ -242,16 +260,35 @@ export class PostgresDriver implements DatabaseDriver {
   }
 }
 
+/**
+ * Closes a cursor, unless the connection is gone: pg-cursor's close() waits for the server's
+ * answer, which a terminated backend or a restarted server never sends (the process then hung
+ * on an unsettled promise and Node exited with code 13, without a word).
+ */
+async function closeCursor(cursor: Cursor, gone: Promise<void>): Promise<void> {
+  if ((cursor as unknown as { state?: string }).state === 'error') return;
+  await Promise.race([new Promise<void>((resolve) => cursor.close(() => resolve())), gone]);
+}
+
 /** Up to limit+1 rows through a cursor (the statement as the server plans it for a cursor). */
-async function readRows(client: pg.Client, sql: string, limit: number): Promise<QueryResult> {
+async function readRows(client: pg.Client, sql: string, limit: number, gone: Promise<void>): Promise<QueryResult> {
   const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: RAW_TYPES }));
   try {
-    const { rows, fields } = await new Promise<{ rows: unknown[][]; fields: { name: string }[] }>((resolve, reject) => {
-      cursor.read(limit + 1, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result?.fields ?? [] })));
-    });
+    // In batches, cutting long values as they arrive, so only a batch is ever held whole.
+    const rows: CellValue[][] = [];
+    let columns: string[] = [];
+    for (;;) {
+      const want = Math.min(QUERY_BATCH_ROWS, limit + 1 - rows.length);
+      const batch = await new Promise<{ rows: unknown[][]; fields: { name: string }[] }>((resolve, reject) => {
+        cursor.read(want, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result?.fields ?? [] })));
+      });
+      if (rows.length === 0) columns = batch.fields.map((field) => field.name);
+      for (const row of batch.rows) rows.push(cutForDisplay(row as CellValue[]));
+      if (batch.rows.length < want || rows.length > limit) break;
+    }
     const more = rows.length > limit;
-    return { columns: fields.map((field) => field.name), rows: (more ? rows.slice(0, limit) : rows) as QueryResult['rows'], more };
+    return { columns, rows: more ? rows.slice(0, limit) : rows, more };
   } finally {
-    await new Promise<void>((resolve) => cursor.close(() => resolve()));
+    await closeCursor(cursor, gone);
   }
 }

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 import { csvLine } from './csv.js';
-import { CHUNK_BYTES, EXPORT_CACHE_SIZE, IN_FLIGHT, MAX_IN_FLIGHT, NOT_READ_ONLY, STOP, STOP_TIMEOUT, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
+import { CHUNK_BYTES, EXPORT_CACHE_SIZE, MAX_IN_FLIGHT, NOT_READ_ONLY, SLOT_FREE, SLOT_POSTED, SLOT_STATE, STOP, STOP_TIMEOUT, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
 import type { CellValue } from './types.js';
 
 /**
@@ -18,8 +18,13 @@ import type { CellValue } from './types.js';
  * subquery). Its name is random, so the user's statement cannot call it.
  *
  * Encoded CSV goes back to the main thread through a ring of MAX_IN_FLIGHT shared 1 MiB slots:
- * nothing is allocated per chunk, and the worker waits when every slot is still unwritten, so
- * memory stays flat however fast SQLite is.
+ * nothing is allocated per chunk, and memory stays flat however fast SQLite is. Each slot has an
+ * owner flag in the control array: the worker writes into a slot only after it has seen the slot
+ * FREE, and hands it over by setting it POSTED before posting the message; the main thread sets
+ * it FREE again only once the slot's bytes are written out (sqlite-export.ts). The worker
+ * therefore never touches bytes the main thread has not written yet, however slow the disk.
+ * (Counting chunks in flight was not enough: the worker filled the next slot before waiting,
+ * overwriting a chunk still queued for writing.)
  */
 
 /** Lines gathered as one string before they are encoded into the chunk. */
@@ -42,21 +47,23 @@ function run(job: ExportJob, port: NonNullable<typeof parentPort>): void {
   const checkStop = (): void => {
     if (Atomics.load(control, STOP) !== 0) throw new Stopped();
   };
-  const post = (): void => {
-    if (used === 0) return;
-    // Wait while the main thread is behind; a stop request also wakes this up.
-    for (;;) {
+  /** Waits until the main thread has written slot `slot` out; a stop request also wakes this up. */
+  const acquire = (): void => {
+    while (Atomics.load(control, SLOT_STATE + slot) !== SLOT_FREE) {
       checkStop();
-      const inFlight = Atomics.load(control, IN_FLIGHT);
-      if (inFlight < MAX_IN_FLIGHT) break;
-      Atomics.wait(control, IN_FLIGHT, inFlight, 1000);
+      Atomics.wait(control, SLOT_STATE + slot, SLOT_POSTED, 1000);
     }
-    Atomics.add(control, IN_FLIGHT, 1);
+    checkStop();
+  };
+  const post = (last = false): void => {
+    if (used === 0) return;
+    Atomics.store(control, SLOT_STATE + slot, SLOT_POSTED);
     port.postMessage({ type: 'chunk', slot, bytes: used, rows: rowsInChunk } satisfies ExportMessage);
     slot = (slot + 1) % MAX_IN_FLIGHT;
     chunk = new Uint8Array(job.chunks, slot * CHUNK_BYTES, CHUNK_BYTES);
     used = 0;
     rowsInChunk = 0;
+    if (!last) acquire();
   };
   const encodeText = (): void => {
     let rest = text;
@@ -94,7 +101,7 @@ function run(job: ExportJob, port: NonNullable<typeof parentPort>): void {
     }
     statement.pluck(true).get();
     encodeText();
-    post();
+    post(true);
     port.postMessage({ type: 'done', rows } satisfies ExportMessage);
   } catch (error) {
     if (error instanceof Stopped) {

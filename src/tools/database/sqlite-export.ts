@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { packageRoot } from '../../config.js';
 import { ToolError } from '../types.js';
-import { CHUNK_BYTES, IN_FLIGHT, MAX_IN_FLIGHT, STOP, STOP_CANCEL, STOP_TIMEOUT, wrapStatement, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
+import { CHUNK_BYTES, CONTROL_INTS, MAX_IN_FLIGHT, SLOT_FREE, SLOT_STATE, STOP, STOP_CANCEL, STOP_TIMEOUT, wrapStatement, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
 import { ReadOnlyViolation } from './statement-check.js';
 import type { CsvSink, DatabaseConfig, RunOptions } from './types.js';
 
@@ -39,7 +39,7 @@ export async function exportInWorker(config: DatabaseConfig, sql: string, column
     busyTimeoutMs: config.connectTimeoutMs,
     sql: wrapStatement(sql, columnCount, (columns) => `SELECT ${sinkName}(${columns}) FROM quarry_statement`),
     sinkName,
-    control: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
+    control: new SharedArrayBuffer(CONTROL_INTS * Int32Array.BYTES_PER_ELEMENT),
     chunks: new SharedArrayBuffer(MAX_IN_FLIGHT * CHUNK_BYTES),
   };
   const control = new Int32Array(job.control);
@@ -53,7 +53,7 @@ export async function exportInWorker(config: DatabaseConfig, sql: string, column
 
     const requestStop = (code: number): void => {
       if (Atomics.compareExchange(control, STOP, 0, code) !== 0) return;
-      Atomics.notify(control, IN_FLIGHT);
+      for (let slot = 0; slot < MAX_IN_FLIGHT; slot++) Atomics.notify(control, SLOT_STATE + slot);
       graceTimer = setTimeout(() => {
         worker.unref();
         void worker.terminate();
@@ -90,8 +90,9 @@ export async function exportInWorker(config: DatabaseConfig, sql: string, column
               requestStop(STOP_CANCEL);
             })
             .finally(() => {
-              Atomics.sub(control, IN_FLIGHT, 1);
-              Atomics.notify(control, IN_FLIGHT);
+              // Only now, with its bytes written out (or the export failed), may the worker refill the slot.
+              Atomics.store(control, SLOT_STATE + message.slot, SLOT_FREE);
+              Atomics.notify(control, SLOT_STATE + message.slot);
             });
           break;
         case 'done':

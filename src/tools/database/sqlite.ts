@@ -5,6 +5,7 @@ import { withDoubleQuotedStrings } from './sqlite-dqs.js';
 import { exportInWorker } from './sqlite-export.js';
 import { ToolError } from '../types.js';
 import { ReadOnlyViolation } from './statement-check.js';
+import { cutForDisplay } from './values.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
@@ -77,7 +78,7 @@ export class SqliteDriver implements DatabaseDriver {
         const next = iterator.next();
         if (next.done) return { columns, rows, more: false };
         if (rows.length === limit) return { columns, rows, more: true };
-        rows.push(next.value);
+        rows.push(cutForDisplay(next.value));
         if (rows.length % ROWS_PER_CHUNK === 0) await this.checkpoint(options.signal, deadline);
       }
     } finally {

@@ -4,8 +4,8 @@ import { displayPath, formatBytes, resolveToolPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
 import { describeDatabase } from './config.js';
-import { driverFor } from './connections.js';
-import { CsvExportFile, EXPORT_PREVIEW_ROWS } from './csv.js';
+import { driverFor, takeTurn } from './connections.js';
+import { CsvExportFile, EXPORT_PREVIEW_ROWS, ExportRefused } from './csv.js';
 import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, formatTableList, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural, tableCutNote } from './format.js';
 import { scrubSecrets } from './secrets.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './statement-check.js';
@@ -73,11 +73,24 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
     callIsReadOnly: (args) => readOnly && args.operation !== 'export_query',
     run: async (args, context) => {
       const config = pickDatabase(engine, configs, args.database);
+      // The statement is checked before waiting for the connection or opening it.
+      let sql = '';
+      try {
+        if (args.operation === 'query' || args.operation === 'export_query') sql = statementToRun(requireArg(args, 'sql'), engine, readOnly);
+      } catch (error) {
+        throw toToolError(error, config, context.signal, args.operation);
+      }
+      let endTurn: () => void;
+      try {
+        endTurn = await takeTurn(config, readOnly, context.signal);
+      } catch {
+        throw new ToolError(`cancelled: the ${engine} ${args.operation} was stopped before it started`, { error: 'cancelled' });
+      }
       const started = Date.now();
       const timeout = AbortSignal.timeout(config.statementTimeoutMs);
       const options: RunOptions = { readOnly, signal: AbortSignal.any([context.signal, timeout]) };
       try {
-        const result = await runOperation(engine, config, options, args, context);
+        const result = await runOperation(engine, config, options, args, sql, context);
         result.metadata = { database: config.alias, engine, operation: args.operation, durationMs: Date.now() - started, ...result.metadata };
         return result;
       } catch (error) {
@@ -85,6 +98,8 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
           throw new ToolError(`${engine} ${args.operation} stopped: it ran longer than the statement timeout (${config.statementTimeoutMs / 1000} s)`, { error: 'timeout' });
         }
         throw toToolError(error, config, context.signal, args.operation);
+      } finally {
+        endTurn();
       }
     },
   };
@@ -112,9 +127,7 @@ export function statementToRun(sql: string, engine: Engine, readOnly: boolean): 
   return sql.trim().replace(/;+\s*$/, '');
 }
 
-async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, context: ToolContext): Promise<ToolResult> {
-  // The statement is checked before any connection is opened.
-  const sql = args.operation === 'query' || args.operation === 'export_query' ? statementToRun(requireArg(args, 'sql'), engine, options.readOnly) : '';
+async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, sql: string, context: ToolContext): Promise<ToolResult> {
   const driver = await driverFor(config, options.readOnly);
   await driver.connect(options.signal);
   switch (args.operation) {
@@ -173,6 +186,7 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
 /** Every failure becomes a model-readable error without passwords (driver text included). */
 export function toToolError(error: unknown, config: DatabaseConfig, signal: AbortSignal, operation: string): ToolError {
   if (error instanceof ToolError) return new ToolError(scrubSecrets(error.message, config), error.metadata);
+  if (error instanceof ExportRefused) return new ToolError(`refused: ${error.message}`, { error: 'exists' });
   if (error instanceof ReadOnlyViolation) return new ToolError(error.message, { error: 'read_only_violation' });
   if (signal.aborted) return new ToolError(`cancelled: the ${config.engine} ${operation} was stopped`, { error: 'cancelled' });
   const message = error instanceof Error ? error.message : String(error);

@@ -33,3 +33,22 @@ export function numberToText(value: number): string {
   if (fraction % 10 === 0) return `${sign}${whole}.${fraction / 10}`;
   return `${sign}${whole}.${fraction < 10 ? '0' : ''}${fraction}`;
 }
+
+/**
+ * Characters of a text (bytes of a blob) a query result keeps per value. Result tables show at
+ * most MAX_CELL_CHARS characters of a value (format.ts), and escaping only lengthens text, so
+ * anything past this bound is never shown: drivers cut values as rows arrive, and 1,000 rows of
+ * 1 MB values no longer take a gigabyte. Exports never cut.
+ */
+export const KEPT_VALUE_CHARS = 1024;
+
+/** The row with long texts and blobs cut to what a result table can show (in place). */
+export function cutForDisplay(row: CellValue[]): CellValue[] {
+  for (let i = 0; i < row.length; i++) {
+    const value = row[i];
+    // A plain slice would be a V8 sliced string that keeps the whole value alive; joining copies.
+    if (typeof value === 'string' && value.length > KEPT_VALUE_CHARS) row[i] = value.slice(0, KEPT_VALUE_CHARS).split('').join('');
+    else if (Buffer.isBuffer(value) && value.length > KEPT_VALUE_CHARS) row[i] = Buffer.from(value.subarray(0, KEPT_VALUE_CHARS));
+  }
+  return row;
+}

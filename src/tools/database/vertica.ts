@@ -1,6 +1,7 @@
 import vertica, { type Client, type VerticaClientConfig } from 'vertica-nodejs';
 import { ToolError } from '../types.js';
 import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
+import { cutForDisplay } from './values.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
 
 /**
@@ -108,7 +109,7 @@ export class VerticaDriver implements DatabaseDriver {
           more = true;
           return false;
         }
-        rows.push(row);
+        rows.push(cutForDisplay(row));
         return true;
       });
       return { columns, rows, more };

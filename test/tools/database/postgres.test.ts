@@ -258,7 +258,7 @@ describe('postgres export_query', () => {
     const result = await runner.run('postgres', { operation: 'export_query', sql: 'SELECT id, label, amount FROM big ORDER BY id;', output_path: 'big.csv' });
     expect(result.ok).toBe(true);
     const csv = readFileSync(join(dir, 'big.csv'), 'utf8');
-    const lines = csv.split('\n');
+    const lines = csv.split('\r\n');
     expect(lines[0]).toBe('id,label,amount');
     expect(lines[1]).toBe('1,row 1,0.25');
     expect(lines[20000]).toBe('20000,row 20000,5000.00');
@@ -274,7 +274,7 @@ describe('postgres export_query', () => {
     try {
       const result = await runner.run('postgres', { operation: 'export_query', sql: 'SELECT * FROM copy_rows', output_path: 'exact.csv' });
       expect(result.ok, result.output).toBe(true);
-      const lines = readFileSync(join(dir, 'exact.csv'), 'utf8').split('\n');
+      const lines = readFileSync(join(dir, 'exact.csv'), 'utf8').split('\r\n');
       expect(lines[0]).toBe('i,hash,pad');
       expect(lines.length).toBe(300_002);
       expect(lines[300_001]).toBe('');
@@ -299,7 +299,7 @@ describe('postgres export_query', () => {
   test('quoting follows RFC 4180 and statements COPY cannot wrap go through a cursor', async () => {
     const quoted = await runner.run('postgres', { operation: 'export_query', sql: "SELECT 'a, \"b\"' AS x, E'two\\nlines' AS y, NULL AS z", output_path: 'quoted.csv' });
     expect(quoted.ok).toBe(true);
-    expect(readFileSync(join(dir, 'quoted.csv'), 'utf8')).toBe('x,y,z\n"a, ""b""","two\nlines",\n');
+    expect(readFileSync(join(dir, 'quoted.csv'), 'utf8')).toBe('x,y,z\r\n"a, ""b""","two\nlines",\r\n');
     const shown = await runner.run('postgres', { operation: 'export_query', sql: 'SHOW server_encoding', output_path: 'show.csv' });
     expect(shown.ok).toBe(true);
     expect(readFileSync(join(dir, 'show.csv'), 'utf8')).toBe('server_encoding\r\nUTF8\r\n');
