@@ -1,5 +1,6 @@
 import { SqlLexError, tokenize, type Token } from './sql-lexer.js';
 import type { Engine } from './types.js';
+import { checkDuckdbCall, checkDuckdbPragma, DUCKDB_SIDE_EFFECT_FUNCTIONS } from './duckdb-check.js';
 
 /**
  * The first read-only layer (SPEC §11.2): exactly one statement, a read as its leading keyword,
@@ -26,6 +27,8 @@ const READ_KEYWORDS: Record<Engine, readonly string[]> = {
   // Oracle's EXPLAIN PLAN writes into PLAN_TABLE, so it is not a read there.
   oracle: ['SELECT', 'WITH'],
   vertica: ['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'SHOW'],
+  // FROM-first (`FROM t`), DESCRIBE/SHOW/SUMMARIZE; PRAGMA and CALL only for reads (duckdb-check.ts).
+  duckdb: ['SELECT', 'WITH', 'VALUES', 'TABLE', 'FROM', 'EXPLAIN', 'DESCRIBE', 'SHOW', 'SUMMARIZE', 'PRAGMA', 'CALL'],
 };
 
 /**
@@ -123,6 +126,7 @@ const SIDE_EFFECT_FUNCTIONS: Record<Engine, FunctionRules> = {
     exceptions: new Set(['add_months']),
     packages: NONE,
   },
+  duckdb: { exact: new Set(DUCKDB_SIDE_EFFECT_FUNCTIONS), prefixes: [], exceptions: new Set(), packages: NONE },
 };
 
 /** PRAGMAs that only read; the first group also takes a table or index name in parentheses. */
@@ -160,8 +164,10 @@ export function checkReadOnlyStatement(sql: string, engine: Engine): CheckedStat
     );
   }
   checkParentheses(statement);
-  if (leading === 'PRAGMA') checkSqlitePragma(statement);
-  checkHiddenWrites(statement, engine);
+  if (leading === 'PRAGMA') (engine === 'duckdb' ? checkDuckdbPragma : checkSqlitePragma)(statement);
+  if (leading === 'CALL') checkDuckdbCall(statement);
+  // CALL itself is a write word elsewhere; DuckDB's CALL of a read-only table function was checked above.
+  checkHiddenWrites(leading === 'CALL' ? statement.slice(1) : statement, engine);
   const first = statement[0]!;
   const last = statement[statement.length - 1]!;
   return { sql: sql.slice(first.start, last.end), leadingKeyword: leading };

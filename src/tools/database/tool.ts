@@ -9,6 +9,7 @@ import { CsvExportFile, EXPORT_PREVIEW_ROWS } from './csv.js';
 import { DEFAULT_ROW_LIMIT, formatQueryResult, formatTable, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural } from './format.js';
 import { scrubSecrets } from './secrets.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './statement-check.js';
+import { checkDuckdbFileAccess } from './duckdb-check.js';
 import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type RunOptions } from './types.js';
 
 /**
@@ -30,7 +31,7 @@ export type DatabaseArgs = {
   row_limit?: number;
 };
 
-const ENGINE_TITLES: Record<Engine, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB', oracle: 'Oracle', vertica: 'Vertica' };
+const ENGINE_TITLES: Record<Engine, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB', oracle: 'Oracle', vertica: 'Vertica', duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)' };
 
 function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOnly: boolean): string {
   const list = configs.map((config) => `- ${config.alias}: ${describeDatabase(config)}`).join('\n');
@@ -115,6 +116,7 @@ export function statementToRun(sql: string, engine: Engine, readOnly: boolean): 
 async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, context: ToolContext): Promise<ToolResult> {
   // The statement is checked before any connection is opened.
   const sql = args.operation === 'query' || args.operation === 'export_query' ? statementToRun(requireArg(args, 'sql'), engine, options.readOnly) : '';
+  if (sql && engine === 'duckdb' && options.readOnly) checkDuckdbFileAccess(sql, config);
   const driver = await driverFor(config, options.readOnly);
   await driver.connect(options.signal);
   switch (args.operation) {
