@@ -3,7 +3,7 @@ import { basename, extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, interpolateEnv } from '../../config.js';
 import { ENGINES, type DatabaseConfig, type Engine } from './types.js';
-import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget } from './duckdb-config.js';
+import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './duckdb-config.js';
 
 export { ConfigError };
 
@@ -95,7 +95,7 @@ export function parseDbFlag(flag: string, cwd: string): Draft {
   const target = hasAlias ? flag.slice(equals + 1) : flag;
   if (!target) throw new ConfigError(`${source}: missing target after "="; expected ALIAS=URL or ALIAS=PATH`);
   const draft = parseTarget(target, cwd, source);
-  return hasAlias ? { ...draft, alias: maybeAlias } : draft;
+  return hasAlias ? { ...renameSingleView(draft, maybeAlias), alias: maybeAlias } : draft;
 }
 
 function parseTarget(target: string, cwd: string, source: string): Draft {

@@ -70,3 +70,10 @@ function dataPath(path: string, cwd: string, where: string): string {
   if (!statSync(absolute).isFile()) throw new ConfigError(`${where}: not a file: ${absolute}`);
   return absolute;
 }
+
+/** `--db sales=data/2024.csv`: the one view of a file or glob takes the alias as its name. */
+export function renameSingleView(draft: Draft, alias: string): Draft {
+  const entries = Object.entries(draft.files ?? {});
+  if (draft.engine !== 'duckdb' || draft.path !== undefined || entries.length !== 1) return draft;
+  return { ...draft, files: { [defaultViewName(`${alias.replace(/[^A-Za-z0-9_]/g, '_')}.csv`)]: entries[0]![1] } };
+}
