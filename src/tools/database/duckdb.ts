@@ -169,7 +169,11 @@ export class DuckdbDriver implements DatabaseDriver {
       const columns = Array.from({ length: prepared.columnCount }, (_, index) => prepared.columnName(index));
       if (columns.length === 0) throw new ToolError('export_query needs a statement that returns rows');
       sink.setColumns(columns);
-      const result = WRAPPABLE.test(sql) ? await connection.stream(textQuery(sql)) : await prepared.stream();
+      if (WRAPPABLE.test(sql)) {
+        await exportEncoded(await connection.stream(csvLinesQuery(sql)), sink, options);
+        return;
+      }
+      const result = await prepared.stream();
       let batch: CellValue[][] = [];
       for await (const chunk of rowsOf(result)) {
         if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', { error: 'cancelled' });
@@ -259,6 +263,38 @@ export class DuckdbDriver implements DatabaseDriver {
  */
 function textQuery(sql: string, limit?: number): string {
   return `SELECT COLUMNS(*)::VARCHAR FROM (\n${sql}\n) AS quarry_statement${limit === undefined ? '' : ` LIMIT ${limit}`}`;
+}
+
+/**
+ * The statement as one finished CSV line per row, encoded by DuckDB itself (in parallel, in C++):
+ * each value is DuckDB's text as in textQuery, NULL an empty field, quoted only when it holds a
+ * comma, a quote or a line break, quotes doubled, lines ending in CRLF: the conventions of the
+ * shared CSV writer (csv.ts), byte for byte. JavaScript then only joins each chunk's lines.
+ */
+function csvLinesQuery(sql: string): string {
+  const field = `CASE WHEN COLUMNS(*) IS NULL THEN '' WHEN regexp_matches(COLUMNS(*)::VARCHAR, '[",\r\n]') THEN '"' || replace(COLUMNS(*)::VARCHAR, '"', '""') || '"' ELSE COLUMNS(*)::VARCHAR END`;
+  return `SELECT array_to_string(list_value(*COLUMNS(*)), ',') || chr(13) || chr(10) FROM (SELECT ${field} FROM (\n${sql}\n) AS quarry_statement) AS quarry_fields`;
+}
+
+/** Bytes of encoded CSV gathered before they go to the sink. */
+const EXPORT_CHUNK_CHARS = 256 * 1024;
+
+async function exportEncoded(result: DuckDBResult, sink: CsvSink, options: RunOptions): Promise<void> {
+  let text = '';
+  let rows = 0;
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    if (!chunk || chunk.rowCount === 0) break;
+    if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', { error: 'cancelled' });
+    for (const line of chunk.getColumnValues(0)) text += line as string;
+    rows += chunk.rowCount;
+    if (text.length >= EXPORT_CHUNK_CHARS) {
+      await sink.writeEncoded(text, rows);
+      text = '';
+      rows = 0;
+    }
+  }
+  if (rows > 0) await sink.writeEncoded(text, rows);
 }
 
 /** Rows chunk by chunk, values as text (DuckDB's rendering) or null. */

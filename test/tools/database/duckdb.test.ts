@@ -62,7 +62,10 @@ const readOnly = (): RunOptions => ({ readOnly: true, signal: new AbortControlle
 describe('duckdb configuration', () => {
   test('files become views named after them; a glob is one view; a .duckdb file is opened as a database', () => {
     expect(config('regions')).toMatchObject({ engine: 'duckdb', files: { regions: join(dir, 'regions.csv') } });
-    expect(config('parts')).toMatchObject({ engine: 'duckdb', files: { [dir.split('/').pop()!.replace(/[^A-Za-z0-9_]/g, '_').replace(/^(?![A-Za-z_])/, 't_')]: join(dir, 'r*.csv') } });
+    // With an alias, the one view takes the alias's name; without, a glob's view is named after its folder.
+    expect(config('parts')).toMatchObject({ engine: 'duckdb', files: { parts: join(dir, 'r*.csv') } });
+    const unnamed = loadDatabaseConfigs({ dbFlags: [`duckdb:${join(dir, 'r*.csv')}`], env: {}, cwd: dir })[0]!;
+    expect(unnamed.files).toEqual({ [dir.split('/').pop()!.replace(/[^A-Za-z0-9_]/g, '_')]: join(dir, 'r*.csv') });
     expect(config('data')).toMatchObject({ engine: 'duckdb', path: join(dir, 'data.duckdb') });
     expect(config('lake').files).toEqual({ sales: join(dir, 'sales.parquet'), regions: join(dir, 'regions.csv'), events: join(dir, 'events.jsonl'), big: join(dir, 'big.csv') });
     expect(config('slow').statementTimeoutMs).toBe(1000);
