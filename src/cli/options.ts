@@ -13,7 +13,7 @@ export function withDatabaseOptions<T>(argv: Argv<T>) {
   return argv
     .option('db', {
       type: 'string',
-      describe: 'A database: [ALIAS=]TARGET (postgres://, mysql://, oracle://, vertica://, sqlite:PATH or a SQLite file); repeatable',
+      describe: 'A database: [ALIAS=]TARGET (postgres://, mysql://, oracle://, vertica://, sqlite:PATH, a SQLite file, a .duckdb file, a CSV/Parquet/JSON file or duckdb:GLOB); repeatable',
       coerce: (value: string | string[] | undefined): string[] => (value === undefined ? [] : [value].flat()),
     })
     .option('databases', { type: 'string', describe: 'YAML file of databases (env QUARRY_DB_CONFIG)' });

@@ -13,6 +13,8 @@ import { EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
 import { createRenderer, type Renderer, type RunInfo } from './render.js';
 import { checkDatabaseTargets, planRun, setupRecord } from './resume.js';
 import { combinePromptWithStdin, readPromptFromStdin, writeAnswerFile, type RunCommandOptions } from './run.js';
+import { ENGINES } from '../tools/database/types.js';
+import { DUCKDB_PROMPT_NOTE } from '../tools/database/duckdb-files.js';
 
 /** Everything a run (one-shot or REPL) is built from. */
 export interface RunSetup {
@@ -39,8 +41,10 @@ async function modelConfig<T>(build: () => T | Promise<T>): Promise<T> {
 
 /** Database lines for the prompt's {{databases}}; the database tools describe themselves to the model. */
 function describeDatabases(workspace: Workspace): string[] {
-  const tools = workspace.registry.names().filter((name) => ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica'].includes(name));
-  return tools.length ? [`reachable with the ${tools.join(', ')} tool${tools.length > 1 ? 's' : ''} (list_tables shows what each holds)`] : [];
+  const tools = workspace.registry.names().filter((name) => (ENGINES as readonly string[]).includes(name));
+  const lines = tools.length ? [`reachable with the ${tools.join(', ')} tool${tools.length > 1 ? 's' : ''} (list_tables shows what each holds)`] : [];
+  if (tools.includes('duckdb')) lines.push(DUCKDB_PROMPT_NOTE);
+  return lines;
 }
 
 /** On a terminal: one question, answered y / n / a. Cancelling the run cancels the question. */

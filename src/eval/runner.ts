@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DUCKDB_PROMPT_NOTE } from '../tools/database/duckdb-files.js';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Agent, type AgentEvent } from '../agent/loop.js';
@@ -454,7 +455,7 @@ async function runAttempt(question: EvalQuestion, options: EvalRunOptions, targe
   const built = buildSystemPrompt({
     ...(options.systemPromptFile ? { file: options.systemPromptFile } : {}),
     vars: {},
-    automatic: automaticVariables({ profile: workspace.profile, workingDir: workspace.workingDir, databases: databaseTools.map((tool) => `reachable with the ${tool} tool`) }),
+    automatic: automaticVariables({ profile: workspace.profile, workingDir: workspace.workingDir, databases: databaseTools.map((tool) => (tool === 'duckdb' ? `reachable with the duckdb tool; ${DUCKDB_PROMPT_NOTE}` : `reachable with the ${tool} tool`)) }),
     cwd: options.cwd,
   });
   const session = Session.create({ profile: workspace.profile.name, model: provider.label, workingDir: workspace.workingDir }, sessionEnv);

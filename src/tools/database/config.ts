@@ -3,6 +3,7 @@ import { basename, extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { checkConfigKeys, ConfigError, interpolateEnv, readConfigText } from '../../config.js';
 import { ENGINES, type DatabaseConfig, type Engine } from './types.js';
+import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './duckdb-config.js';
 
 export { ConfigError };
 
@@ -19,8 +20,8 @@ const ALIAS_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]*$/;
 const URL_SCHEMES: Record<string, Engine> = {
   postgres: 'postgres', postgresql: 'postgres', mysql: 'mysql', mariadb: 'mysql', oracle: 'oracle', vertica: 'vertica',
 };
-const YAML_TYPES: Record<string, Engine> = { ...URL_SCHEMES, sqlite: 'sqlite', sqlite3: 'sqlite' };
-const YAML_KEYS = ['type', 'url', 'path', 'host', 'port', 'database', 'user', 'password', 'dsn', 'connect_timeout', 'statement_timeout'] as const;
+const YAML_TYPES: Record<string, Engine> = { ...URL_SCHEMES, sqlite: 'sqlite', sqlite3: 'sqlite', duckdb: 'duckdb' };
+const YAML_KEYS = ['type', 'url', 'path', 'host', 'port', 'database', 'user', 'password', 'dsn', 'connect_timeout', 'statement_timeout', 'files'] as const;
 
 export interface DatabaseConfigSources {
   /** `--db` values, in order. */
@@ -40,7 +41,7 @@ export interface DatabaseConfigSources {
   cwd: string;
 }
 
-type Draft = Omit<DatabaseConfig, 'alias' | 'connectTimeoutMs' | 'statementTimeoutMs'> & {
+export type Draft = Omit<DatabaseConfig, 'alias' | 'connectTimeoutMs' | 'statementTimeoutMs'> & {
   alias?: string;
   connectTimeoutSeconds?: number;
   statementTimeoutSeconds?: number;
@@ -143,7 +144,8 @@ function describeDraft(draft: Draft): string {
 
 /** The file's name without extension, or the database name, made into a valid alias. */
 function defaultAlias(draft: Draft): string {
-  const raw = draft.engine === 'sqlite' ? basename(draft.path ?? 'sqlite', extname(draft.path ?? '')) : draft.database ?? draft.dsn?.split('/').pop() ?? draft.engine;
+  const raw = draft.engine === 'duckdb' ? (draft.path ? basename(draft.path, extname(draft.path)) : Object.keys(draft.files ?? {})[0] ?? 'duckdb')
+    : draft.engine === 'sqlite' ? basename(draft.path ?? 'sqlite', extname(draft.path ?? '')) : draft.database ?? draft.dsn?.split('/').pop() ?? draft.engine;
   const cleaned = raw.replace(/[^A-Za-z0-9_.-]/g, '_');
   return /^[A-Za-z]/.test(cleaned) ? cleaned : `db_${cleaned}`;
 }
@@ -157,7 +159,7 @@ export function parseDbFlag(flag: string, cwd: string): Draft {
   const prefix = hasAlias ? `--db ${maybeAlias}=` : '--db ';
   if (!target) throw new ConfigError(`${prefix}: missing target after "="; expected ALIAS=URL or ALIAS=PATH`);
   const draft = parseTarget(target, cwd, (shown) => `${prefix}${shown}`);
-  return hasAlias ? { ...draft, alias: maybeAlias } : draft;
+  return hasAlias ? { ...renameSingleView(draft, maybeAlias), alias: maybeAlias } : draft;
 }
 
 /**
@@ -167,6 +169,7 @@ export function parseDbFlag(flag: string, cwd: string): Draft {
 function parseTarget(target: string, cwd: string, where: string | ((shown: string) => string)): Draft {
   const sourceFor = (shown: string) => (typeof where === 'string' ? where : where(shown));
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(target)?.[1]?.toLowerCase();
+  if (isDuckdbTarget(target)) return duckdbDraft(target, cwd, sourceFor(target));
   if (target.toLowerCase().startsWith('sqlite:')) {
     const rest = target.slice('sqlite:'.length);
     // sqlite:///abs/path and sqlite://rel/path as well as sqlite:path
@@ -268,6 +271,7 @@ function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.Proces
       values[key] = interpolateEnv(value, env, `${where}.${key}`);
     }
     else if (typeof value === 'number') values[key] = value;
+    else if (key === 'files') continue;
     else if (value !== null && value !== undefined) throw new ConfigError(`${where}.${key} must be a string or a number`);
   }
   const source = `${file} (databases.${alias})`;
@@ -278,7 +282,9 @@ function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.Proces
     const typeName = String(values.type ?? '').toLowerCase();
     const engine = YAML_TYPES[typeName];
     if (!engine) throw new ConfigError(`${where}.type must be one of ${ENGINES.join(', ')} (got ${JSON.stringify(values.type ?? null)})`);
-    if (engine === 'sqlite') {
+    if (engine === 'duckdb') {
+      draft = duckdbYamlDraft(values.path === undefined ? undefined : String(values.path), raw.files, dirOf(file), where, source, env);
+    } else if (engine === 'sqlite') {
       if (values.path === undefined) throw new ConfigError(`${where}: a sqlite database needs "path"`);
       draft = sqliteDraft(String(values.path), dirOf(file), source);
     } else {
@@ -366,6 +372,10 @@ export function redactUrl(text: string): string {
 /** How a database is shown to users and the model: never with its password. */
 export function describeDatabase(config: DatabaseConfig): string {
   if (config.engine === 'sqlite') return `sqlite ${config.path}`;
+  if (config.engine === 'duckdb') {
+    const views = Object.entries(config.files ?? {}).map(([view, path]) => `${view} = ${path}`);
+    return `duckdb ${[config.path, views.length ? `views: ${views.join(', ')}` : ''].filter(Boolean).join('; ')}`;
+  }
   const user = config.user ? `${config.user}@` : '';
   if (config.engine === 'oracle') return `oracle ${user}${config.dsn}`;
   const port = config.port ?? DEFAULT_PORTS[config.engine];

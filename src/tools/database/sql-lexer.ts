@@ -58,6 +58,8 @@ const RULES: Record<Engine, DialectRules> = {
   oracle: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: true, lineCommentEnd: 'unsure', unicodeIdentifiers: false },
   // Vertica: dollar quotes are refused rather than guessed (see lexDollar).
   vertica: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: true, qQuotes: false, lineCommentEnd: 'unsure', unicodeIdentifiers: true },
+  // DuckDB's parser is PostgreSQL's (libpg_query): nested comments, $$ strings, E'' strings, U&"" names.
+  duckdb: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: true, dollarQuotes: true, escapeStrings: true, qQuotes: false, lineCommentEnd: 'newline-or-cr', unicodeIdentifiers: true },
 };
 
 /**

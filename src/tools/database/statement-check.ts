@@ -1,5 +1,6 @@
 import { SqlLexError, tokenize, type Token } from './sql-lexer.js';
 import type { Engine } from './types.js';
+import { checkDuckdbCall, checkDuckdbPragma, DUCKDB_SIDE_EFFECT_FUNCTIONS } from './duckdb-check.js';
 
 /**
  * The first read-only layer (README, Databases: read-only): exactly one statement, a read as its leading keyword,
@@ -42,6 +43,8 @@ const READ_KEYWORDS: Record<Engine, readonly string[]> = {
   // Oracle's EXPLAIN PLAN writes into PLAN_TABLE, so it is not a read there.
   oracle: ['SELECT', 'WITH'],
   vertica: ['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'SHOW'],
+  // FROM-first (`FROM t`), DESCRIBE/SHOW/SUMMARIZE; PRAGMA and CALL only for reads (duckdb-check.ts).
+  duckdb: ['SELECT', 'WITH', 'VALUES', 'TABLE', 'FROM', 'EXPLAIN', 'DESCRIBE', 'SHOW', 'SUMMARIZE', 'PRAGMA', 'CALL'],
 };
 
 /** Leading keywords of a query: what EXPLAIN (with or without ANALYZE) may explain. */
@@ -51,6 +54,7 @@ const QUERY_KEYWORDS: Record<Engine, readonly string[]> = {
   mysql: ['SELECT', 'WITH', 'VALUES', 'TABLE'],
   oracle: ['SELECT', 'WITH'],
   vertica: ['SELECT', 'WITH', 'VALUES'],
+  duckdb: ['SELECT', 'WITH', 'VALUES', 'TABLE', 'FROM'],
 };
 
 /**
@@ -82,6 +86,7 @@ const FUNCTION_WORDS: Record<Engine, ReadonlySet<string>> = {
   mysql: new Set(['TRUNCATE', 'INSERT']),
   oracle: new Set(),
   vertica: new Set(),
+  duckdb: new Set(),
 };
 
 /** Words after FOR that make a locking clause (FOR SHARE, FOR KEY SHARE, FOR NO KEY UPDATE). */
@@ -170,6 +175,7 @@ const SIDE_EFFECT_FUNCTIONS: Record<Engine, FunctionRules> = {
     exceptions: new Set(['add_months']),
     packages: NONE,
   },
+  duckdb: { exact: new Set(DUCKDB_SIDE_EFFECT_FUNCTIONS), prefixes: [], exceptions: new Set(), packages: NONE },
 };
 
 /** PRAGMAs that only read; the first group also takes a table or index name in parentheses. */
@@ -213,7 +219,13 @@ export function checkReadOnlyStatement(sql: string, engine: Engine): CheckedStat
     );
   }
   checkParentheses(statement);
-  checkByGrammar(statement, leading, engine);
+  if (engine === 'duckdb') {
+    // DuckDB's dialect (duckdb-check.ts): PRAGMA and CALL only for reads; the rest read like a query.
+    if (leading === 'PRAGMA') checkDuckdbPragma(statement);
+    if (leading === 'CALL') checkDuckdbCall(statement);
+    // CALL itself is a write word elsewhere; DuckDB's CALL of a read-only table function was checked above.
+    checkHiddenWrites(leading === 'CALL' ? statement.slice(1) : statement, engine);
+  } else checkByGrammar(statement, leading, engine);
   const first = statement[0]!;
   const last = statement[statement.length - 1]!;
   return { sql: sql.slice(first.start, last.end), leadingKeyword: leading };

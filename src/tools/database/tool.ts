@@ -9,6 +9,7 @@ import { CsvExportFile, EXPORT_PREVIEW_ROWS, ExportRefused } from './csv.js';
 import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, formatTableList, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural, tableCutNote } from './format.js';
 import { scrubSecrets } from './secrets.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './statement-check.js';
+import { checkDuckdbFileAccess } from './duckdb-check.js';
 import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type RunOptions } from './types.js';
 
 /**
@@ -30,7 +31,7 @@ export type DatabaseArgs = {
   row_limit?: number;
 };
 
-const ENGINE_TITLES: Record<Engine, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB', oracle: 'Oracle', vertica: 'Vertica' };
+const ENGINE_TITLES: Record<Engine, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB', oracle: 'Oracle', vertica: 'Vertica', duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)' };
 
 function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOnly: boolean): string {
   const list = configs.map((config) => `- ${config.alias}: ${describeDatabase(config)}`).join('\n');
@@ -77,6 +78,8 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
       let sql = '';
       try {
         if (args.operation === 'query' || args.operation === 'export_query') sql = statementToRun(requireArg(args, 'sql'), engine, readOnly);
+        // DuckDB reads files by name: only the configured ones (duckdb-check.ts).
+        if (sql && engine === 'duckdb' && readOnly) checkDuckdbFileAccess(sql, config);
       } catch (error) {
         throw toToolError(error, config, context.signal, args.operation);
       }

@@ -1,14 +1,16 @@
 /** Shared database types: engines, configured databases and the per-engine driver interface. */
 
-export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica'] as const;
+export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
 export type Engine = (typeof ENGINES)[number];
 
 /** A configured database (SPEC §6). The password is kept apart so it can be scrubbed everywhere. */
 export interface DatabaseConfig {
   alias: string;
   engine: Engine;
-  /** sqlite: the database file (absolute). */
+  /** sqlite, duckdb: the database file (absolute). */
   path?: string;
+  /** duckdb: views over files, view name -> absolute file path or glob (CSV, Parquet, JSON). */
+  files?: Record<string, string>;
   host?: string;
   port?: number;
   database?: string;

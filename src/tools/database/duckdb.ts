@@ -1,0 +1,320 @@
+import { DuckDBInstance, type DuckDBConnection, type DuckDBResult, type DuckDBValue } from '@duckdb/node-api';
+import { basename } from 'node:path';
+import { ToolError } from '../types.js';
+import { duckdbReaderFor, isGlob, sqlIdentifier, sqlString } from './duckdb-files.js';
+import { ReadOnlyViolation } from './statement-check.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+
+/**
+ * DuckDB through the official Node client (@duckdb/node-api), for SQL over CSV, Parquet and JSON
+ * files and DuckDB database files (README "DuckDB: SQL over files").
+ *
+ * The engine's own read-only layer, set up once when the database is opened:
+ * - a database file alone is opened with access_mode=READ_ONLY; configured files become views in
+ *   an in-memory database (a database file beside them is attached READ_ONLY);
+ * - every operation runs in its own connection inside `BEGIN TRANSACTION READ ONLY`, rolled back
+ *   afterwards, so not even the in-memory catalog can change;
+ * - enable_external_access=false with allowed_paths set to exactly the configured files (globs
+ *   are expanded when the database is opened), autoinstall/autoload of extensions off, and then
+ *   lock_configuration=true, so no statement can read another file, write a file, attach a
+ *   database, load an extension or undo any of this. The settings are read back and the open
+ *   fails if one did not take.
+ * - the statement must be exactly one statement that DuckDB itself calls a SELECT, EXPLAIN or
+ *   CALL (table functions; the statement check allows only read-only ones).
+ */
+
+/** Statement types (DuckDB's StatementType) that read-only mode runs. */
+const READ_STATEMENT_TYPES = new Set([1 /* SELECT */, 4 /* EXPLAIN */, 19 /* CALL */]);
+/** Statements that can be the body of a subquery, so the driver can put the limit and text conversion around them. */
+const WRAPPABLE = /^\s*(\(\s*)*(SELECT|WITH|VALUES|FROM|TABLE)\b/i;
+/** Rows handed to the CSV sink at once (DuckDB produces chunks of 2048). */
+const EXPORT_BATCH_ROWS = 8192;
+
+export class DuckdbDriver implements DatabaseDriver {
+  readonly engine = 'duckdb' as const;
+  private instance: DuckDBInstance | null = null;
+  private opening: Promise<DuckDBInstance> | null = null;
+
+  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
+
+  async connect(): Promise<void> {
+    if (this.instance) return;
+    this.opening ??= this.open().finally(() => (this.opening = null));
+    this.instance = await this.opening;
+  }
+
+  private async open(): Promise<DuckDBInstance> {
+    const files = Object.entries(this.config.files ?? {});
+    const path = this.config.path;
+    const directFile = path !== undefined && files.length === 0;
+    const options: Record<string, string> = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false' };
+    if (directFile && this.readOnly) options.access_mode = 'READ_ONLY';
+    let instance: DuckDBInstance;
+    try {
+      instance = await DuckDBInstance.create(directFile ? path : ':memory:', options);
+    } catch (error) {
+      throw new ToolError(`cannot open DuckDB database ${path ?? '(in memory)'}: ${firstLine(error)}`);
+    }
+    try {
+      const connection = await instance.connect();
+      try {
+        await this.setUp(connection, files, directFile);
+      } finally {
+        connection.closeSync();
+      }
+    } catch (error) {
+      instance.closeSync();
+      throw error;
+    }
+    return instance;
+  }
+
+  /** Views over the configured files, then the locked-down settings, read back to be sure. */
+  private async setUp(connection: DuckDBConnection, files: [string, string][], directFile: boolean): Promise<void> {
+    const allowed: string[] = [];
+    if (!directFile && this.config.path) {
+      const name = basename(this.config.path).replace(/\.[^.]*$/, '').replace(/[^A-Za-z0-9_]/g, '_') || 'db';
+      await run(connection, `ATTACH ${sqlString(this.config.path)} AS ${sqlIdentifier(name)}${this.readOnly ? ' (READ_ONLY)' : ''}`, `cannot open DuckDB database ${this.config.path}`);
+      await run(connection, `SET search_path = ${sqlString(`memory.main,${name}.main`)}`, 'cannot set the search path');
+    }
+    for (const [view, file] of files) {
+      const reader = duckdbReaderFor(file);
+      if (!reader) throw new ToolError(`${file}: not a CSV, Parquet or JSON file (by its extension), so DuckDB cannot read it as view ${view}`);
+      let paths = [file];
+      if (isGlob(file)) {
+        const listed = await connection.runAndReadAll(`SELECT file FROM glob(${sqlString(file)}) ORDER BY file`);
+        paths = listed.getRowsJS().map((row) => String(row[0]));
+        if (paths.length === 0) throw new ToolError(`${file}: the glob matches no files, so view ${view} cannot be created`);
+      }
+      allowed.push(...paths);
+      const source = paths.length === 1 ? sqlString(paths[0]!) : `[${paths.map(sqlString).join(', ')}]`;
+      await run(connection, `CREATE VIEW ${sqlIdentifier(view)} AS SELECT * FROM ${reader}(${source})`, `cannot read ${file} as view ${view}`);
+      // Reading the view's columns now reports a bad file when the database is opened, not on first use.
+      await run(connection, `SELECT * FROM ${sqlIdentifier(view)} LIMIT 0`, `cannot read ${file} as view ${view}`);
+    }
+    await connection.run(`SET allowed_paths = [${allowed.map(sqlString).join(', ')}]`);
+    await connection.run('SET allowed_directories = []');
+    await connection.run('SET enable_external_access = false');
+    await connection.run('SET lock_configuration = true');
+    const settings = await connection.runAndReadAll(
+      `SELECT current_setting('enable_external_access')::VARCHAR, current_setting('lock_configuration')::VARCHAR,
+              current_setting('autoinstall_known_extensions')::VARCHAR, current_setting('autoload_known_extensions')::VARCHAR,
+              current_setting('access_mode')::VARCHAR`,
+    );
+    const [external, locked, autoinstall, autoload, accessMode] = settings.getRowsJS()[0]!.map((value) => String(value).toLowerCase());
+    const wrong = [
+      external !== 'false' && 'enable_external_access',
+      locked !== 'true' && 'lock_configuration',
+      autoinstall !== 'false' && 'autoinstall_known_extensions',
+      autoload !== 'false' && 'autoload_known_extensions',
+      directFile && this.readOnly && accessMode !== 'read_only' && 'access_mode',
+    ].filter(Boolean);
+    if (wrong.length) throw new ToolError(`refused to use DuckDB: its read-only settings did not take (${wrong.join(', ')})`);
+  }
+
+  /** One connection per operation, in a read-only transaction, interrupted when the signal aborts. */
+  private async withConnection<T>(options: RunOptions, body: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
+    if (!this.instance) throw new Error('not connected');
+    const connection = await this.instance.connect();
+    const interrupt = () => connection.interrupt();
+    options.signal.addEventListener('abort', interrupt, { once: true });
+    try {
+      if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB statement was stopped', { error: 'cancelled' });
+      if (options.readOnly) await connection.run('BEGIN TRANSACTION READ ONLY');
+      return await body(connection);
+    } finally {
+      options.signal.removeEventListener('abort', interrupt);
+      connection.closeSync();
+    }
+  }
+
+  /** Exactly one statement, of a type read-only mode runs; returns its column names. */
+  private async prepare(connection: DuckDBConnection, sql: string, options: RunOptions) {
+    const extracted = await connection.extractStatements(sql);
+    if (extracted.count !== 1) {
+      throw new ReadOnlyViolation(`refused: DuckDB found ${extracted.count} statements; exactly one is allowed per call`);
+    }
+    const prepared = await extracted.prepare(0);
+    if (options.readOnly && !READ_STATEMENT_TYPES.has(prepared.statementType)) {
+      throw new ReadOnlyViolation('refused: DuckDB reports that this statement is not a read (SELECT, EXPLAIN or CALL), and read-only mode runs only reads');
+    }
+    return prepared;
+  }
+
+  async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
+    return this.withConnection(options, async (connection) => {
+      const prepared = await this.prepare(connection, sql, options);
+      if (!READ_STATEMENT_TYPES.has(prepared.statementType)) {
+        const result = await prepared.run();
+        return { columns: [], rows: [], more: false, affectedRows: result.rowsChanged };
+      }
+      const columns = Array.from({ length: prepared.columnCount }, (_, index) => prepared.columnName(index));
+      const result = WRAPPABLE.test(sql) && columns.length > 0
+        ? await connection.stream(textQuery(sql, limit + 1))
+        : await prepared.stream();
+      const rows: CellValue[][] = [];
+      for await (const chunk of rowsOf(result)) {
+        for (const row of chunk) {
+          if (rows.length === limit) return { columns, rows, more: true };
+          rows.push(row);
+        }
+      }
+      return { columns, rows, more: false };
+    });
+  }
+
+  async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
+    await this.withConnection(options, async (connection) => {
+      const prepared = await this.prepare(connection, sql, options);
+      const columns = Array.from({ length: prepared.columnCount }, (_, index) => prepared.columnName(index));
+      if (columns.length === 0) throw new ToolError('export_query needs a statement that returns rows');
+      sink.setColumns(columns);
+      if (WRAPPABLE.test(sql)) {
+        await exportEncoded(await connection.stream(csvLinesQuery(sql)), sink, options);
+        return;
+      }
+      const result = await prepared.stream();
+      let batch: CellValue[][] = [];
+      for await (const chunk of rowsOf(result)) {
+        if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', { error: 'cancelled' });
+        for (const row of chunk) batch.push(row);
+        if (batch.length >= EXPORT_BATCH_ROWS) {
+          await sink.writeRows(batch);
+          batch = [];
+        }
+      }
+      await sink.writeRows(batch);
+    });
+  }
+
+  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
+    return this.withConnection(options, async (connection) => {
+      const reader = await connection.runAndReadAll(
+        `SELECT CASE WHEN database_name = current_database() THEN schema_name ELSE database_name || '.' || schema_name END, name, type FROM (
+           SELECT database_name, schema_name, table_name AS name, 'table' AS type FROM duckdb_tables() WHERE NOT internal
+           UNION ALL SELECT database_name, schema_name, view_name, 'view' FROM duckdb_views() WHERE NOT internal
+         ) WHERE name LIKE $1 ORDER BY 1, 2`,
+        [pattern ?? '%'],
+      );
+      return reader.getRowsJS().map((row) => ({ schema: String(row[0]), name: String(row[1]), type: String(row[2]) }));
+    });
+  }
+
+  async describe(table: string, options: RunOptions): Promise<TableDescription> {
+    return this.withConnection(options, async (connection) => {
+      const dot = table.lastIndexOf('.');
+      const schema = dot > 0 ? table.slice(0, dot) : null;
+      const name = dot > 0 ? table.slice(dot + 1) : table;
+      const where = `table_name = $1 AND ($2::VARCHAR IS NULL OR schema_name = $2 OR database_name || '.' || schema_name = $2)`;
+      const found = await connection.runAndReadAll(
+        `SELECT DISTINCT database_name, schema_name, database_name = current_database() AS here FROM duckdb_columns() WHERE ${where} ORDER BY here DESC, 1, 2 LIMIT 1`,
+        [name, schema],
+      );
+      const target = found.getRowsJS()[0];
+      if (!target) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+      const [database, schemaName] = [String(target[0]), String(target[1])];
+      const scope = [name, database, schemaName];
+      const exact = `table_name = $1 AND database_name = $2 AND schema_name = $3`;
+      const columnRows = (await connection.runAndReadAll(
+        `SELECT column_name, data_type, is_nullable, column_default FROM duckdb_columns() WHERE ${exact} ORDER BY column_index`, scope,
+      )).getRowsJS();
+      const constraints = (await connection.runAndReadAll(
+        `SELECT constraint_type, constraint_column_names, constraint_text FROM duckdb_constraints() WHERE ${exact} AND constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY') ORDER BY constraint_index`, scope,
+      )).getRowsJS();
+      const indexes = (await connection.runAndReadAll(
+        `SELECT index_name, is_unique, expressions FROM duckdb_indexes() WHERE ${exact} ORDER BY index_name`, scope,
+      )).getRowsJS();
+      const primaryKey = (constraints.find((row) => row[0] === 'PRIMARY KEY')?.[1] as string[] | undefined) ?? [];
+      return {
+        schema: database === 'memory' ? schemaName : `${database}.${schemaName}`,
+        name,
+        columns: columnRows.map((row) => ({
+          name: String(row[0]),
+          type: String(row[1]),
+          nullable: row[2] === true,
+          default: row[3] === null ? null : String(row[3]),
+          primaryKey: primaryKey.includes(String(row[0])),
+        })),
+        primaryKey,
+        foreignKeys: constraints.filter((row) => row[0] === 'FOREIGN KEY').map((row) => String(row[2])),
+        indexes: indexes.map((row) => `${String(row[0])}${row[1] ? ' UNIQUE' : ''} ${String(row[2])}`),
+      };
+    });
+  }
+
+  async ping(options: RunOptions): Promise<string> {
+    return this.withConnection(options, async (connection) => {
+      const reader = await connection.runAndReadAll('SELECT version()');
+      return `DuckDB ${String(reader.getRowsJS()[0]![0])}`;
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.opening?.catch(() => undefined);
+    this.instance?.closeSync();
+    this.instance = null;
+  }
+}
+
+/**
+ * The statement as a subquery whose every column DuckDB itself turns into text, so values are
+ * exactly DuckDB's own rendering (decimals, dates, nested types) and cross into JavaScript as
+ * strings; a limit inside the statement lets DuckDB stop early (top-N for ORDER BY).
+ */
+function textQuery(sql: string, limit?: number): string {
+  return `SELECT COLUMNS(*)::VARCHAR FROM (\n${sql}\n) AS quarry_statement${limit === undefined ? '' : ` LIMIT ${limit}`}`;
+}
+
+/**
+ * The statement as one finished CSV line per row, encoded by DuckDB itself (in parallel, in C++):
+ * each value is DuckDB's text as in textQuery, NULL an empty field, quoted only when it holds a
+ * comma, a quote or a line break, quotes doubled, lines ending in CRLF: the conventions of the
+ * shared CSV writer (csv.ts), byte for byte. JavaScript then only joins each chunk's lines.
+ */
+function csvLinesQuery(sql: string): string {
+  const field = `CASE WHEN COLUMNS(*) IS NULL THEN '' WHEN regexp_matches(COLUMNS(*)::VARCHAR, '[",\r\n]') THEN '"' || replace(COLUMNS(*)::VARCHAR, '"', '""') || '"' ELSE COLUMNS(*)::VARCHAR END`;
+  return `SELECT array_to_string(list_value(*COLUMNS(*)), ',') || chr(13) || chr(10) FROM (SELECT ${field} FROM (\n${sql}\n) AS quarry_statement) AS quarry_fields`;
+}
+
+/** Bytes of encoded CSV gathered before they go to the sink. */
+const EXPORT_CHUNK_CHARS = 256 * 1024;
+
+async function exportEncoded(result: DuckDBResult, sink: CsvSink, options: RunOptions): Promise<void> {
+  let text = '';
+  let rows = 0;
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    if (!chunk || chunk.rowCount === 0) break;
+    if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', { error: 'cancelled' });
+    for (const line of chunk.getColumnValues(0)) text += line as string;
+    rows += chunk.rowCount;
+    if (text.length >= EXPORT_CHUNK_CHARS) {
+      await sink.writeEncoded(text, rows);
+      text = '';
+      rows = 0;
+    }
+  }
+  if (rows > 0) await sink.writeEncoded(text, rows);
+}
+
+/** Rows chunk by chunk, values as text (DuckDB's rendering) or null. */
+async function* rowsOf(result: DuckDBResult): AsyncGenerator<CellValue[][]> {
+  for await (const rows of result.yieldRows()) yield rows.map((row) => row.map(toCell));
+}
+
+function toCell(value: DuckDBValue): CellValue {
+  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return value;
+  return value.toString();
+}
+
+async function run(connection: DuckDBConnection, sql: string, failure: string): Promise<void> {
+  try {
+    await connection.run(sql);
+  } catch (error) {
+    throw new ToolError(`${failure}: ${firstLine(error)}`);
+  }
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
+}
