@@ -25,8 +25,15 @@ describe('npm run demo', () => {
     expect(result.code).toBe(0);
     // Every tool call succeeded.
     const rows = result.stderr.split('\n').filter((line) => /^(ok|err|refused) /.test(line));
-    expect(rows.length).toBe(6);
-    expect(rows.every((row) => row.startsWith('ok sqlite'))).toBe(true);
+    expect(rows.length).toBe(7);
+    expect(rows.filter((row) => row.startsWith('ok sqlite'))).toHaveLength(6);
+    // The demo ends with a chart and a report of the session.
+    expect(rows.filter((row) => row.startsWith('ok chart bar: top5_spend_2024.svg, top5_spend_2024.png, top5_spend_2024.vl.json'))).toHaveLength(1);
+    const report = /^(\/\S+report\.html): the session report$/m.exec(result.stderr);
+    expect(report, result.stderr).not.toBeNull();
+    const html = readFileSync(report![1]!, 'utf8');
+    expect(html).toContain('Which 5 customers spent the most in 2024?');
+    expect(html).toMatch(/<img class="chart" alt="chart [^"]*top5_spend_2024\.png" src="data:image\/png;base64,/);
     // The scripted answer states what the database really holds.
     const db = new Database(join(REPO_ROOT, 'fixtures', 'sample.db'), { readonly: true });
     const top = db.prepare(`SELECT c.name, ROUND(SUM(t.total), 2) AS spent FROM order_totals t JOIN customers c ON c.id = t.customer_id

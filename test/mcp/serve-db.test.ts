@@ -81,12 +81,12 @@ beforeAll(async () => {
   mysqlUrl = requireEnv('QUARRY_TEST_MYSQL_URL');
   pgAdmin = new pg.Client({ connectionString: requireEnv('QUARRY_TEST_PG_ADMIN_URL') });
   await pgAdmin.connect();
-  await pgAdmin.query(`DROP TABLE IF EXISTS mcp_serve_items; CREATE TABLE mcp_serve_items (id int PRIMARY KEY, name text);
-    INSERT INTO mcp_serve_items VALUES (1, 'a'), (2, 'b'); ALTER TABLE mcp_serve_items OWNER TO quarry_test;`);
+  await pgAdmin.query(`DROP TABLE IF EXISTS mcp_items; CREATE TABLE mcp_items (id int PRIMARY KEY, name text);
+    INSERT INTO mcp_items VALUES (1, 'a'), (2, 'b'); ALTER TABLE mcp_items OWNER TO quarry_test;`);
   const my = await mysql.createConnection(requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'));
-  await my.query('DROP TABLE IF EXISTS mcp_serve_items');
-  await my.query('CREATE TABLE mcp_serve_items (id int PRIMARY KEY, name varchar(20))');
-  await my.query("INSERT INTO mcp_serve_items VALUES (1, 'a'), (2, 'b')");
+  await my.query('DROP TABLE IF EXISTS mcp_items');
+  await my.query('CREATE TABLE mcp_items (id int PRIMARY KEY, name varchar(20))');
+  await my.query("INSERT INTO mcp_items VALUES (1, 'a'), (2, 'b')");
   await my.end();
 });
 
@@ -127,22 +127,22 @@ describe('quarry mcp over stdio', () => {
     const attempts: Array<[string, string]> = [
       ['sqlite', 'DELETE FROM items'],
       ['sqlite', "WITH x AS (SELECT 1) INSERT INTO items (name) SELECT 'evil' FROM x"],
-      ['postgres', 'DELETE FROM mcp_serve_items'],
-      ['postgres', 'SELECT 1; DELETE FROM mcp_serve_items'],
-      ['postgres', "WITH d AS (DELETE FROM mcp_serve_items RETURNING *) SELECT * FROM d"],
-      ['mysql', 'DELETE FROM mcp_serve_items'],
-      ['mysql', "UPDATE mcp_serve_items SET name = 'x'"],
+      ['postgres', 'DELETE FROM mcp_items'],
+      ['postgres', 'SELECT 1; DELETE FROM mcp_items'],
+      ['postgres', "WITH d AS (DELETE FROM mcp_items RETURNING *) SELECT * FROM d"],
+      ['mysql', 'DELETE FROM mcp_items'],
+      ['mysql', "UPDATE mcp_items SET name = 'x'"],
     ];
     for (const [tool, sql] of attempts) {
       const result = await served.client.callTool({ name: tool, arguments: { operation: 'query', sql } });
       expect(result.isError, `${tool}: ${sql}`).toBe(true);
       expect(text(result)).toMatch(/^refused: /);
     }
-    const reads = await served.client.callTool({ name: 'postgres', arguments: { operation: 'query', sql: 'SELECT count(*) AS n FROM mcp_serve_items' } });
+    const reads = await served.client.callTool({ name: 'postgres', arguments: { operation: 'query', sql: 'SELECT count(*) AS n FROM mcp_items' } });
     expect(text(reads)).toMatch(/│ 2 +│/);
-    expect((await pgAdmin.query('SELECT count(*)::int AS n FROM mcp_serve_items')).rows[0].n).toBe(2);
+    expect((await pgAdmin.query('SELECT count(*)::int AS n FROM mcp_items')).rows[0].n).toBe(2);
     const my = await mysql.createConnection(mysqlUrl);
-    const [rows] = await my.query('SELECT count(*) AS n, group_concat(name ORDER BY id) AS names FROM mcp_serve_items');
+    const [rows] = await my.query('SELECT count(*) AS n, group_concat(name ORDER BY id) AS names FROM mcp_items');
     await my.end();
     expect(rows).toEqual([{ n: 2, names: 'a,b' }]);
     const db = new Database(sqlitePath, { readonly: true });

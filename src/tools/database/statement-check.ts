@@ -223,8 +223,11 @@ export function checkReadOnlyStatement(sql: string, engine: Engine): CheckedStat
     // DuckDB's dialect (duckdb-check.ts): PRAGMA and CALL only for reads; the rest read like a query.
     if (leading === 'PRAGMA') checkDuckdbPragma(statement);
     if (leading === 'CALL') checkDuckdbCall(statement);
+    // EXPLAIN of a query that passes on its own (EXPLAIN ANALYZE stays refused: it turns on DuckDB's
+    // profiler); DESCRIBE/SHOW/SUMMARIZE read like a query.
+    if (leading === 'EXPLAIN') checkExplain(statement, engine);
     // CALL itself is a write word elsewhere; DuckDB's CALL of a read-only table function was checked above.
-    checkHiddenWrites(leading === 'CALL' ? statement.slice(1) : statement, engine);
+    else checkHiddenWrites(leading === 'CALL' ? statement.slice(1) : statement, engine);
   } else checkByGrammar(statement, leading, engine);
   const first = statement[0]!;
   const last = statement[statement.length - 1]!;

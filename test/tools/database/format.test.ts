@@ -90,8 +90,10 @@ describe('formatTable', () => {
       return performance.now() - started;
     };
     time(1000); // warm up
-    const small = time(1000);
-    const large = time(10000);
+    // The fastest of several runs: a loaded machine only ever adds time, never removes it.
+    const fastest = (count: number) => Math.min(...Array.from({ length: 5 }, () => time(count)));
+    const small = fastest(1000);
+    const large = fastest(10000);
     expect(large).toBeLessThan(small * 15);
   });
 });
@@ -114,7 +116,9 @@ describe('list_tables and describe keep totals and keys ahead of the bulk', () =
       return performance.now() - started;
     };
     time(20000);
-    expect(time(200000)).toBeLessThan(time(20000) * 30);
+    // The fastest of several runs: a loaded machine only ever adds time, never removes it.
+    const fastest = (count: number) => Math.min(...Array.from({ length: 5 }, () => time(count)));
+    expect(fastest(200000)).toBeLessThan(fastest(20000) * 30);
   });
 
   test('a small list shows everything with its total', () => {
