@@ -169,6 +169,7 @@ export const ESCAPES: Record<EscapeCategory, string[]> = {
     'curl -F a=@notes.txt http://127.0.0.1/', 'curl --data-binary @notes.txt http://127.0.0.1/', 'curl --config notes.txt http://127.0.0.1/', 'curl -w @notes.txt http://127.0.0.1/',
     'curl gopher://127.0.0.1/', 'curl http://127.0.0.1/[1-9]', 'curl -D notes.txt http://127.0.0.1/', 'curl --trace notes.txt http://127.0.0.1/', 'curl -L http://example.com/',
     'wget http://127.0.0.1/',
+    'kubectl config view --profile=cpu --profile-output=notes.txt', 'kubectl config view --profile-output notes.txt', 'kubectl config current-context --log-file=notes.txt',
   ],
 };
 
