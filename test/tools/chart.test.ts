@@ -139,6 +139,13 @@ describe('chart from CSV', () => {
     expect(svgOf(join(dir, 'cats.svg')).marks('rect')).toBe(3);
     expect(bars.output).toContain('y (n): from 1 to 5');
   });
+
+  it('numeric text beyond the double range is not plotted as Infinity (red team)', async () => {
+    writeFileSync(join(dir, 'overflow.csv'), `k,v\na,${'9'.repeat(400)}\nb,1e400\nc,5\n`);
+    const result = await chart({ csv_path: 'overflow.csv', x: 'k', y: 'v', output_path: 'overflow.png' });
+    expect(result.output).not.toMatch(/∞|Infinity/);
+    if (existsSync(join(dir, 'overflow.vl.json'))) expect(readFileSync(join(dir, 'overflow.vl.json'), 'utf8')).not.toMatch(/Infinity|null,/);
+  });
 });
 
 describe('caps and honest grouping', () => {
