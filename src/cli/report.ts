@@ -1,4 +1,4 @@
-import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { resolveSessionId, sessionsDir } from '../agent/session.js';
@@ -36,6 +36,8 @@ export async function writeSessionReport(requested: string, output: string | und
   const target = output ? resolve(process.cwd(), output) : join(session.dir, 'report.html');
   if (output && existsSync(target) && !force) throw new UsageError(`-o ${output}: the file exists; choose a new name or pass --force to replace it`);
   if (!existsSync(dirname(target))) throw new UsageError(`-o ${output}: the directory ${dirname(target)} does not exist`);
+  if (!statSync(dirname(target)).isDirectory()) throw new UsageError(`-o ${output}: ${dirname(target)} is not a directory`);
+  if (existsSync(target) && statSync(target).isDirectory()) throw new UsageError(`-o ${output}: it is a directory; name the HTML file to write`);
   const temp = `${target}.quarry-${process.pid}.tmp`;
   try {
     writeFileSync(temp, renderReport(session));

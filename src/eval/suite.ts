@@ -56,6 +56,19 @@ function entryName(index: number, raw: Record<string, unknown>, idKey: string): 
   return id === undefined || id === null ? `entry ${index + 1}` : `entry ${index + 1} (${idKey} ${String(id)})`;
 }
 
+/**
+ * A BIRD/Spider db_id names DIR/<db_id>/<db_id>.sqlite and becomes a database alias: a plain
+ * name only, so that "../x" cannot open a database outside --db-dir and "=" or ":" cannot turn
+ * the alias into another target.
+ */
+function requireDbId(path: string, where: string, raw: Record<string, unknown>): string {
+  const id = requireString(path, where, raw, 'db_id');
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(id) || id.includes('..')) {
+    fail(path, where, `field "db_id" must be a plain name (letters, digits, _ . -), got ${JSON.stringify(id)}`);
+  }
+  return id;
+}
+
 function requireString(path: string, where: string, raw: Record<string, unknown>, key: string): string {
   const value = raw[key];
   if (value === undefined || value === null) fail(path, where, `missing field "${key}"`);
@@ -95,7 +108,7 @@ function birdQuestions(path: string, entries: unknown[]): EvalQuestion[] {
       id: rawId === undefined ? String(index) : String(rawId),
       question: requireString(path, where, raw, 'question'),
       ...(evidence ? { evidence } : {}),
-      database: requireString(path, where, raw, 'db_id'),
+      database: requireDbId(path, where, raw),
       expected: { kind: 'sql', sql: requireString(path, where, raw, 'SQL') },
       ...(difficulty ? { difficulty } : {}),
       tags: [],
@@ -111,7 +124,7 @@ function spiderQuestions(path: string, entries: unknown[]): EvalQuestion[] {
     return {
       id: String(index),
       question: requireString(path, where, raw, 'question'),
-      database: requireString(path, where, raw, 'db_id'),
+      database: requireDbId(path, where, raw),
       expected: { kind: 'sql', sql: requireString(path, where, raw, 'query') },
       ...(difficulty ? { difficulty } : {}),
       tags: [],

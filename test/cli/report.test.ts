@@ -101,6 +101,17 @@ describe('the report file', () => {
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);
     const noDir = await runCli(['report', 'latest', '-o', join(work, 'nope', 'r.html')], { env: cliEnv(home) });
     expect(noDir.code).toBe(2);
+    // Red team: -o naming a directory (even with --force), or a path under a file: usage errors, one line, nothing left.
+    mkdirSync(join(work, 'adir'), { recursive: true });
+    writeFileSync(join(work, 'afile'), 'keep');
+    for (const target of [join(work, 'adir'), join(work, 'afile', 'r.html')]) {
+      const bad = await runCli(['report', 'latest', '-o', target, '--force'], { env: cliEnv(home) });
+      expect(bad.code, bad.stderr).toBe(2);
+      expect(bad.stderr).toMatch(/is a directory|is not a directory/);
+      expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(readFileSync(join(work, 'afile'), 'utf8')).toBe('keep');
+    expect(readdirSync(join(work, 'adir'))).toEqual([]);
     expect(readdirSync(work).filter((name) => name.includes('.quarry-'))).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, collect, runCli, spawnCli } from '../support/agent-cli.js';
@@ -345,6 +345,9 @@ describe('other suite formats and commands', () => {
       [['eval', broken, '--db-dir', dbDir, '-m', 'script:x.json'], /entry 1 \(question_id 1\): missing field "SQL"/],
       [['eval', writeSuite(home, 'nodb.json', [{ ...QUESTIONS[0], db_id: 'nope' }]), '--db-dir', dbDir, '-m', `script:${join(REPO_ROOT, 'fixtures/eval/sample-bird.script.json')}`, '--out', join(home, 'nodb')], /database "nope" not found: expected .*nope\/nope\.sqlite/],
       [['eval', writeSuite(home, 'ok.json', QUESTIONS), '-m', 'script:x.json'], /needs --db-dir DIR/],
+      // Red team: a db_id that leads out of --db-dir (DIR/../x.sqlite exists) or that would change the alias's target.
+      [['eval', writeSuite(home, 'escape.json', [{ ...QUESTIONS[0], db_id: `../${basename(dbDir)}/shop/shop` }]), '--db-dir', dbDir, '-m', 'script:x.json'], /field "db_id" must be a plain name .*"\.\.\//],
+      [['eval', writeSuite(home, 'alias.json', [{ ...QUESTIONS[0], db_id: 'shop=sqlite:x' }]), '--db-dir', dbDir, '-m', 'script:x.json'], /field "db_id" must be a plain name/],
       [['eval', join(home, 'ok.json'), '--db-dir', dbDir, '-m', 'script:x.json', '--concurrency', '0'], /--concurrency expects a whole number ≥ 1/],
       [['eval', join(home, 'ok.json'), '--db-dir', dbDir, '-m', 'script:x.json', '--only', '99'], /--only: no question with id 99/],
       [['eval', 'compare', join(home, 'wire')], /needs two eval output directories/],

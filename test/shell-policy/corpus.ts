@@ -153,6 +153,7 @@ export const ESCAPES: Record<EscapeCategory, string[]> = {
     'git -C repo remote add x y', 'git -C repo remote set-url origin x', 'git -C repo remote show origin', 'git -C repo remote update', 'git -C repo stash drop',
     'git -C repo stash pop', 'git -C repo stash push', 'git -C repo config user.name x', 'git -C repo config --unset user.name', 'git -C repo config --get user.name x y z',
     'git -C repo config --file notes.txt --get x', 'git -C repo config --get-regexp .', 'git -C repo worktree add ../x', 'git -C repo worktree remove x', 'git -C repo worktree prune',
+    'git -C repo describe --dirty', 'git -C repo describe --always --dirty=-x',
     'git -C repo branch --merged HEAD newbranch', 'git -C repo tag --contains HEAD v2', 'git -C repo config --global --get user.name x y',
   ],
   network: [
@@ -169,6 +170,7 @@ export const ESCAPES: Record<EscapeCategory, string[]> = {
     'curl -F a=@notes.txt http://127.0.0.1/', 'curl --data-binary @notes.txt http://127.0.0.1/', 'curl --config notes.txt http://127.0.0.1/', 'curl -w @notes.txt http://127.0.0.1/',
     'curl gopher://127.0.0.1/', 'curl http://127.0.0.1/[1-9]', 'curl -D notes.txt http://127.0.0.1/', 'curl --trace notes.txt http://127.0.0.1/', 'curl -L http://example.com/',
     'wget http://127.0.0.1/',
+    'kubectl config view --profile=cpu --profile-output=notes.txt', 'kubectl config view --profile-output notes.txt', 'kubectl config current-context --log-file=notes.txt',
   ],
 };
 

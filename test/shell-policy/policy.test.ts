@@ -52,6 +52,33 @@ describe('restricted shell policy', () => {
     }
   });
 
+  test('under shell_network: all, network commands still write no file and pick no other engine (red team)', async () => {
+    const environment = { ...localPolicyEnvironment(dir), network: 'all' as const };
+    const refused: Array<[string, RegExp]> = [
+      // kubectl's global --profile-output/--log-file write anywhere, with every verb.
+      ['kubectl get pods --profile=cpu --profile-output=notes.txt', /--profile.*writes/],
+      ['kubectl get pods --profile-output=notes.txt', /--profile-output.*writes a file/],
+      ['kubectl logs x --log-file notes.txt', /--log-file.*writes a file/],
+      // curl 8.3+: --write-out '%output{FILE}' writes FILE.
+      ["curl --write-out '%output{notes.txt}x' http://127.0.0.1/", /%output\{FILE\} writes a file/],
+      ["curl --write-o '%OUTPUT{>>notes.txt}x' http://127.0.0.1/", /%output\{FILE\} writes a file/],
+      // podman's global options are read after the subcommand too.
+      ['podman ps --out notes.txt', /--out.*refused/],
+      ['podman ps --url=ssh://example.com/run/podman.sock', /podman's global option/],
+      ['podman images --root /tmp/x', /podman's global option/],
+    ];
+    for (const [command, pattern] of refused) {
+      const decision = await checkWithEnvironment(command, environment);
+      expect(decision.allowed ? 'allowed' : decision.reason, command).toMatch(pattern);
+    }
+    for (const command of ['kubectl version --client', 'kubectl get pods -o wide', "curl --write-out '%{http_code}' http://127.0.0.1/", "podman ps --format '{{.Names}}'"]) {
+      expect(await checkWithEnvironment(command, environment), command).toEqual({ allowed: true });
+    }
+    // pflag takes no abbreviations: --client is version's own option; --client=false asks the server.
+    expect(await checkRestrictedCommand('kubectl version --client')).toEqual({ allowed: true });
+    expect(await checkRestrictedCommand('kubectl version --client=false')).toMatchObject({ allowed: false });
+  });
+
   test('§14 regressions of the Python original are refused', async () => {
     for (const command of ['ls; find . -delete', 'find . -name x -delete', 'sed -i s/a/b/ f', "awk 'BEGIN{system(\"id\")}'", 'env sh', 'env bash -c id', 'git -c core.pager=id log', 'curl -o f http://x/', 'ls && curl -o f http://x/']) {
       expect(await checkRestrictedCommand(command), command).toMatchObject({ allowed: false });

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { PNG } from 'pngjs';
@@ -138,6 +138,34 @@ describe('chart from CSV', () => {
     const bars = await chart({ csv_path: 'cats.csv', x: 'fruit', y: 'n', output_path: 'cats.png' });
     expect(svgOf(join(dir, 'cats.svg')).marks('rect')).toBe(3);
     expect(bars.output).toContain('y (n): from 1 to 5');
+  });
+
+  it('kernel pseudo-files and binary files are no CSV: quarry\'s environment never reaches the model through the "columns" error (red team)', async () => {
+    process.env.QUARRY_RED_TEAM_API_KEY = 'sekrit-red-team-4242';
+    process.env.QUARRY_RED_TEAM_MULTILINE = 'line1\nline2,x';
+    try {
+      symlinkSync('/proc/self/environ', join(dir, 'environ.csv'));
+      for (const csv_path of ['/proc/self/environ', '/proc/thread-self/environ', 'environ.csv']) {
+        const result = await chart({ csv_path, x: 'zz', output_path: 'environ.png' });
+        expect(result.ok, csv_path).toBe(false);
+        expect(result.output).toMatch(/kernel pseudo-file under \/proc, not a CSV file/);
+        expect(result.output).not.toContain('sekrit-red-team-4242');
+      }
+      writeFileSync(join(dir, 'nul.csv'), 'a,b\nx\0y,1\n');
+      const nul = await chart({ csv_path: 'nul.csv', x: 'zz', output_path: 'nul.png' });
+      expect(nul.output).toMatch(/NUL bytes: a binary file, not CSV/);
+      expect(readdirSync(dir).filter((name) => name.startsWith('environ.') || name.startsWith('nul.'))).toEqual(['environ.csv', 'nul.csv']);
+    } finally {
+      delete process.env.QUARRY_RED_TEAM_API_KEY;
+      delete process.env.QUARRY_RED_TEAM_MULTILINE;
+    }
+  });
+
+  it('numeric text beyond the double range is not plotted as Infinity (red team)', async () => {
+    writeFileSync(join(dir, 'overflow.csv'), `k,v\na,${'9'.repeat(400)}\nb,1e400\nc,5\n`);
+    const result = await chart({ csv_path: 'overflow.csv', x: 'k', y: 'v', output_path: 'overflow.png' });
+    expect(result.output).not.toMatch(/∞|Infinity/);
+    if (existsSync(join(dir, 'overflow.vl.json'))) expect(readFileSync(join(dir, 'overflow.vl.json'), 'utf8')).not.toMatch(/Infinity|null,/);
   });
 });
 

@@ -42,7 +42,8 @@ function plotValue(value: CellValue): number | string | null {
 export function columnKind(values: ReadonlyArray<number | string | null>): ColumnKind {
   const present = values.filter((value): value is number | string => value !== null);
   if (present.length === 0) return 'nominal';
-  if (present.every((value) => typeof value === 'number' || NUMBER_TEXT.test(value.trim()))) return 'quantitative';
+  // Numeric text beyond the double range ("1e400", a 400-digit NUMERIC) would plot as Infinity: not a number here.
+  if (present.every((value) => typeof value === 'number' || (NUMBER_TEXT.test(value.trim()) && Number.isFinite(Number(value.trim()))))) return 'quantitative';
   if (present.every((value) => typeof value === 'string' && ISO_DATE.test(value.trim()))) return 'temporal';
   return 'nominal';
 }

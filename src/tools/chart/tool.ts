@@ -70,7 +70,14 @@ async function loadData(args: ChartArgs, configs: readonly DatabaseConfig[], bac
   if (!found) throw new ToolError(`chart: ${args.csv_path} does not exist`);
   if (found.type !== 'file') throw new ToolError(`chart: ${args.csv_path} is not a file`);
   if (found.size > MAX_CHART_CSV_BYTES) throw new ToolError(`chart: ${args.csv_path} is ${formatBytes(found.size)}; charts read CSV files up to ${formatBytes(MAX_CHART_CSV_BYTES)}: aggregate first`);
-  return csvData((await backend.readFile(path)).toString('utf8'), displayPath(context.workingDir, path));
+  // Kernel pseudo-files (/proc/self/environ holds quarry's API keys; sizes there read as 0) are no CSV, and
+  // an error naming the header's "columns" would show their contents to the model.
+  const real = await backend.realpath(path);
+  if (/^\/(proc|sys)(\/|$)/.test(real)) throw new ToolError(`chart: ${args.csv_path} is a kernel pseudo-file under ${real.split('/')[1] === 'proc' ? '/proc' : '/sys'}, not a CSV file`);
+  const bytes = await backend.readFile(path);
+  if (bytes.length > MAX_CHART_CSV_BYTES) throw new ToolError(`chart: ${args.csv_path} is over ${formatBytes(MAX_CHART_CSV_BYTES)}; charts read CSV files up to ${formatBytes(MAX_CHART_CSV_BYTES)}: aggregate first`);
+  if (bytes.includes(0)) throw new ToolError(`chart: ${args.csv_path} holds NUL bytes: a binary file, not CSV`);
+  return csvData(bytes.toString('utf8'), displayPath(context.workingDir, path));
 }
 
 export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartArgs> {

@@ -92,6 +92,8 @@ const GIT_DENIED_LONG: Record<string, string> = {
 const GIT_DENIED_LONG_BY_SUBCOMMAND: Record<string, Record<string, string>> = {
   grep: { '--no-index': 'it reads files outside the repository (use grep)', '--untracked': 'it reads every untracked file below the work tree' },
   diff: { '--no-index': 'it reads files outside the repository (use diff)' },
+  // describe --dirty refreshes and rewrites .git/index even under GIT_OPTIONAL_LOCKS=0 (git 2.39); `git status --porcelain` tells the same.
+  describe: { '--dirty': 'it rewrites .git/index (use git status --porcelain to see local changes)' },
 };
 const GIT_LISTING_ONLY: Record<string, { allowedShort: string }> = {
   branch: { allowedShort: 'arlvi' },

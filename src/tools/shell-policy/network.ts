@@ -36,6 +36,17 @@ const DOCKER_GROUPS: Record<string, string[]> = {
 };
 /** Options refused on any reading docker subcommand (compose config writes with -o/--output). */
 const DOCKER_DENIED_LONG: Record<string, string> = { '--output': 'it writes a file' };
+/**
+ * podman's global options are persistent flags: they are also read after the subcommand
+ * (`podman ps --out FILE` writes stdout to FILE, `--url`/`--connection` pick another engine,
+ * `--root`/`--runroot`/`--tmpdir` make podman create storage there).
+ */
+const PODMAN_GLOBAL_WHY = 'it is podman\'s global option (also read after the subcommand): it writes files or picks another engine, configuration or storage';
+const PODMAN_DENIED_LONG: Record<string, string> = Object.fromEntries([
+  '--out', '--url', '--connection', '--identity', '--remote', '--root', '--runroot', '--storage-driver', '--storage-opt', '--tmpdir',
+  '--config', '--hooks-dir', '--module', '--runtime', '--runtime-flag', '--conmon', '--cgroup-manager', '--events-backend', '--imagestore',
+  '--network-config-dir', '--network-cmd-path', '--volumepath', '--ssh', '--registries-conf', '--db-backend', '--log-level', '--syslog',
+].map((option) => [option, PODMAN_GLOBAL_WHY]));
 
 export const dockerRule = (command: string): Rule => (args, context) => {
   let i = 0;
@@ -69,7 +80,7 @@ export const dockerRule = (command: string): Rule => (args, context) => {
   } else if (!DOCKER_READS.includes(sub)) {
     return `${command}: the subcommand "${sub}" is refused; only reading subcommands run in the restricted shell (${listOf(DOCKER_READS)}; ${listOf(Object.entries(DOCKER_GROUPS).map(([group, verbs]) => `${group} ${verbs.join('/')}`))})`;
   }
-  const spec: OptionSpec = { shortWithValue: name === 'compose config' ? 'o' : '', deniedShort: name === 'compose config' ? { o: 'it writes a file' } : {}, deniedLong: DOCKER_DENIED_LONG, longWithValue: ['--format', '--filter', '--since', '--until', '--tail', '--type', '--size'] };
+  const spec: OptionSpec = { shortWithValue: name === 'compose config' ? 'o' : '', deniedShort: name === 'compose config' ? { o: 'it writes a file' } : {}, deniedLong: command === 'podman' ? { ...DOCKER_DENIED_LONG, ...PODMAN_DENIED_LONG } : DOCKER_DENIED_LONG, longWithValue: ['--format', '--filter', '--since', '--until', '--tail', '--type', '--size'] };
   const scanned = scanOptions(`${command} ${name}`, rest, spec);
   if ((name === 'stats' || name === 'container stats') && !scanned.long.includes('--no-stream')) return `${command} ${name}: add --no-stream (otherwise it never ends)`;
   return networkRefusal(`${command} (the engine's socket)`, 'loopback', context);
@@ -86,11 +97,15 @@ const KUBECTL_DENIED_LONG: Record<string, string> = {
   '--client-key': 'it passes credentials', '--client-certificate': 'it passes credentials', '--insecure-skip-tls-verify': 'it turns off TLS checks',
   '--cache-dir': 'it writes a cache', '--raw': 'it prints credentials (config view) or sends a raw request', '--output-directory': 'it writes files', '--edit': 'it edits',
   '--overwrite': 'it writes', '--save-config': 'it writes',
+  // Global options of every verb that write files (kubectl's pprof output and klog's log files).
+  '--profile-output': 'it writes a file', '--profile': 'it writes a profiling file (with --profile-output)', '--log-file': 'it writes a file', '--log-dir': 'it writes files',
 };
 export const kubectlRule: Rule = (args, context) => {
   const scanned = scanOptions('kubectl', args, {
     shortWithValue: 'nlocfLsv', deniedShort: { s: 'it picks another API server' },
     deniedLong: KUBECTL_DENIED_LONG,
+    // kubectl (pflag) takes no abbreviations: `--client` is version's own option, not --client-key.
+    exactLong: true,
     longWithValue: [...KUBECTL_GLOBAL_VALUE.filter((o) => o.startsWith('--')), '--output', '--selector', '--field-selector', '--sort-by', '--container', '--since', '--since-time', '--tail', '--limit-bytes', '--chunk-size', '--template', '--label-columns', '--filename', '--api-group', '--recursive', '--show-kind', '--sort-by', '--max-log-requests', '--pod-running-timeout', '--containers'],
   });
   const [verb, second] = scanned.operands;
@@ -101,7 +116,8 @@ export const kubectlRule: Rule = (args, context) => {
   }
   if (!KUBECTL_READS.includes(verb)) return `kubectl: the verb "${verb}" is refused; only reading verbs run in the restricted shell (${listOf(KUBECTL_READS)}, config ${KUBECTL_CONFIG_READS.join('/')})`;
   if (verb === 'cluster-info' && second !== undefined) return 'kubectl cluster-info: only without a subcommand ("dump" writes files)';
-  if (verb === 'version' && scanned.long.includes('--client')) return null;
+  // Only the client's own version is local (`--client=false` asks the server too).
+  if (verb === 'version' && args.some((arg) => arg === '--client' || arg === '--client=true')) return null;
   return networkRefusal('kubectl (the API server)', 'all', context);
 };
 
@@ -120,6 +136,8 @@ export const curlRule: Rule = (args, context) => {
   });
   for (const [option, value] of scanned.values) {
     if (value.startsWith('@')) return `curl: ${option} ${value} reads a file (its content would be sent)`;
+    // curl 8.3+: "%output{FILE}" in --write-out sends the rest of the output to FILE (">>FILE" appends).
+    if (option === '--write-out' && /%output\{/i.test(value)) return 'curl: --write-out %output{FILE} writes a file';
   }
   const socket = scanned.values.find(([option]) => option === '--unix-socket');
   if (socket) return 'curl: --unix-socket is refused (a local socket can be any service, such as the docker engine)';

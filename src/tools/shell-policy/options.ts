@@ -23,6 +23,11 @@ export interface OptionSpec {
   allowedShort?: string;
   /** When set, only these long options are accepted (written in full). */
   allowedLong?: readonly string[];
+  /**
+   * The program takes long options only as written in full (Go's pflag: kubectl), so a known
+   * option is never read as an abbreviation of a refused one (`--client` is not `--client-key`).
+   */
+  exactLong?: boolean;
   /** Options stop at the first operand (POSIX), instead of GNU permutation. */
   stopAtOperand?: boolean;
   /** Words like "-5" are operands or numbers (head -5), not option clusters. */
@@ -78,7 +83,7 @@ export function scanOptions(command: string, args: readonly string[], spec: Opti
       const eq = arg.indexOf('=');
       const name = canonicalLong(command, eq < 0 ? arg : arg.slice(0, eq), spec);
       for (const [denied, why] of Object.entries(spec.deniedLong ?? {})) {
-        if (longMatches(name, denied)) throw new OptionRefusal(`${command}: the option ${name} (${denied}) is refused: ${why}`);
+        if (spec.exactLong ? name === denied : longMatches(name, denied)) throw new OptionRefusal(`${command}: the option ${name} (${denied}) is refused: ${why}`);
       }
       if (spec.allowedLong && !spec.allowedLong.includes(name)) {
         throw new OptionRefusal(`${command}: the option ${name} is not among the options allowed in the restricted shell (${spec.allowedLong.join(' ') || 'none'})`);
