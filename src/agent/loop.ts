@@ -15,7 +15,7 @@ import {
 import type { Session, SessionStatus } from './session.js';
 
 /**
- * The agent loop (SPEC §3): model turn, tool calls, trace, until the model answers without
+ * The agent loop (README "Running the agent"): model turn, tool calls, trace, until the model answers without
  * calling a tool, the run is cancelled, or a guard stops it.
  */
 

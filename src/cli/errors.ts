@@ -1,4 +1,4 @@
-/** Exit codes shared by every command (SPEC §2). */
+/** Exit codes shared by every command (README "Running the agent"). */
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;

@@ -8,7 +8,7 @@ export function withCommonOptions<T>(argv: Argv<T>) {
     .option('config', { type: 'string', describe: 'Config file with mcp_servers (default: $QUARRY_HOME/config.yaml)' });
 }
 
-/** `--db [ALIAS=]TARGET` (repeatable) and `--databases FILE` (SPEC §2, §6). */
+/** `--db [ALIAS=]TARGET` (repeatable) and `--databases FILE` (README "Running the agent" and "Databases"). */
 export function withDatabaseOptions<T>(argv: Argv<T>) {
   return argv
     .option('db', {

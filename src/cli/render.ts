@@ -3,7 +3,7 @@ import { usageJson } from '../model/types.js';
 import { formatBytes } from '../tools/paths.js';
 
 /**
- * How a run shows itself (SPEC §2): `text` streams the answer to stdout and one compact row per
+ * How a run shows itself (README "Running the agent"): `text` streams the answer to stdout and one compact row per
  * tool call to stderr; `json` prints one result object at the end; `stream-json` prints every
  * event as a JSON line, then the result.
  */

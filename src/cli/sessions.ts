@@ -5,7 +5,7 @@ import {
 import { join } from 'node:path';
 import { EXIT_FAILED, EXIT_OK } from './errors.js';
 
-/** `quarry sessions`, `sessions show ID`, `sessions export ID`, `quarry cancel ID` (SPEC §8). */
+/** `quarry sessions`, `sessions show ID`, `sessions export ID`, `quarry cancel ID` (README "Sessions and traces"). */
 
 const PROMPT_PREVIEW_CHARS = 60;
 const CANCEL_WAIT_MS = 10_000;

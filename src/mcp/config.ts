@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { checkConfigKeys, ConfigError, interpolateEnv, quarryHome, readConfigText } from '../config.js';
 
 /**
- * MCP servers from `mcp_servers:` in `$QUARRY_HOME/config.yaml` or the `--config FILE` (SPEC §5.6, §6):
+ * MCP servers from `mcp_servers:` in `$QUARRY_HOME/config.yaml` or the `--config FILE` (README "MCP servers"):
  *
  *   mcp_servers:
  *     files: {type: stdio, command: [npx, -y, "@modelcontextprotocol/server-filesystem", /data], env: {TOKEN: "${MY_TOKEN}"}}

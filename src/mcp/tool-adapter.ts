@@ -42,7 +42,7 @@ function base64Bytes(data: string): number {
 
 type ContentBlock = { type: string; [key: string]: unknown };
 
-/** Text passes through; images, audio and resources become one-line placeholders (SPEC §5.6). */
+/** Text passes through; images, audio and resources become one-line placeholders (README "MCP servers"). */
 export function contentToText(content: readonly ContentBlock[]): string {
   return content
     .map((block) => {

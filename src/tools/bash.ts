@@ -8,7 +8,7 @@ import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from './shell-sandbo
 import { success, failure, ToolError, type Tool, type ToolContext } from './types.js';
 
 /**
- * The bash tool (SPEC §5.2). Restricted mode (§11.1) runs a command only when the policy allows
+ * The bash tool (README "Tools", bash). Restricted mode (§11.1) runs a command only when the policy allows
  * it, and then inside the OS sandbox where the machine has one, with secrets removed from the
  * environment (§11.4). Both modes: no terminal (stdin is /dev/null, a new session), stderr
  * joined to stdout in the order written, the whole process group killed on timeout or cancel,

@@ -11,7 +11,7 @@ export interface DelegateArgs {
 }
 
 /**
- * `delegate` (SPEC §5.5): a child agent for a focused subtask, with the parent's profile, model,
+ * `delegate` (README "delegate"): a child agent for a focused subtask, with the parent's profile, model,
  * working directory, databases, backend and approvals. The session supplies the child runner
  * through the tool context; a child's registry has no delegate tool, so there is one level only.
  */

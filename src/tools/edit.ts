@@ -6,7 +6,7 @@ import { displayPath, formatBytes, resolveToolPath } from './paths.js';
 import { success, ToolError, type Tool, type ToolResult } from './types.js';
 
 /**
- * `edit {path, old_string, new_string, replace_all?}` (SPEC §5.3): replaces text in an existing
+ * `edit {path, old_string, new_string, replace_all?}` (README "Writes"): replaces text in an existing
  * text file, keeping its line endings, BOM and indentation style. The match must be unique
  * unless replace_all: an ambiguous edit is refused, never applied to a guessed occurrence.
  */

@@ -2,7 +2,7 @@ import { probeBubblewrap, type BubblewrapSupport } from '../backends/bubblewrap-
 import type { ShellNetwork } from '../profiles/schema.js';
 
 /**
- * The restricted shell's OS layer (SPEC §11.1), independent of the policy: allowed commands run
+ * The restricted shell's OS layer (README "The restricted shell"), independent of the policy: allowed commands run
  * under bubblewrap with every file system read-only, the network off, a private process
  * namespace (host processes can be listed through a read-only /proc, never signalled), no
  * capabilities beyond reading, and a private writable scratch directory.

@@ -4,7 +4,7 @@ import { isInside } from './paths.js';
 import { ToolError } from './types.js';
 
 /**
- * Where create-only writes (and every export_query output) may go (SPEC §11.3): never over an
+ * Where create-only writes (and every export_query output) may go (README "Writes"): never over an
  * existing file, never through a symlink, never into a sensitive location, and only inside the
  * working directory, the temporary directory or the profile's write_roots. All checks run on
  * the path after symlinks are resolved, so a link cannot smuggle a write elsewhere.
@@ -12,7 +12,7 @@ import { ToolError } from './types.js';
 
 /** Under the home directory: shell start-up files, credentials, tool configuration. */
 export const SENSITIVE_IN_HOME = [
-  // SPEC §11.3
+  // README "Writes"
   '.bashrc', '.zshrc', '.profile', '.bash_profile', '.zshenv', '.gitconfig', '.ssh', '.aws', '.gnupg',
   '.config', '.local', '.npmrc', '.netrc', '.docker', '.kube',
   // Also run at start-up or hold credentials; .quarry holds quarry's own profiles and config.

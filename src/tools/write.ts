@@ -4,7 +4,7 @@ import { success, ToolError, type Tool, type ToolContext, type ToolResult } from
 import { checkCreateOnlyTarget } from './write-policy.js';
 
 /**
- * `write {path, content}` (SPEC §5.3): writes a whole file atomically (temporary file, then
+ * `write {path, content}` (README "Writes"): writes a whole file atomically (temporary file, then
  * rename), creating parent directories. In create-only profiles it only creates new files, in
  * permitted places (§11.3); in full profiles it may also replace a file this session has read.
  */

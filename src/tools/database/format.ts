@@ -4,7 +4,7 @@ import type { CellValue } from './types.js';
 import { valueToText } from './values.js';
 
 /**
- * Result tables for the model (SPEC §5.4): box-drawn like cli-table3's compact style, NULL shown
+ * Result tables for the model (README "Databases"): box-drawn like cli-table3's compact style, NULL shown
  * as NULL, newlines, tabs and other control characters escaped so a row stays on one line, long
  * values cut with an ellipsis.
  *

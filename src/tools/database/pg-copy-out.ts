@@ -7,7 +7,7 @@ import type { Connection, Submittable } from 'pg';
  * prepared statement"). pg-copy-streams sends a simple Query instead, which runs every statement
  * in the text: there, one lexer mistake let `SELECT ... ) TO STDOUT; COMMIT; BEGIN READ WRITE;
  * DELETE ...; COPY (SELECT ...` commit a delete from a read-only export. This keeps the engine's
- * one-statement rule as a layer independent of the statement check (SPEC §11.2).
+ * one-statement rule as a layer independent of the statement check (README "Databases", read-only).
  *
  * It is a pg "submittable": pg's client parses the messages and hands this stream each CopyData
  * message; the socket is paused while the consumer is behind, so memory stays flat.

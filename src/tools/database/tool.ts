@@ -13,7 +13,7 @@ import { checkDuckdbFileAccess } from './duckdb-check.js';
 import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type RunOptions } from './types.js';
 
 /**
- * The database tools (SPEC §5.4): one per engine with configured databases, all with the same
+ * The database tools (README "Databases"): one per engine with configured databases, all with the same
  * parameters. This file owns what is shared (which database, the statement check, limits,
  * formatting, export files, error text); drivers only talk to their engine.
  */
@@ -162,7 +162,7 @@ async function describeTable(driver: DatabaseDriver, table: string, options: Run
 }
 
 async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
-  // Database tools run on this machine (SPEC §7), so the file is written here whatever the backend.
+  // Database tools run on this machine (README "Daytona backend"), so the file is written here whatever the backend.
   const backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
   const requested = await resolveToolPath(backend, context.workingDir, outputPath);
   const target = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots });

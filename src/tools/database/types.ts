@@ -3,7 +3,7 @@
 export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
 export type Engine = (typeof ENGINES)[number];
 
-/** A configured database (SPEC §6). The password is kept apart so it can be scrubbed everywhere. */
+/** A configured database (README "Databases"). The password is kept apart so it can be scrubbed everywhere. */
 export interface DatabaseConfig {
   alias: string;
   engine: Engine;

@@ -3,7 +3,7 @@ import type { Node as SyntaxNode, Parser as ParserType } from 'web-tree-sitter';
 import { WordRefusal, wordValue, type WordValue } from './words.js';
 
 /**
- * The syntax layer of the restricted shell (SPEC §11.1): bash is parsed with tree-sitter-bash
+ * The syntax layer of the restricted shell (README "The restricted shell"): bash is parsed with tree-sitter-bash
  * (its wasm grammar from the installed package, loaded once, lazily, without network), and
  * only a small grammar is accepted: plain commands of plain words, joined by `|`, `&&`, `||`,
  * `;` or line breaks, with output redirected only to /dev/null (or 2>&1) and input read from a

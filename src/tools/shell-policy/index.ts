@@ -9,7 +9,7 @@ import type { WordValue } from './words.js';
 import type { ShellNetwork } from '../../profiles/schema.js';
 
 /**
- * The restricted shell's policy (SPEC §11.1): a command line may run only when it parses as
+ * The restricted shell's policy (README "The restricted shell"): a command line may run only when it parses as
  * plain commands joined by |, &&, || and ;, every command (also those run by env, timeout,
  * nice, command, xargs and find -exec) passes its rule, no word leads into a process's /proc
  * directory once symlinks are resolved, and git finds no programs in its repository's

@@ -1,6 +1,6 @@
 import type { ShellNetwork } from '../../profiles/schema.js';
 
-/** What a command rule may ask of the policy while it checks one command (SPEC §11.1). */
+/** What a command rule may ask of the policy while it checks one command (README "The restricted shell"). */
 export interface RuleContext {
   /** Checks a command that this one runs (env CMD, xargs CMD, find -exec CMD) with all the rules. */
   checkNested(argv: string[], dataDriven: boolean): string | null;
