@@ -5,7 +5,7 @@ import { cliEnv, runCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 
-/** System prompts (SPEC §9): the default analyst prompt and templates with front matter. */
+/** System prompts (README "Prompts"): the default analyst prompt and templates with front matter. */
 
 let server: FakeServer | undefined;
 afterEach(async () => {

@@ -30,7 +30,9 @@ function script(turns: unknown[]): string {
 }
 
 function userMessages(): string[] {
-  const ids = readdirSync(join(home, 'sessions')).sort();
+  // The newest session by its creation time (two runs in one second get ids in random order).
+  const created = (id: string) => (JSON.parse(readFileSync(join(home, 'sessions', id, 'meta.json'), 'utf8')) as { created_at: string }).created_at;
+  const ids = readdirSync(join(home, 'sessions')).sort((a, b) => created(a).localeCompare(created(b)));
   const trace = readFileSync(join(home, 'sessions', ids.at(-1)!, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; message?: { role: string; content: string } });
   return trace.filter((e) => e.type === 'message' && e.message?.role === 'user').map((e) => e.message!.content);
 }

@@ -68,7 +68,7 @@ describe('edit: exact stage', () => {
     expect((await editFile('aaaa', { old_string: 'aa', new_string: 'b', replace_all: true })).text).toBe('bb');
   });
 
-  it('SPEC §14 regression: never replaces the wrong occurrence', async () => {
+  it('a weakness of the Python original regression: never replaces the wrong occurrence', async () => {
     // Both blocks match once whitespace is ignored; only the second matches exactly. The exact
     // match decides, and the first block (which a fuzzy search meets first) stays as it was.
     const content = 'def a():\n    total  =  price * qty   \n\ndef b():\n    total = price * qty\n';
@@ -164,7 +164,7 @@ describe('edit: indentation-flexible stage', () => {
 });
 
 describe('edit: line endings, BOM and tabs', () => {
-  it('keeps CRLF line endings byte for byte, also for new lines (SPEC §14 regression)', async () => {
+  it('keeps CRLF line endings byte for byte, also for new lines (a weakness of the Python original regression)', async () => {
     const { after } = await editFile('one\r\ntwo\r\nthree\r\n', { old_string: 'two', new_string: 'TWO\nTWO-B' });
     expect(after).toEqual(Buffer.from('one\r\nTWO\r\nTWO-B\r\nthree\r\n'));
   });
