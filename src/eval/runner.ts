@@ -11,7 +11,7 @@ import { UsageError } from '../cli/errors.js';
 import { createProvider, knownContextWindow, type ModelChoice } from '../model/resolve.js';
 import { retryPolicyFromEnv } from '../model/retry.js';
 import { usageJson } from '../model/types.js';
-import { driverFor, takeTurn } from '../tools/database/connections.js';
+import { queryInTurn } from '../tools/database/connections.js';
 import { checkReadOnlyStatement } from '../tools/database/statement-check.js';
 import { ENGINES, type DatabaseConfig } from '../tools/database/types.js';
 import { compareResults, resultSignature, type CompareRule } from './compare.js';
@@ -256,17 +256,8 @@ class Databases {
 /** Runs one statement read-only (the statement check, then the engine's read-only transaction) and returns all its rows. */
 async function executeForScoring(config: DatabaseConfig, sql: string, signal: AbortSignal): Promise<unknown[][]> {
   const checked = checkReadOnlyStatement(sql, config.engine).sql;
-  // Calls on one connection take turns (connections.ts), with the agent runs' own calls too.
-  const endTurn = await takeTurn(config, true, signal);
-  let result;
-  try {
-    const driver = await driverFor(config, true);
-    const options = { readOnly: true, signal: AbortSignal.any([signal, AbortSignal.timeout(config.statementTimeoutMs)]) };
-    await driver.connect(options.signal);
-    result = await driver.query(checked, MAX_SCORED_ROWS, options);
-  } finally {
-    endTurn();
-  }
+  // In its turn on the connection, with the agent runs' own calls (connections.ts).
+  const result = await queryInTurn(config, checked, MAX_SCORED_ROWS, true, signal);
   if (result.more) throw new Error(`the result has more than ${MAX_SCORED_ROWS.toLocaleString('en-US')} rows; not scored`);
   return result.rows as unknown[][];
 }

@@ -1,4 +1,4 @@
-import { driverFor, takeTurn } from '../database/connections.js';
+import { queryInTurn } from '../database/connections.js';
 import { parseCsvRecords } from '../database/csv.js';
 import { statementToRun, toToolError } from '../database/tool.js';
 import type { CellValue, DatabaseConfig } from '../database/types.js';
@@ -68,20 +68,11 @@ const TOO_MANY = `a chart takes at most ${MAX_CHART_ROWS.toLocaleString('en-US')
 
 export async function queryData(config: DatabaseConfig, sql: string, readOnly: boolean, signal: AbortSignal): Promise<ChartData> {
   let result;
-  let endTurn: (() => void) | undefined;
   try {
-    const statement = statementToRun(sql, config.engine, readOnly);
-    // Calls on one connection take turns (connections.ts), as the database tools' do.
-    endTurn = await takeTurn(config, readOnly, signal);
-    const options = { readOnly, signal: AbortSignal.any([signal, AbortSignal.timeout(config.statementTimeoutMs)]) };
-    const driver = await driverFor(config, readOnly);
-    await driver.connect(options.signal);
-    result = await driver.query(statement, MAX_CHART_ROWS, options);
+    result = await queryInTurn(config, statementToRun(sql, config.engine, readOnly), MAX_CHART_ROWS, readOnly, signal);
   } catch (error) {
     // The database tools' own wording (refusals as they are, passwords scrubbed from driver text).
     throw toToolError(error, config, signal, 'chart query');
-  } finally {
-    endTurn?.();
   }
   if (result.more) throw new ToolError(`chart: the query returns more than ${MAX_CHART_ROWS.toLocaleString('en-US')} rows; ${TOO_MANY}: aggregate in SQL first (GROUP BY, date_trunc/strftime buckets, or a sample)`);
   if (result.columns.length === 0) throw new ToolError('chart: the statement returned no columns');

@@ -1,4 +1,4 @@
-import type { DatabaseConfig, DatabaseDriver } from './types.js';
+import type { DatabaseConfig, DatabaseDriver, QueryResult } from './types.js';
 
 /**
  * Open database connections, shared by every database tool of the process (and by delegate
@@ -96,4 +96,21 @@ export async function closeAllDatabaseConnections(): Promise<void> {
   const open = [...drivers.values()];
   drivers.clear();
   await Promise.allSettled(open.map(async (driver) => (await driver).close()));
+}
+
+/**
+ * One already-checked statement on a database, in its turn on the connection, with the
+ * database's statement timeout: for callers outside the database tools (the chart tool, eval's
+ * scoring), so they queue with the tools' own calls instead of racing them.
+ */
+export async function queryInTurn(config: DatabaseConfig, statement: string, limit: number, readOnly: boolean, signal: AbortSignal): Promise<QueryResult> {
+  const endTurn = await takeTurn(config, readOnly, signal);
+  try {
+    const options = { readOnly, signal: AbortSignal.any([signal, AbortSignal.timeout(config.statementTimeoutMs)]) };
+    const driver = await driverFor(config, readOnly);
+    await driver.connect(options.signal);
+    return await driver.query(statement, limit, options);
+  } finally {
+    endTurn();
+  }
 }
