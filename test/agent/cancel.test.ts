@@ -77,7 +77,7 @@ describe('cancelling a run', () => {
     run.child.kill('SIGINT');
     const result = await run.done;
     expect(result.code).toBe(130);
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(15_000); // a hang never ends
     const last = JSON.parse(result.stdout.trim().split('\n').at(-1) as string) as Record<string, unknown>;
     expect(last).toMatchObject({ type: 'result', status: 'cancelled' });
     const { meta, trace } = onlySession(run.home);

@@ -64,7 +64,7 @@ describe('MCP servers: a real stdio server from npm, an HTTP server, and broken 
     expect(warnings[0]).toMatch(/^quarry: MCP server "broken" \(command \["quarry-no-such-mcp-server-xyz"\]\) failed to start and is skipped: .*ENOENT/);
     expect(warnings[1]).toMatch(/^quarry: MCP server "silent" .* failed to start and is skipped: .*longer than 1 s \(startup_timeout_secs\)/);
     // The silent server's timeout bounds the start-up of all of them (they start in parallel).
-    expect(startMs).toBeLessThan(8000);
+    expect(startMs).toBeLessThan(30_000);
   });
 
   it('registers tools as mcp__SERVER__TOOL with their schemas as object schemas', () => {
@@ -120,7 +120,7 @@ describe('MCP servers: a real stdio server from npm, an HTTP server, and broken 
       output: 'mcp__my_http__hang: the MCP server "my-http" did not answer within 1 s (tool_timeout_secs); the call was cancelled',
       metadata: { error: 'timeout' },
     });
-    expect(performance.now() - started).toBeLessThan(5000);
+    expect(performance.now() - started).toBeLessThan(20_000);
   });
 
   it('cancels a call when the session is cancelled', async () => {

@@ -48,7 +48,7 @@ describe('bash tool', () => {
     const marker = `quarry-bg-${process.pid}-${Date.now()}`;
     const started = performance.now();
     const result = await runBash(developer, { command: `echo before; (sleep 300; echo ${marker}) & sleep 301 ${marker} & exec -a ${marker} sleep 302`, timeout: 1 });
-    expect(performance.now() - started).toBeLessThan(6000);
+    expect(performance.now() - started).toBeLessThan(20_000); // the children sleep 300 s
     expect(result.ok).toBe(false);
     expect(result.parsed.exit_code).toBe(124);
     expect(result.parsed.output).toMatch(/^before\n[\s\S]*timed out after 1 s/);

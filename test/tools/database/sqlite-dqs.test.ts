@@ -154,6 +154,6 @@ describe('SQLite double-quoted strings: bounded work', () => {
     const started = performance.now();
     const tooMany = await runner.run('sqlite', { operation: 'query', sql: `SELECT count(*) FROM city WHERE name IN (${list(3000)})` });
     expect(tooMany.output).toBe('sqlite error (world): no such column: "w0" - should this be a string literal in single-quotes?');
-    expect(performance.now() - started).toBeLessThan(5000);
+    expect(performance.now() - started).toBeLessThan(20_000);
   });
 });

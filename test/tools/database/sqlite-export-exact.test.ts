@@ -261,7 +261,7 @@ describe('sqlite export_query stops when asked', () => {
     expect(result.ok).toBe(false);
     expect(result.metadata.error).toBe('timeout');
     expect(result.output).toContain('statement timeout (0.3 s)');
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(readdirSync(dir).sort()).toEqual(['big.db']);
   });
 
@@ -275,7 +275,7 @@ describe('sqlite export_query stops when asked', () => {
     const result = await runner.run('sqlite', { operation: 'export_query', sql: 'SELECT count(*) FROM t a, t b', output_path: 'never.csv' }, controller.signal);
     expect(result.ok).toBe(false);
     expect(result.metadata.error).toBe('cancelled');
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(readdirSync(dir).sort()).toEqual(['big.db']);
   });
 
@@ -296,7 +296,7 @@ describe('sqlite export_query stops when asked', () => {
     // 10^10 rows: only a stop ends this export.
     const started = Date.now();
     await expect(exportInWorker(config, 'SELECT a.v, b.v FROM t a, t b', 2, sink, { readOnly: true, signal: new AbortController().signal })).rejects.toThrow('ENOSPC');
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(chunks).toBe(2);
     expect(bytesAccepted).toBeGreaterThan(0);
   });

@@ -110,7 +110,7 @@ describe('the lexer reads text the way each engine does (red-team findings)', ()
       } catch (error) {
         expect(error).toBeInstanceOf(ReadOnlyViolation);
       }
-      expect(performance.now() - started).toBeLessThan(5000);
+      expect(performance.now() - started).toBeLessThan(20_000); // quadratic work on a megabyte would take hours
     }
   });
 });
