@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
+import { execFileSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
-import { readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
@@ -126,12 +127,51 @@ function firstDifference(actual: Buffer, expected: Buffer): string | null {
   return `sizes ${actual.length} vs ${expected.length}; first difference at byte ${i}: ${JSON.stringify(actual.subarray(Math.max(0, i - 20), i + 20).toString('latin1'))} vs ${JSON.stringify(expected.subarray(Math.max(0, i - 20), i + 20).toString('latin1'))}`;
 }
 
+/** An export through the tool, as the model runs it; returns the file's path. */
+async function exportByTool(engine: string, config: DatabaseConfig, sql: string, dir: string): Promise<string> {
+  const result = await makeRunner([config], dir).run(engine, { operation: 'export_query', sql, output_path: 'timed.csv' });
+  if (!result.ok) throw new Error(result.output);
+  return join(dir, 'timed.csv');
+}
+
 function leftovers(dir: string, keep: string[]): string[] {
   return readdirSync(dir).filter((name) => !keep.includes(name));
 }
 
-const RANDOM_ROWS = 5_000;
-const WIDE_COLUMNS = 300;
+/**
+ * Sizes: seconds in `npm test`; `npm run bench` (bench/export-stress.bench.mjs) runs this file
+ * bigger through QUARRY_STRESS_ROWS and QUARRY_STRESS_WIDE_COLUMNS, and with QUARRY_STRESS_REPORT
+ * set each test also times the tool's export against the engine's own client on the same statement
+ * (in alternation) and appends the figures to that file as JSON lines.
+ */
+const RANDOM_ROWS = Number(process.env.QUARRY_STRESS_ROWS ?? 5_000);
+const WIDE_COLUMNS = Number(process.env.QUARRY_STRESS_WIDE_COLUMNS ?? 300);
+const REPORT = process.env.QUARRY_STRESS_REPORT;
+const SETUP_MS = Math.max(180_000, RANDOM_ROWS * 60);
+
+/**
+ * For the bench only: the tool's export (in process) and the engine's own client writing the same
+ * statement's result to a file, three times each in alternation; appends the medians to REPORT.
+ */
+async function reportTimes(engine: string, sql: string, exportByTool: () => Promise<string>, reference: { name: string; argv: string[]; output: string; env?: NodeJS.ProcessEnv }): Promise<void> {
+  if (!REPORT) return;
+  const tool: number[] = [];
+  const client: number[] = [];
+  let bytes = 0;
+  for (let run = 0; run < 3; run++) {
+    let started = performance.now();
+    const path = await exportByTool();
+    tool.push(performance.now() - started);
+    bytes = statSync(path).size;
+    unlinkSync(path);
+    started = performance.now();
+    execFileSync(reference.argv[0]!, reference.argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...reference.env }, maxBuffer: 1 << 30 });
+    client.push(performance.now() - started);
+    unlinkSync(reference.output);
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[1]!;
+  appendFileSync(REPORT, `${JSON.stringify({ engine, sql, rows: RANDOM_ROWS, wideColumns: WIDE_COLUMNS, bytes, toolMs: median(tool), referenceName: reference.name, referenceMs: median(client) })}\n`);
+}
 const drivers: DatabaseDriver[] = [];
 
 afterAll(async () => {
@@ -169,7 +209,7 @@ describe('sqlite exports are byte-exact under stress', () => {
     for (let row = 0; row < 50; row++) insertWide.run(...wide.map((_, i) => (i % 3 ? randomText(next, true) : i * row)));
     db.close();
     config = configsFor([`stress=${dbPath}`], dir)[0]!;
-  }, 120_000);
+  }, SETUP_MS);
 
   function reference(sql: string): Buffer {
     const db = new Database(dbPath, { readonly: true });
@@ -191,7 +231,8 @@ describe('sqlite exports are byte-exact under stress', () => {
       expect(firstDifference(readFileSync(join(dir, 'tool.csv')), expected)).toBeNull();
       expect(leftovers(dir, ['stress.db', 'slow.csv', 'tool.csv'])).toEqual([]);
       for (const name of ['slow.csv', 'tool.csv']) unlinkSync(join(dir, name));
-    }, 120_000);
+      await reportTimes('sqlite', sql, () => exportByTool('sqlite', config, sql, dir), { name: 'sqlite3 -csv', argv: ['bash', '-c', 'sqlite3 -csv -header "$0" "$1" > "$2"', dbPath, sql, join(dir, 'reference.csv')], output: join(dir, 'reference.csv') });
+    }, 1_200_000);
   }
 });
 
@@ -234,7 +275,7 @@ describe('postgres exports are byte-exact under stress', () => {
     for (let row = 0; row < 50; row++) {
       await admin.query(`INSERT INTO stress_wide VALUES (${wide.map((_, i) => `$${i + 1}`).join(', ')})`, wide.map(() => randomText(next, false)));
     }
-  }, 180_000);
+  }, SETUP_MS);
 
   afterAll(async () => {
     await admin?.query('DROP TABLE IF EXISTS stress, stress_wide').catch(() => undefined);
@@ -258,7 +299,8 @@ describe('postgres exports are byte-exact under stress', () => {
       expect(firstDifference(readFileSync(join(dir, 'tool.csv')), expected)).toBeNull();
       expect(leftovers(dir, ['slow.csv', 'tool.csv'])).toEqual([]);
       for (const name of ['slow.csv', 'tool.csv']) unlinkSync(join(dir, name));
-    }, 120_000);
+      await reportTimes('postgres', sql, () => exportByTool('postgres', config, sql, dir), { name: 'psql \\copy', argv: ['psql', '-X', '-q', '-d', url, '-c', `\\copy (${sql}) TO '${join(dir, 'reference.csv')}' CSV HEADER`], output: join(dir, 'reference.csv') });
+    }, 1_200_000);
   }
 });
 
@@ -299,7 +341,7 @@ describe('mysql exports are byte-exact under stress', () => {
     await admin.query(`CREATE TABLE stress_wide (${wide.map((name) => `${name} TEXT`).join(', ')}) CHARACTER SET utf8mb4 ROW_FORMAT=DYNAMIC`);
     const wideRows = Array.from({ length: 50 }, () => wide.map(() => randomText(next, true).slice(0, 20)));
     await admin.query('INSERT INTO stress_wide VALUES ?', [wideRows]);
-  }, 180_000);
+  }, SETUP_MS);
 
   afterAll(async () => {
     await admin?.query('DROP TABLE IF EXISTS stress, stress_wide').catch(() => undefined);
@@ -322,6 +364,13 @@ describe('mysql exports are byte-exact under stress', () => {
       expect(firstDifference(readFileSync(join(dir, 'tool.csv')), expected)).toBeNull();
       expect(leftovers(dir, ['slow.csv', 'tool.csv'])).toEqual([]);
       for (const name of ['slow.csv', 'tool.csv']) unlinkSync(join(dir, name));
-    }, 120_000);
+      const { hostname, port, username, password, pathname } = new URL(url);
+      await reportTimes('mysql', sql, () => exportByTool('mysql', config, sql, dir), {
+        name: 'mariadb --batch',
+        argv: ['bash', '-c', 'mariadb --batch --raw --quick --max-allowed-packet=1G -h "$0" -P "$1" -u "$2" "$3" -e "$4" > "$5"', hostname, port, decodeURIComponent(username), pathname.slice(1), sql, join(dir, 'reference.tsv')],
+        output: join(dir, 'reference.tsv'),
+        env: { MYSQL_PWD: decodeURIComponent(password) },
+      });
+    }, 1_200_000);
   }
 });
