@@ -43,50 +43,6 @@ export function csvLine(values: readonly CellValue[]): string {
   return line + '\r\n';
 }
 
-const QUOTE = 0x22;
-const LF = 0x0a;
-const CRLF = Buffer.from('\r\n');
-
-/**
- * Turns CSV whose records end in LF (PostgreSQL's COPY) into records ending in CRLF, the line end
- * every export uses (README, "CSV exports"), leaving line breaks inside quoted values as they
- * are. Works on bytes across chunk boundaries: `"` and LF never occur inside a multi-byte UTF-8
- * character, and a doubled quote toggles the state twice, so counting quotes is enough.
- */
-export class LfToCrlf {
-  private quoted = false;
-
-  convert(chunk: Buffer): Buffer {
-    const parts: Buffer[] = [];
-    let start = 0;
-    let i = 0;
-    while (i < chunk.length) {
-      if (this.quoted) {
-        const quote = chunk.indexOf(QUOTE, i);
-        if (quote < 0) break;
-        this.quoted = false;
-        i = quote + 1;
-        continue;
-      }
-      const quote = chunk.indexOf(QUOTE, i);
-      const lf = chunk.indexOf(LF, i);
-      if (lf >= 0 && (quote < 0 || lf < quote)) {
-        // An LF outside quotes ends a record (COPY quotes every value holding a CR or LF).
-        parts.push(chunk.subarray(start, lf), CRLF);
-        start = lf + 1;
-        i = lf + 1;
-        continue;
-      }
-      if (quote < 0) break;
-      this.quoted = true;
-      i = quote + 1;
-    }
-    if (parts.length === 0) return chunk;
-    parts.push(chunk.subarray(start));
-    return Buffer.concat(parts);
-  }
-}
-
 /** Parses up to `limit` records of RFC 4180 text (for previews); an incomplete last record is dropped. */
 export function parseCsvRecords(text: string, limit: number): string[][] {
   const records: string[][] = [];
