@@ -46,7 +46,8 @@ const nodeOnlyPg = {
  * The built-in tools' argument validators, compiled ahead of time with Ajv's standalone code
  * (the same options as at run time) into dist/tools/precompiled-validators.js, keyed by each
  * schema's JSON: start-up then neither loads Ajv nor compiles a schema (10-20 ms per command).
- * Schemas only known at run time (database aliases, MCP servers) are compiled when first used.
+ * The database tools check their calls against the same schema without the aliases (two shapes, see
+ * databaseValidationParameters), so they are compiled here too; MCP tools are compiled when first used.
  */
 async function precompileValidators() {
   const require = createRequire(import.meta.url);
@@ -57,8 +58,10 @@ async function precompileValidators() {
   const ajv = new Ajv({ ...AJV_OPTIONS, code: { source: true, esm: true } });
   const keys = [];
   const exports = {};
-  for (const tool of allBuiltinTools()) {
-    const key = JSON.stringify(fullSchema(tool.parameters));
+  const { databaseValidationParameters } = await import(`${root}dist/tools/database/tool.js`);
+  const schemas = [...allBuiltinTools().map((tool) => tool.parameters), databaseValidationParameters(false), databaseValidationParameters(true)];
+  for (const schema of schemas) {
+    const key = JSON.stringify(fullSchema(schema));
     if (keys.includes(key)) continue;
     const name = `validate_${keys.length}`;
     ajv.addSchema(JSON.parse(key), name);

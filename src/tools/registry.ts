@@ -50,7 +50,7 @@ export class ToolRegistry {
     if (!tool) {
       return finish({ ok: false, output: `unknown tool "${name}"; available tools: ${this.names().join(', ') || '(none)'}`, metadata: { error: 'unknown_tool' } });
     }
-    const validation = await validateArguments(tool.parameters, rawArgs);
+    const validation = await validateArguments(tool.validationParameters ?? tool.parameters, rawArgs);
     if (!validation.ok) {
       return finish({ ok: false, output: `${name}: ${validation.message}`, metadata: { error: 'invalid_arguments' } });
     }

@@ -74,6 +74,12 @@ export interface Tool<Args = Record<string, unknown>> {
   /** Model-facing: what the tool does and its real limits. */
   description: string;
   parameters: ToolParameters;
+  /**
+   * What calls are checked against, when `parameters` names things only known at run time (the
+   * database tools' aliases): the same schema without them, so that its checker is compiled at
+   * build time (scripts/postbuild.mjs) instead of loading Ajv at start-up; run() checks those names.
+   */
+  validationParameters?: ToolParameters;
   /** True when the tool never changes anything: such calls may run concurrently and need no approval. */
   readOnly: boolean;
   /** May run alongside the other calls of one message even though it is not read-only (delegate). */

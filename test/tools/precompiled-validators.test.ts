@@ -13,6 +13,7 @@ interface BuiltModules {
   AJV_OPTIONS: Record<string, unknown>;
   fullSchema: (schema: unknown) => Record<string, unknown>;
   allBuiltinTools: () => { name: string; parameters: { properties: Record<string, { type?: string; enum?: unknown[] }> } }[];
+  databaseValidationParameters: (several: boolean) => { properties: Record<string, unknown> };
 }
 
 async function built(): Promise<BuiltModules> {
@@ -20,17 +21,19 @@ async function built(): Promise<BuiltModules> {
   const { PRECOMPILED_VALIDATORS } = await import(`${dist}/tools/precompiled-validators.js`);
   const { AJV_OPTIONS, fullSchema } = await import(`${dist}/tools/validate.js`);
   const { allBuiltinTools } = await import(`${dist}/agent/toolset.js`);
-  return { PRECOMPILED_VALIDATORS, AJV_OPTIONS, fullSchema, allBuiltinTools };
+  const { databaseValidationParameters } = await import(`${dist}/tools/database/tool.js`);
+  return { PRECOMPILED_VALIDATORS, AJV_OPTIONS, fullSchema, allBuiltinTools, databaseValidationParameters };
 }
 
 const SAMPLES: unknown[] = ['', 'x', '5', '-1', '0', 'true', 'false', 5, 0, -3, 2.5, 1001, true, false, null, [], ['a'], {}, { a: 1 }];
 
 describe('precompiled validators', () => {
-  it('cover every built-in tool and agree with run-time compilation on many argument sets', async () => {
-    const { PRECOMPILED_VALIDATORS, AJV_OPTIONS, fullSchema, allBuiltinTools } = await built();
+  it('cover every built-in tool and both shapes of the database tools, and agree with run-time compilation on many argument sets', async () => {
+    const { PRECOMPILED_VALIDATORS, AJV_OPTIONS, fullSchema, allBuiltinTools, databaseValidationParameters } = await built();
     const ajv = new Ajv(AJV_OPTIONS);
     let compared = 0;
-    for (const tool of allBuiltinTools()) {
+    const databaseShapes = [false, true].map((several) => ({ name: several ? 'database (several)' : 'database (one)', parameters: databaseValidationParameters(several) }));
+    for (const tool of [...allBuiltinTools(), ...databaseShapes]) {
       const schema = fullSchema(tool.parameters);
       const precompiled = PRECOMPILED_VALIDATORS[JSON.stringify(schema)] as ((data: unknown) => boolean) & { errors?: unknown };
       expect(precompiled, tool.name).toBeTypeOf('function');
@@ -54,12 +57,12 @@ describe('precompiled validators', () => {
         compared++;
       }
     }
-    expect(compared).toBeGreaterThan(3000);
+    expect(compared).toBeGreaterThan(4000);
   });
 });
 
-describe('schemas known only at run time', () => {
-  it('are compiled by Ajv loaded on demand in the built CLI (a database tool), valid and invalid calls alike', async () => {
+describe('database tools in the built CLI', () => {
+  it('check calls with the build\'s checker, valid and invalid alike; an unknown alias names the configured ones', async () => {
     const ok = await runQuarry(['tool', 'sqlite', '--db', 'fixtures/sample.db', '--args', JSON.stringify({ operation: 'query', sql: 'SELECT 1 AS one' })]);
     expect(ok.stderr).toBe('');
     expect(ok.code).toBe(0);
@@ -67,5 +70,8 @@ describe('schemas known only at run time', () => {
     const bad = await runQuarry(['tool', 'sqlite', '--db', 'fixtures/sample.db', '--args', JSON.stringify({ operation: 'query', row_limit: 'many' })]);
     expect(bad.code).toBe(2); // invalid arguments are a usage error
     expect(bad.stderr).toContain('invalid arguments: field "row_limit" must be integer (got "many")');
+    const alias = await runQuarry(['tool', 'sqlite', '--db', 'a=fixtures/sample.db', '--db', 'b=fixtures/sample.db', '--args', JSON.stringify({ database: 'c', operation: 'query', sql: 'SELECT 1' })]);
+    expect(alias.code).toBe(2);
+    expect(alias.stderr).toContain('sqlite: no database "c"; configured: a, b');
   });
 });

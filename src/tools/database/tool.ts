@@ -1,7 +1,7 @@
 import { LocalBackend } from '../../backends/local.js';
 import type { Profile } from '../../profiles/schema.js';
 import { displayPath, formatBytes, resolveToolPath } from '../paths.js';
-import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
+import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult } from '../types.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
 import { describeDatabase } from './config.js';
 import { driverFor, takeTurn } from './connections.js';
@@ -55,20 +55,9 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
   return {
     name: engine,
     description: describeTool(engine, configs, readOnly),
-    parameters: {
-      type: 'object',
-      properties: {
-        database: { type: 'string', enum: aliases, description: `Alias of the database: ${aliases.join(', ')}` },
-        operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
-        sql: { type: 'string', description: 'One SQL statement (query, export_query)' },
-        table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
-        table_name: { type: 'string', description: 'Table or view for describe (schema.table allowed)' },
-        output_path: { type: 'string', description: 'New CSV file for export_query (relative to the working directory)' },
-        row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT})` },
-      },
-      required: configs.length === 1 ? ['operation'] : ['database', 'operation'],
-      additionalProperties: false,
-    },
+    parameters: databaseParameters(configs.length > 1, { type: 'string', enum: aliases, description: `Alias of the database: ${aliases.join(', ')}` }),
+    // The aliases are checked by pickDatabase (with the list in its message), so the checker is the build's.
+    validationParameters: databaseValidationParameters(configs.length > 1),
     // Reads never change anything; mutations mode can, and export_query writes a file.
     readOnly,
     callIsReadOnly: (args) => readOnly && args.operation !== 'export_query',
@@ -108,13 +97,35 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
   };
 }
 
+function databaseParameters(several: boolean, database: ToolParameters['properties'][string]): ToolParameters {
+  return {
+    type: 'object',
+    properties: {
+      database,
+      operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
+      sql: { type: 'string', description: 'One SQL statement (query, export_query)' },
+      table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
+      table_name: { type: 'string', description: 'Table or view for describe (schema.table allowed)' },
+      output_path: { type: 'string', description: 'New CSV file for export_query (relative to the working directory)' },
+      row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT})` },
+    },
+    required: several ? ['database', 'operation'] : ['operation'],
+    additionalProperties: false,
+  };
+}
+
+/** The database tools' schema without their aliases: one of two shapes for every engine and configuration. */
+export function databaseValidationParameters(several: boolean): ToolParameters {
+  return databaseParameters(several, { type: 'string', description: 'Alias of the database' });
+}
+
 function pickDatabase(engine: Engine, configs: readonly DatabaseConfig[], alias: string | undefined): DatabaseConfig {
   if (alias === undefined) {
     if (configs.length === 1) return configs[0]!;
     throw new ToolError(`${engine}: several databases are configured; pass "database" as one of: ${configs.map((c) => c.alias).join(', ')}`);
   }
   const config = configs.find((candidate) => candidate.alias === alias);
-  if (!config) throw new ToolError(`${engine}: no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ')}`);
+  if (!config) throw new ToolError(`${engine}: no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ')}`, { error: 'invalid_arguments' });
   return config;
 }
 
