@@ -36,8 +36,21 @@ const GIT_OVERRIDES: Array<[string, string]> = [
   ['core.hooksPath', '/dev/null'],
 ];
 
-/** Set in restricted mode: no pagers, no git config beyond the repository's own and no locks, less without escapes. */
+/**
+ * Where programs that keep state under the home directory are sent in restricted mode: a path
+ * below /dev/null, which no one (root included) can create, on every Unix. Without bubblewrap
+ * `top -b` created ~/.config/procps and `kubectl get` wrote ~/.kube/cache; with these they write
+ * nothing and still print what was asked.
+ */
+export const NO_WRITES_DIR = '/dev/null/quarry-read-only';
+
+/** Set in restricted mode: no pagers, no git config beyond the repository's own and no locks, less without escapes, no state written under the home directory. */
 const RESTRICTED_SETTINGS: Record<string, string> = {
+  XDG_CONFIG_HOME: NO_WRITES_DIR,
+  XDG_CACHE_HOME: NO_WRITES_DIR,
+  XDG_STATE_HOME: NO_WRITES_DIR,
+  KUBECACHEDIR: NO_WRITES_DIR,
+  LESSHISTFILE: '-',
   PAGER: 'cat',
   GIT_PAGER: 'cat',
   LESSSECURE: '1',
