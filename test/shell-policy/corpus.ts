@@ -139,6 +139,12 @@ export const ESCAPES: Record<EscapeCategory, string[]> = {
     'for f in $(ls); do $f; done', 'timeout 5 $(echo rm) notes.txt', 'env $(echo rm) notes.txt', 'xargs $(echo rm) < /dev/null', 'cat <(cat /proc/self/environ)',
     'for f in "$(rm notes.txt)"; do echo "$f"; done', 'cat < "$(echo notes.txt)"', 'xargs cat < <(printf x)', 'cat <(cat <(cat /proc/{PID}/environ))',
     'for f in -r; do grep "$f" x /; done', 'ls | while true; do ls; done', 'if true; then ls; fi | xargs cat', 'for d in /proc; do cd "$d"/{PID}; done',
+    // while read loops: their lines are data, like a substitution's output.
+    'while read f; do cat "$f"; done < notes.txt', 'cat notes.txt | while read f; do rm "$f"; done', 'while read f; do sed -i s/a/b/ "$f"; done < notes.txt',
+    'while read f; do $f; done < notes.txt', 'while read f; do echo x > "$f"; done < notes.txt', 'while read f; do cat; done < /proc/{PID}/environ',
+    'while X=1 read f; do echo "$f"; done < notes.txt', 'while read PATH; do ls; done < notes.txt', 'while read -d x f; do echo "$f"; done < notes.txt',
+    "printf '/proc/{PID}/environ\\n' | while read f; do cat \"$f\"; done", 'ls | while read f; do xargs rm; done', 'while read f; do echo "$f"; done < notes.txt > out.txt',
+    'while read f; do echo "$f"; done < "$(echo notes.txt)"', 'while read f; do grep -r x "$f"; done < notes.txt', 'ls | while read f; do env "$f"; done',
     'cd "$(echo /proc/{PID})"', 'for f in "*"; do cat $f; done', 'grep alpha "$(echo notes.txt)"', 'echo "$(< notes.txt)"', "ls | xargs -I{} sh -c 'cat {}'", 'for f in *; do xargs cat < "$f"; done', 'if ! ls; then rm notes.txt; fi',
   ],
   inspector: [
@@ -294,6 +300,10 @@ export const BENIGN: BenignCase[] = [
   { command: 'xxd -l 2 -c 2 notes.txt', expect: /616c/ },
   // Issue 20: loops, conditionals and substitutions around reads; inspector commands; git reads; version checks.
   { command: 'for f in *.csv; do wc -l "$f"; done', expect: '4 data.csv\n' },
+  { command: 'while read -r l; do echo "[$l]"; done < notes.txt', expect: '[alpha]\n[beta]\n[gamma]\n[alpha beta]\n' },
+  { command: 'while read a b; do echo "$b $a"; done < notes.txt', expect: ' alpha\n beta\n gamma\nbeta alpha\n' },
+  { command: 'ls *.csv | while IFS= read -r f; do wc -l "$f"; done', expect: '4 data.csv\n' },
+  { command: 'grep -c a notes.txt | while read n; do echo "count $n"; done', expect: 'count 4\n' },
   { command: 'for f in *.csv; do wc -l $f; done', expect: '4 data.csv\n' },
   { command: 'if [ -f notes.txt ]; then tail -1 notes.txt; fi', expect: 'alpha beta\n' },
   { command: 'if [ -f missing.log ]; then tail missing.log; else echo none; fi', expect: 'none\n' },

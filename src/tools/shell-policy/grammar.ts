@@ -284,6 +284,51 @@ function walkStatements(node: SyntaxNode, out: SimpleCommand[], scope: Scope): v
   }
 }
 
+/**
+ * The variable names of `while [IFS=] read [-r] NAME...; do ...; done`, or null for any other
+ * loop. Its values are the lines of its input, known only at run time: in the body they are data
+ * (README: loops and substitutions), as the output of `$(...)` is.
+ */
+function readLoopNames(node: SyntaxNode): string[] | null {
+  if (node.type !== 'while_statement') return null;
+  const conditions = node.childrenForFieldName('condition').filter((child): child is SyntaxNode => child !== null && child.isNamed);
+  const condition = conditions[0];
+  if (conditions.length !== 1 || condition?.type !== 'command') return null;
+  const names: string[] = [];
+  let read = false;
+  for (const child of condition.namedChildren) {
+    if (!child) continue;
+    if (child.type === 'variable_assignment') {
+      // Only `IFS=` (keep leading and trailing blanks): other assignments change what commands do.
+      if (read || child.text !== 'IFS=') return null;
+    } else if (child.type === 'command_name') {
+      if (child.text !== 'read') return null;
+      read = true;
+    } else if (child.type === 'word' && read && child.text === '-r' && names.length === 0) {
+      continue;
+    } else if (child.type === 'word' && read && /^[a-z_][a-z0-9_]*$/.test(child.text)) {
+      names.push(child.text);
+    } else {
+      return null;
+    }
+  }
+  return read && names.length > 0 ? names : null;
+}
+
+/** The body of a `while read` loop, once, its variables holding data from `source`; the body's commands read the loop's input too. */
+function walkReadLoop(node: SyntaxNode, names: string[], source: SimpleCommand, out: SimpleCommand[], scope: Scope): void {
+  const body = node.childForFieldName('body');
+  if (!body) refuse(node, 'an unusual while loop');
+  const chain: string[][] = [];
+  for (let from: SimpleCommand | null = source; from; from = from.upstream) chain.push(from.words.map((word) => word.value));
+  const inner = new Map(scope);
+  for (const name of names) inner.set(name, { value: '*', glob: true, data: [chain] });
+  const first = out.length;
+  walkStatements(body, out, inner);
+  // A command in the body that reads its standard input reads the rest of the loop's input.
+  for (const command of out.slice(first)) if (command.upstream === null) command.upstream = source;
+}
+
 function walkFor(node: SyntaxNode, out: SimpleCommand[], scope: Scope): void {
   const variable = node.childForFieldName('variable');
   const body = node.childForFieldName('body');
@@ -329,7 +374,17 @@ function walkStatement(node: SyntaxNode, out: SimpleCommand[], scope: Scope): En
       if (redirects.length === 0) refuse(node, 'an unusual redirection');
       const results = redirects.map((redirect) => checkRedirect(redirect, scope));
       if (COMPOUND.has(body.type)) {
-        if (results.some((result) => result.stdin === 'file')) refuse(node, 'input redirection into a loop or if statement');
+        const input = results.find((result): result is { stdin: 'file'; file: WordValue } => result.stdin === 'file');
+        if (input) {
+          const names = readLoopNames(body);
+          if (!names) refuse(node, 'input redirection into a loop or if statement other than "while read NAME; do ...; done < FILE"');
+          // The file is read as `cat FILE` would read it (its path checked like any other), and the loop's values are its lines.
+          const source: SimpleCommand = { words: [{ value: 'cat', glob: false }, input.file], text: `< ${input.file.value}`, upstream: null, reads: [] };
+          out.push(source);
+          walkReadLoop(body, names, source, out, scope);
+          const output = compoundOutput(body);
+          return { first: output, last: output };
+        }
         return walkStatement(body, out, scope);
       }
       if (body.type !== 'command') refuse(node, 'a redirection of something other than a plain command, loop or if statement');
@@ -354,8 +409,16 @@ function walkStatement(node: SyntaxNode, out: SimpleCommand[], scope: Scope): En
           if (child.type !== '|') refuse(child, `the operator "${child.type}"`);
           continue;
         }
+        const names = previous ? readLoopNames(child) : null;
+        if (previous && names) {
+          // `... | while read NAME; do ...; done`: the loop's values are the lines the pipe carries.
+          walkReadLoop(child, names, previous.last, out, scope);
+          const output = compoundOutput(child);
+          previous = { first: output, last: output };
+          continue;
+        }
         if (previous && (COMPOUND.has(child.type) || (child.type === 'redirected_statement' && COMPOUND.has(child.namedChildren[0]?.type ?? '')))) {
-          refuse(child, 'a loop or if statement reading from a pipe');
+          refuse(child, 'a loop or if statement reading from a pipe other than "... | while read NAME; do ...; done"');
         }
         const ends = walkStatement(child, out, scope);
         if (previous && !redirectsStdin(child)) ends.first.upstream = previous.last;
