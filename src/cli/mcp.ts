@@ -179,6 +179,15 @@ async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   return JSON.parse(Buffer.concat(chunks).toString('utf8'));
 }
 
+/** A whole number from the environment (a setting for `quarry mcp --http`), or the default; anything else is a usage error naming it. */
+function positiveSetting(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new UsageError(`${name} must be a whole number of at least 1 (got ${JSON.stringify(raw)})`);
+  return value;
+}
+
 async function serveHttp(
   bind: HttpBind,
   token: string | undefined,
@@ -191,7 +200,21 @@ async function serveHttp(
   const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
   const { isInitializeRequest } = await import('@modelcontextprotocol/sdk/types.js');
   type HttpTransport = InstanceType<typeof StreamableHTTPServerTransport>;
-  const sessions = new Map<string, { transport: HttpTransport; close: () => Promise<void> }>();
+  const sessions = new Map<string, { transport: HttpTransport; close: () => Promise<void>; lastUsed: number }>();
+  // Each session holds a server and its database connections: at most this many, and a session
+  // unused this long is closed (README "quarry mcp"; a client must then initialize again).
+  const maxSessions = positiveSetting('QUARRY_MCP_MAX_SESSIONS', 64);
+  const idleMs = positiveSetting('QUARRY_MCP_SESSION_IDLE_SECONDS', 1800) * 1000;
+  const closeIdle = () => {
+    const now = Date.now();
+    for (const [id, session] of sessions) {
+      if (now - session.lastUsed < idleMs) continue;
+      sessions.delete(id);
+      void session.close().catch(() => undefined);
+    }
+  };
+  const sweeper = setInterval(closeIdle, Math.min(60_000, Math.max(250, idleMs / 4)));
+  sweeper.unref();
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (!hostAllowed(req.headers.host, bind)) return reject(res, 403, 'forbidden: the Host header does not name this loopback server');
@@ -212,14 +235,21 @@ async function serveHttp(
       } catch (error) {
         return reject(res, 400, `bad request: ${(error as Error).message}`);
       }
-      if (existing) return existing.transport.handleRequest(req, res, body);
+      if (existing) {
+        existing.lastUsed = Date.now();
+        return existing.transport.handleRequest(req, res, body);
+      }
       if (sessionId !== undefined) return reject(res, 404, 'unknown or expired session; initialize again');
       if (!isInitializeRequest(body)) return reject(res, 400, 'bad request: no session; the first request must be initialize');
+      closeIdle();
+      if (sessions.size >= maxSessions) {
+        return reject(res, 503, `too many sessions (${maxSessions}, QUARRY_MCP_MAX_SESSIONS): end one with DELETE /mcp, or wait for one to be idle for ${idleMs / 1000} s`, { 'retry-after': '60' });
+      }
       const server = newServer();
       const transport: HttpTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          sessions.set(id, { transport, close: () => server.close() });
+          sessions.set(id, { transport, close: () => server.close(), lastUsed: Date.now() });
         },
       });
       transport.onclose = () => {
@@ -230,6 +260,7 @@ async function serveHttp(
     }
     if (req.method === 'GET' || req.method === 'DELETE') {
       if (!existing) return reject(res, 404, 'unknown or missing session');
+      existing.lastUsed = Date.now();
       return existing.transport.handleRequest(req, res);
     }
     return reject(res, 405, 'method not allowed', { allow: 'GET, POST, DELETE' });
@@ -250,6 +281,7 @@ async function serveHttp(
   process.stderr.write(`quarry mcp: serving ${served.length} tools (${served.join(', ')}) at http://${hostText}:${port}/mcp under profile "${profileName}"${token ? ' (bearer token required)' : ''}\n`);
   await new Promise<void>((resolve) => {
     const stop = () => {
+      clearInterval(sweeper);
       void Promise.allSettled([...sessions.values()].map((session) => session.close())).then(() => {
         httpServer.closeAllConnections();
         httpServer.close(() => resolve());

@@ -129,6 +129,34 @@ describe('quarry mcp --http', () => {
     child.kill('SIGTERM');
     expect((await done).code).toBe(0);
   }, 60_000);
+
+  it('caps the sessions and closes idle ones: a new session over the cap gets 503, and one after an idle session expired gets in', async () => {
+    const { child, url, done } = await startHttp('127.0.0.1:0', [], { QUARRY_MCP_MAX_SESSIONS: '2', QUARRY_MCP_SESSION_IDLE_SECONDS: '2' });
+    const first = await post(url, {});
+    const second = await post(url, {});
+    expect([first.status, second.status]).toEqual([200, 200]);
+    const firstId = first.headers.get('mcp-session-id')!;
+    expect(firstId).toMatch(/^[0-9a-f-]{36}$/);
+    await Promise.all([first.body?.cancel(), second.body?.cancel()]);
+    const third = await post(url, {});
+    expect(third.status).toBe(503);
+    expect(((await third.json()) as { error: { message: string } }).error.message).toContain('too many sessions (2, QUARRY_MCP_MAX_SESSIONS)');
+    // Unused for longer than the idle time: both are closed, a new session starts, and the old ids are unknown.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const fourth = await post(url, {});
+    expect(fourth.status).toBe(200);
+    await fourth.body?.cancel();
+    const late = await fetch(url, { method: 'GET', headers: { 'mcp-session-id': firstId, accept: 'text/event-stream' } });
+    expect(late.status).toBe(404);
+    child.kill('SIGTERM');
+    expect((await done).code).toBe(0);
+  });
+
+  it('refuses a session setting that is not a whole number (exit 2, naming it)', async () => {
+    const result = await runCli(['mcp', '-w', work, '--http', '127.0.0.1:0'], { env: cliEnv(home, { QUARRY_MCP_MAX_SESSIONS: 'lots' }) });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('QUARRY_MCP_MAX_SESSIONS must be a whole number of at least 1 (got "lots")');
+  });
 });
 
 describe('flag and header parsing', () => {
