@@ -167,8 +167,9 @@ function quarryQuestions(path: string, raw: unknown): EvalQuestion[] {
       };
     } else {
       const text = requireString(path, where, entry, 'expected_csv');
-      // A CSV file (relative to the suite) or the CSV itself; the first line is the header.
-      const csvText = /[\n,]/.test(text) ? text : readSuiteFile(resolve(dirname(path), text), `${where}: expected_csv`);
+      // Text with a line break is the CSV itself; anything else names a CSV file (relative to the
+      // suite), commas included ("a,b.csv"). The first line is the header.
+      const csvText = /[\r\n]/.test(text) ? text : readSuiteFile(resolve(dirname(path), text), `${where}: expected_csv`);
       const rows = parseCsv(csvText);
       expected = { kind: 'csv', rows: rows.slice(1) };
     }

@@ -110,6 +110,17 @@ describe('suite files', () => {
     expect(yaml.questions[1]).toMatchObject({ expected: { kind: 'csv', rows: [['Ada', '3']] }, tolerance: 0.01 });
   });
 
+  it('reads expected_csv as a file unless it holds a line break, commas in the name included', () => {
+    write('a,b.csv', 'n\r\n5\r\n');
+    const suite = loadSuite(
+      write('csv.yaml', 'questions:\n  - {id: f, question: Q, database: main, expected_csv: "a,b.csv"}\n  - {id: t, question: Q, database: main, expected_csv: "n,m\\n1,2\\n"}\n'),
+      dir,
+    );
+    expect(suite.questions[0]).toMatchObject({ expected: { kind: 'csv', rows: [['5']] } });
+    expect(suite.questions[1]).toMatchObject({ expected: { kind: 'csv', rows: [['1', '2']] } });
+    expect(() => loadSuite(write('csv2.yaml', 'questions:\n  - {id: g, question: Q, database: main, expected_csv: "n,m"}\n'), dir)).toThrow(/expected_csv/);
+  });
+
   it('names the entry and the field of a malformed suite', () => {
     expect(() => loadSuite(write('m1.json', JSON.stringify([{ question_id: 1, db_id: 'a', question: 'q', SQL: 'SELECT 1' }, { question_id: 2, db_id: 'a', SQL: 'SELECT 1' }])), dir)).toThrow(
       /entry 2 \(question_id 2\): missing field "question"/,
