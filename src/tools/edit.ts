@@ -2,7 +2,7 @@ import { describeClosestRegion, numberedLines } from './edit-closest.js';
 import { lineNumberAt, lineStarts, locateEdit, type MatchStage } from './edit-match.js';
 import { applyReplacements, toLf, toTextFile, type TextFile, type ViewReplacement } from './edit-text.js';
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from './file-write-support.js';
-import { displayPath, formatBytes, resolveToolPath } from './paths.js';
+import { formatBytes, resolveToolPath, shownPath } from './paths.js';
 import { success, ToolError, type Tool, type ToolResult } from './types.js';
 
 /**
@@ -99,7 +99,7 @@ export const editTool: Tool<EditArgs> = {
     if (oldText === newText) throw new ToolError('old_string and new_string are identical; nothing to change');
 
     const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
-    const shown = displayPath(context.workingDir, requested);
+    const shown = shownPath(context.workingDir, requested);
     const target = await findExistingFile(context, requested, shown);
     if (!target) throw new ToolError(`${shown} does not exist; edit changes existing files (use write to create one)`);
     if (target.stat.size > MAX_EDIT_FILE_BYTES) {

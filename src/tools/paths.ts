@@ -1,4 +1,5 @@
 import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { escapeName } from './sanitize.js';
 import type { Backend } from '../backends/types.js';
 import { ToolError } from './types.js';
 
@@ -22,6 +23,15 @@ export function displayPath(workingDir: string, absolutePath: string): string {
   if (rel === '') return '.';
   if (rel.startsWith('..') || isAbsolute(rel)) return absolutePath;
   return rel;
+}
+
+/**
+ * A path as a tool's message shows it: displayPath with control characters, bytes that are not
+ * UTF-8 and backslashes escaped as every listing shows names (escapeName), so that a name with a
+ * line break cannot pass for more lines of the message; tools accept the escaped form back.
+ */
+export function shownPath(workingDir: string, absolutePath: string): string {
+  return escapeName(displayPath(workingDir, absolutePath));
 }
 
 export function isInside(parent: string, child: string): boolean {

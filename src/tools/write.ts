@@ -1,5 +1,5 @@
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from './file-write-support.js';
-import { displayPath, formatBytes, resolveToolPath } from './paths.js';
+import { formatBytes, resolveToolPath, shownPath } from './paths.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolResult } from './types.js';
 import { checkCreateOnlyTarget } from './write-policy.js';
 
@@ -26,12 +26,12 @@ async function createOnly(context: ToolContext, requested: string, data: Buffer)
     writeRoots: context.profile.write_roots,
   });
   // Exclusive: a file that appears between the check and the write is never replaced.
-  await writeFileClearly(context, target, displayPath(context.workingDir, requested), data, true);
+  await writeFileClearly(context, target, shownPath(context.workingDir, requested), data, true);
   return { path: target, created: true };
 }
 
 async function createOrReplace(context: ToolContext, requested: string, data: Buffer): Promise<{ path: string; created: boolean; previousBytes?: number }> {
-  const shown = displayPath(context.workingDir, requested);
+  const shown = shownPath(context.workingDir, requested);
   const existing = await findExistingFile(context, requested, shown);
   if (!existing) {
     await writeFileClearly(context, requested, shown, data, true);
@@ -68,7 +68,7 @@ export const writeTool: Tool<WriteArgs> = {
     const outcome = mode === 'create-only' ? await createOnly(context, requested, data) : await createOrReplace(context, requested, data);
     await recordWritten(context, [requested, outcome.path]);
 
-    const shown = displayPath(context.workingDir, requested);
+    const shown = shownPath(context.workingDir, requested);
     const size = `${plural(countLines(args.content), 'line')}, ${formatBytes(data.length)}`;
     const was = outcome.previousBytes === undefined ? '' : `; was ${formatBytes(outcome.previousBytes)}`;
     return success(`${outcome.created ? 'created' : 'overwrote'} ${shown} (${size}${was})`, {

@@ -4,7 +4,7 @@ import { LocalBackend } from '../../backends/local.js';
 import type { Backend } from '../../backends/types.js';
 import type { DatabaseConfig } from '../database/types.js';
 import { plural } from '../file-write-support.js';
-import { displayPath, formatBytes, resolveToolPath } from '../paths.js';
+import { displayPath, formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext } from '../types.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
 import { csvData, MAX_CHART_CSV_BYTES, MAX_CHART_ROWS, queryData, type ChartData } from './data.js';
@@ -136,7 +136,7 @@ export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartA
         if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`chart: ${args.output_path} (or its .svg/.png/.vl.json) appeared while drawing; nothing was written (choose a new name)`);
         throw error;
       }
-      const shown = (path: string) => displayPath(context.workingDir, path);
+      const shown = (path: string) => shownPath(context.workingDir, path);
       const [svgPath, pngPath, specPath] = targets.map((target) => target.path) as [string, string, string];
       const series = chart.describe.series;
       const lines = [

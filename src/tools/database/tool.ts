@@ -1,6 +1,6 @@
 import { LocalBackend } from '../../backends/local.js';
 import type { Profile } from '../../profiles/schema.js';
-import { displayPath, formatBytes, resolveToolPath } from '../paths.js';
+import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult } from '../types.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
 import { describeDatabase } from './config.js';
@@ -187,7 +187,7 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`refused: ${outputPath} appeared while exporting; nothing was overwritten (choose a new name)`);
     throw error;
   }
-  const shown = displayPath(context.workingDir, requested);
+  const shown = shownPath(context.workingDir, requested);
   const table = summary.preview.length ? formatTable(summary.columns, summary.preview) : null;
   const cut = table ? tableCutNote(table, 'preview row', summary.columns) : '';
   const preview = table ? `\nfirst ${plural(summary.preview.length, 'row')}:\n${table.text}${cut ? `\n(${cut})` : ''}` : '';
