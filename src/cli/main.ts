@@ -13,6 +13,7 @@ import { registerRunCommand } from './run.js';
 import { registerSessionsCommands } from './sessions.js';
 import { registerToolCommand } from './tool.js';
 import { registerToolsCommand } from './tools.js';
+import { hideProcessSecrets } from './process-secrets.js';
 
 /**
  * Errors a user can act on are printed as one line; anything else still never shows a stack
@@ -62,6 +63,8 @@ function skipHelpCaching(parser: unknown): void {
 }
 
 export async function main(args: string[]): Promise<number> {
+  // Before anything else: other processes of the same user must not read keys and passwords in /proc (process-secrets.ts).
+  hideProcessSecrets();
   let exitCode = 0;
   const setExit = (code: number) => {
     exitCode = code;

@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { cliEnv, collect, spawnCli } from '../support/agent-cli.js';
+import { makeTempDir } from '../support/context.js';
+
+/**
+ * quarry's own /proc/PID/environ and /proc/PID/cmdline (src/cli/process-secrets.ts): another
+ * process of the same user reading them sees `*` where API keys, passwords and URL passwords
+ * were, while quarry keeps using the values and everything else stays readable.
+ */
+
+const KEY = 'sk-proc-secret-7431';
+const PASSWORD = 'pg-pass-secret-9902';
+const URL_PASSWORD = 'url-secret-5517';
+const TOKEN = 'mcp-token-secret-2288';
+
+function readProc(pid: number, file: 'environ' | 'cmdline'): string {
+  return readFileSync(`/proc/${pid}/${file}`, 'latin1');
+}
+
+describe.skipIf(process.platform !== 'linux')('secrets in /proc', () => {
+  it('a running quarry shows its keys, passwords and --token as stars to other processes', async () => {
+    const home = makeTempDir('quarry-proc-home-');
+    const work = makeTempDir('quarry-proc-work-');
+    const child = spawnCli(['mcp', '-w', work, '--db', `pg=postgres://bob:${URL_PASSWORD}@127.0.0.1:1/shop`, '--http', '127.0.0.1:0', '--token', TOKEN], {
+      env: cliEnv(home, { OPENAI_API_KEY: KEY, PGPASSWORD: PASSWORD, QUARRY_PLAIN_SETTING: 'visible-1' }),
+    });
+    const done = collect(child, 60_000);
+    // Serving: start-up (and the hiding, which comes first) is over.
+    const url = await new Promise<string>((resolve, reject) => {
+      let seen = '';
+      const timer = setTimeout(() => reject(new Error(`not serving: ${seen}`)), 20_000);
+      child.stderr!.on('data', (chunk: Buffer) => {
+        seen += chunk.toString('utf8');
+        const match = /at (http:\/\/\S+\/mcp)/.exec(seen);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]!);
+        }
+      });
+    });
+    const environ = readProc(child.pid!, 'environ').split('\0');
+    const cmdline = readProc(child.pid!, 'cmdline').split('\0');
+    expect(environ).toContain(`OPENAI_API_KEY=${'*'.repeat(KEY.length)}`);
+    expect(environ).toContain(`PGPASSWORD=${'*'.repeat(PASSWORD.length)}`);
+    expect(environ).toContain('QUARRY_PLAIN_SETTING=visible-1');
+    expect(cmdline).toContain(`pg=postgres://bob:${'*'.repeat(URL_PASSWORD.length)}@127.0.0.1:1/shop`);
+    expect(cmdline).toContain('*'.repeat(TOKEN.length));
+    const all = [...environ, ...cmdline].join('\n');
+    for (const secret of [KEY, PASSWORD, URL_PASSWORD, TOKEN]) expect(all).not.toContain(secret);
+    // quarry itself still has the token: a request without it gets 401, one with it gets past.
+    const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    expect((await fetch(url, { method: 'POST', headers, body: initialize })).status).toBe(401);
+    const served = await fetch(url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${TOKEN}` }, body: initialize });
+    expect(served.status).toBe(200);
+    await served.body?.cancel();
+    child.kill('SIGTERM');
+    expect((await done).code).toBe(0);
+  });
+});
