@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { cliEnv, collect, spawnCli } from '../support/agent-cli.js';
+import { cliEnv, collect, mcpServingUrl, spawnCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 
 /**
@@ -27,18 +27,7 @@ describe.skipIf(process.platform !== 'linux')('secrets in /proc', () => {
     });
     const done = collect(child, 60_000);
     // Serving: start-up (and the hiding, which comes first) is over.
-    const url = await new Promise<string>((resolve, reject) => {
-      let seen = '';
-      const timer = setTimeout(() => reject(new Error(`not serving: ${seen}`)), 20_000);
-      child.stderr!.on('data', (chunk: Buffer) => {
-        seen += chunk.toString('utf8');
-        const match = /at (http:\/\/\S+\/mcp)/.exec(seen);
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1]!);
-        }
-      });
-    });
+    const url = await mcpServingUrl(child);
     const environ = readProc(child.pid!, 'environ').split('\0');
     const cmdline = readProc(child.pid!, 'cmdline').split('\0');
     expect(environ).toContain(`OPENAI_API_KEY=${'*'.repeat(KEY.length)}`);

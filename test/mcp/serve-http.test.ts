@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hostAllowed, isLoopbackHost, originAllowed, parseHttpBind } from '../../src/cli/mcp.js';
-import { cliEnv, collect, runCli, spawnCli } from '../support/agent-cli.js';
+import { cliEnv, collect, mcpServingUrl, runCli, spawnCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 
 /**
@@ -37,18 +37,7 @@ async function startHttp(bind: string, extra: string[] = [], env: Record<string,
   const child = spawnCli(['mcp', '-w', work, '--db', `shop=${join(work, 'shop.db')}`, '--http', bind, ...extra], { env: cliEnv(home, env) });
   children.push(child);
   const done = collect(child, 60_000);
-  const url = await new Promise<string>((resolve, reject) => {
-    let seen = '';
-    const timer = setTimeout(() => reject(new Error(`no URL printed: ${seen}`)), 15_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      const match = /at (http:\/\/\S+\/mcp)/.exec(seen);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-  });
+  const url = await mcpServingUrl(child, 15_000);
   return { child, url, done };
 }
 

@@ -52,3 +52,19 @@ export function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs = 
     child.stdout?.on('data', onData);
   });
 }
+
+/** The URL `quarry mcp --http` prints on stderr once it serves. */
+export function mcpServingUrl(child: ChildProcess, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => reject(new Error(`no URL printed: ${seen}`)), timeoutMs);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      const match = /at (http:\/\/\S+\/mcp)/.exec(seen);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+  });
+}
