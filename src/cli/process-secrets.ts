@@ -41,15 +41,15 @@ export function hideProcessSecrets(): { variables: number; arguments: number } {
   const writes: Array<{ at: number; length: number }> = [];
   if (envEnd - envStart === environ.length) {
     for (const { start, end } of entries(environ)) {
-      const text = environ.toString('utf8', start, end);
-      const equals = text.indexOf('=');
-      if (equals <= 0) continue;
-      const name = text.slice(0, equals);
+      // Offsets are bytes: find "=" in the bytes (a value need not be valid UTF-8).
+      const equals = environ.indexOf(0x3d, start);
+      if (equals <= start || equals >= end) continue;
+      const name = environ.toString('utf8', start, equals);
       const value = process.env[name];
       if (value === undefined || !isSecretVariable(name, value)) continue;
       // A copy on the heap first: from here on the C environment no longer points at these bytes.
       process.env[name] = value;
-      const valueStart = start + Buffer.byteLength(text.slice(0, equals + 1));
+      const valueStart = equals + 1;
       if (end > valueStart) writes.push({ at: envStart + valueStart, length: end - valueStart });
       hidden.variables++;
     }

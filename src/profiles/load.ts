@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, extname, join, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { packageRoot, quarryHome } from '../config.js';
 import { parseProfile, ProfileError, type Profile } from './schema.js';
@@ -15,6 +15,23 @@ function userDir(): string {
   return join(quarryHome(), 'profiles');
 }
 
+/** The build's parse of the built-in profiles (scripts/postbuild.mjs), by file name, with the text it parsed; empty when absent. */
+let prebuilt: Record<string, { text: string; parsed: unknown }> | undefined;
+
+function prebuiltParse(path: string, text: string): unknown {
+  if (dirname(path) !== builtinDir()) return undefined;
+  if (prebuilt === undefined) {
+    try {
+      prebuilt = JSON.parse(readFileSync(join(packageRoot(), 'dist', 'profiles', 'builtin.json'), 'utf8')) as typeof prebuilt;
+    } catch {
+      prebuilt = {};
+    }
+  }
+  const entry = prebuilt?.[basename(path)];
+  // Only for exactly the text the build parsed: an edited file is parsed anew.
+  return entry && entry.text === text ? structuredClone(entry.parsed) : undefined;
+}
+
 function readProfileFile(path: string, fallbackName: string): Profile {
   let text: string;
   try {
@@ -22,7 +39,8 @@ function readProfileFile(path: string, fallbackName: string): Profile {
   } catch (error) {
     throw new ProfileError(`cannot read profile ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
-  let raw: unknown;
+  let raw: unknown = prebuiltParse(path, text);
+  if (raw !== undefined) return parseProfile(raw, path, fallbackName);
   try {
     raw = parseYaml(text);
   } catch (error) {
