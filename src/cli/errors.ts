@@ -8,3 +8,10 @@ export const EXIT_CANCELLED = 130;
 export class UsageError extends Error {
   override name = 'UsageError';
 }
+
+/** The exit code of a finished run, from its status (README "Running the agent", exit codes). */
+export function exitCodeFor(status: string): number {
+  if (status === 'completed') return EXIT_OK;
+  if (status === 'cancelled') return EXIT_CANCELLED;
+  return EXIT_FAILED;
+}

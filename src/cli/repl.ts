@@ -7,7 +7,8 @@ import { listSessionIds, readSessionMeta, Session } from '../agent/session.js';
 import { checkResumableUnder } from './resume.js';
 import { quarryHome } from '../config.js';
 import type { Message } from '../model/types.js';
-import { exitCodeFor, type RunSetup } from './run-session.js';
+import type { RunSetup } from './run-session.js';
+import { exitCodeFor } from './errors.js';
 import { EXIT_OK, UsageError } from './errors.js';
 
 /**

@@ -9,10 +9,11 @@ import { chooseModel, createProvider, knownContextWindow, type ModelChoice } fro
 import { retryPolicyFromEnv } from '../model/retry.js';
 import type { Message, ModelProvider } from '../model/types.js';
 import { ModelError } from '../model/types.js';
-import { EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
+import { EXIT_CANCELLED, exitCodeFor, UsageError } from './errors.js';
 import { createRenderer, type Renderer, type RunInfo } from './render.js';
 import { checkDatabaseTargets, planRun, setupRecord } from './resume.js';
-import { combinePromptWithStdin, readPromptFromStdin, writeAnswerFile, type RunCommandOptions } from './run.js';
+import type { RunCommandOptions } from './run.js';
+import { combinePromptWithStdin, readPromptFromStdin, writeAnswerFile } from './run-io.js';
 import { ENGINES } from '../tools/database/types.js';
 import { DUCKDB_PROMPT_NOTE } from '../tools/database/duckdb-files.js';
 
@@ -62,11 +63,6 @@ export const askOnTerminal: AskApproval = async (question, signal) => {
   }
 };
 
-export function exitCodeFor(status: string): number {
-  if (status === 'completed') return EXIT_OK;
-  if (status === 'cancelled') return EXIT_CANCELLED;
-  return EXIT_FAILED;
-}
 
 export async function runAgentCommand(options: RunCommandOptions): Promise<number> {
   const cwd = process.cwd();

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { tokenize, type Token } from './sql-lexer.js';
-import { ReadOnlyViolation } from './statement-check.js';
+import { ReadOnlyViolation } from './read-only-violation.js';
 import type { DatabaseConfig } from './types.js';
 
 /**

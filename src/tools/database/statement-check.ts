@@ -1,6 +1,7 @@
 import { SqlLexError, tokenize, type Token } from './sql-lexer.js';
 import type { Engine } from './types.js';
 import { checkDuckdbCall, checkDuckdbPragma, DUCKDB_SIDE_EFFECT_FUNCTIONS } from './duckdb-check.js';
+import { ReadOnlyViolation } from './read-only-violation.js';
 
 /**
  * The first read-only layer (README, Databases: read-only): exactly one statement, a read as its leading keyword,
@@ -9,9 +10,8 @@ import { checkDuckdbCall, checkDuckdbPragma, DUCKDB_SIDE_EFFECT_FUNCTIONS } from
  * quoted identifiers never count. The second layer is the engine's own read-only mode (drivers).
  */
 
-export class ReadOnlyViolation extends Error {
-  override name = 'ReadOnlyViolation';
-}
+// Its own module so that duckdb-check.ts can use it without importing this file back.
+export { ReadOnlyViolation } from './read-only-violation.js';
 
 export interface CheckedStatement {
   /** The statement text without surrounding comments, whitespace and semicolons: what drivers run. */
