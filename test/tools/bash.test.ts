@@ -28,6 +28,17 @@ function processesWith(marker: string): string[] {
   }
 }
 
+/** The processes still matching `marker` once they are gone, or after 15 s (SIGKILL follows SIGTERM after a grace period). */
+async function processesLeft(marker: string): Promise<string[]> {
+  const until = Date.now() + 15_000;
+  let left = processesWith(marker);
+  while (left.length > 0 && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    left = processesWith(marker);
+  }
+  return left;
+}
+
 describe('bash tool', () => {
   test('returns JSON with output, exit code and duration; stdout and stderr interleaved in order', async () => {
     const script = 'for i in 1 2 3; do echo out$i; echo err$i >&2; done; exit 3';
@@ -52,15 +63,15 @@ describe('bash tool', () => {
     expect(result.ok).toBe(false);
     expect(result.parsed.exit_code).toBe(124);
     expect(result.parsed.output).toMatch(/^before\n[\s\S]*timed out after 1 s/);
-    await new Promise((resolve) => setTimeout(resolve, 2500)); // SIGKILL follows SIGTERM after a grace period
-    expect(processesWith(marker)).toEqual([]);
+    expect(await processesLeft(marker)).toEqual([]);
   });
 
   test('the restricted shell is killed on timeout too (sandboxed: the whole namespace dies)', async () => {
-    const result = await runBash(readonly, { command: 'sleep 30', timeout: 1 });
+    // A duration no other test uses: other files run `sleep 30` at the same time (pgrep sees the whole machine).
+    const sleep = `sleep 30.${process.pid}`;
+    const result = await runBash(readonly, { command: sleep, timeout: 1 });
     expect(result.parsed.exit_code).toBe(124);
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    expect(processesWith('sleep 30')).toEqual([]);
+    expect(await processesLeft(sleep)).toEqual([]);
   });
 
   test('cancelling kills the command and keeps the output so far', async () => {
