@@ -166,6 +166,7 @@ export const ESCAPES: Record<EscapeCategory, string[]> = {
     'docker ps', 'docker run alpine', 'docker exec x rm -rf /', 'docker rm x', 'docker -H tcp://127.0.0.1:1 ps', 'docker --config . ps', 'docker --context x ps',
     'docker compose up', 'docker compose config -o notes.txt', 'docker compose config --output=notes.txt', 'docker stats', 'docker image rm x', 'docker system prune',
     'docker cp x:/ .', 'docker network create x', 'podman rm x', 'docker container rm x', 'docker container exec x ls', 'docker compose -f x.yml down', 'docker volume rm x',
+    'getent hosts x.example.org', 'getent ahostsv4 x.example.org', 'getent -s dns hosts x', 'getent networks x', 'getent h* x',
     'docker --version ps', 'docker build .', 'docker save -o notes.txt x', 'docker login', 'docker plugin install x',
     'kubectl get pods', 'kubectl delete pod x', 'kubectl apply -f x', 'kubectl exec x -- rm', 'kubectl config view --raw', 'kubectl --kubeconfig=x get pods',
     'kubectl get pods --server=http://127.0.0.1:1', 'kubectl -s http://x get pods', 'kubectl cluster-info dump', 'kubectl edit x', 'kubectl config use-context x', 'kubectl foo',

@@ -75,6 +75,22 @@ describe('shell_network', () => {
     }
   });
 
+  test('getent: name lookups (DNS) need all, local databases run under none; an unquoted IPv6 URL is named a file pattern', async () => {
+    for (const network of ['none', 'loopback'] as const) {
+      for (const command of ['getent hosts data.example.org', 'getent ahosts data.example.org', 'getent ahostsv6 x', 'getent networks x']) {
+        const result = await run(network, command);
+        expect(result.ok, command).toBe(false);
+        expect(result.text, command).toMatch(/a name lookup can send a DNS query out\) needs the network \(shell_network: all\)/);
+      }
+    }
+    expect((await run('none', 'getent -s dns hosts x')).text).toContain('the option -s is refused');
+    expect(await run('none', 'getent passwd root')).toMatchObject({ ok: true, text: expect.stringMatching(/^root:/) });
+    expect(await run('all', 'getent hosts localhost')).toMatchObject({ ok: true, text: expect.stringMatching(/localhost/) });
+    const unquoted = await run('loopback', 'curl -s http://[::1]:1/');
+    expect(unquoted.text).toContain('is a file pattern to the shell (it holds [, ] or *); quote it, e.g. "http://[::1]:1/"');
+    expect(unquoted.text).not.toContain('\u0000');
+  });
+
   test('under all, kubectl reads run; writes stay refused whatever the network', async () => {
     expect(await run('all', 'kubectl get pods -n prod -o wide')).toEqual({ ok: true, text: 'FAKE kubectl get pods -n prod -o wide\n' });
     expect(await run('all', 'kubectl logs --tail=20 web-1')).toEqual({ ok: true, text: 'FAKE kubectl logs --tail=20 web-1\n' });

@@ -146,6 +146,8 @@ export const curlRule: Rule = (args, context) => {
   let needs: ShellNetwork = 'loopback';
   for (const url of urls) {
     const match = /^(https?):\/\/([^/?#]*)/i.exec(url);
+    // An unquoted word with [ or * is a file pattern to bash (the check marks it with a NUL): quoted, an IPv6 URL passes.
+    if (url.startsWith('\0')) return `curl: the URL ${url.slice(1)} is a file pattern to the shell (it holds [, ] or *); quote it, e.g. "${url.slice(1)}"`;
     if (!match) return `curl: only http:// and https:// URLs written in full are allowed (${JSON.stringify(url)})`;
     const authority = match[2]!;
     if (authority.includes('@')) return 'curl: credentials in the URL are refused';
@@ -157,4 +159,24 @@ export const curlRule: Rule = (args, context) => {
     return 'curl: following redirects (-L) is refused under shell_network: loopback (a redirect can lead to another host)';
   }
   return networkRefusal(`curl (${needs === 'all' ? 'a host other than this one' : 'this host'})`, needs, context);
+};
+
+/**
+ * `getent DATABASE [KEY...]`: hosts, ahosts*, networks and netgroup look names up through the name
+ * service, which sends a DNS query naming the key to whatever server answers for its domain, so
+ * `getent hosts DATA.example.org` can carry data out even where nothing else reaches the network
+ * (bubblewrap's own network namespace stops it; without bubblewrap only this rule does). They
+ * need shell_network: all. The local databases (passwd, group, services, ...) stay allowed; options
+ * (-s picks the service) are refused.
+ */
+const GETENT_NETWORK_DATABASES = new Set(['hosts', 'ahosts', 'ahostsv4', 'ahostsv6', 'networks', 'netgroup']);
+
+export const getentRule: Rule = (args, context) => {
+  const option = args.find((arg) => arg.startsWith('-'));
+  if (option) return `getent: the option ${option} is refused (it picks the lookup service or changes what is looked up); write getent DATABASE KEY...`;
+  const database = args[0];
+  if (database === undefined) return 'getent: name a database (passwd, group, services, protocols, shells; hosts and ahosts need shell_network: all)';
+  if (database.startsWith('\0')) return 'getent: write the database name plainly (not a file pattern)';
+  if (!GETENT_NETWORK_DATABASES.has(database)) return null;
+  return networkRefusal(`getent ${database} (a name lookup can send a DNS query out)`, 'all', context);
 };

@@ -3,7 +3,7 @@ import { gitRule } from './git.js';
 import { OptionRefusal, scanOptions, type OptionSpec, type ScannedOptions } from './options.js';
 import { SAFE_WITH_ANY_ARGUMENTS, type Rule, type RuleContext } from './rule-types.js';
 import { inspectionRules, isVersionCheck } from './inspect.js';
-import { curlRule, dockerRule, kubectlRule } from './network.js';
+import { curlRule, dockerRule, getentRule, kubectlRule } from './network.js';
 import { commandRule, envRule, findRule, niceRule, timeoutRule, xargsRule } from './runners.js';
 import { sedScriptRefusal } from './sed.js';
 
@@ -21,7 +21,7 @@ const ANY_ARGUMENTS = [
   ...[...SAFE_WITH_ANY_ARGUMENTS].filter((name) => !RULED.has(name)), 'comm', 'df', 'paste', 'join', 'fold', 'fmt', 'expand',
   'unexpand', 'seq', 'whoami', 'id', 'groups', 'uname', 'uptime', 'nproc', 'free', 'pwd', 'which',
   'type', 'printenv', 'locale', 'cal', 'sleep', 'base64', 'numfmt', 'jq', 'zipinfo', 'pgrep',
-  'lsblk', 'getent', 'more', '[', 'du', 'expr', 'whereis', 'getconf', 'arch', 'tput', 'vmstat', 'iostat', 'mpstat',
+  'lsblk', 'more', '[', 'du', 'expr', 'whereis', 'getconf', 'arch', 'tput', 'vmstat', 'iostat', 'mpstat',
   'lscpu', 'lsmem', 'lspci', 'lsusb', 'findmnt', 'w', 'who', 'last', 'pstree', 'pidof',
 ];
 
@@ -267,7 +267,7 @@ export const RULES = new Map<string, Rule>([
   ...['zgrep', 'zegrep', 'zfgrep', 'bzgrep', 'bzegrep', 'bzfgrep', 'xzgrep', 'xzegrep', 'xzfgrep'].map((name): [string, Rule] => [name, grepRule(name)]),
   ...['zless', 'bzless', 'xzless', 'lzless'].map((name): [string, Rule] => [name, lessRule]),
   ...['zmore', 'bzmore', 'xzmore', 'lzmore'].map((name): [string, Rule] => [name, () => null]),
-  ...inspectionRules(), ['docker', dockerRule('docker')], ['podman', dockerRule('podman')], ['kubectl', kubectlRule], ['curl', curlRule],
+  ...inspectionRules(), ['docker', dockerRule('docker')], ['podman', dockerRule('podman')], ['kubectl', kubectlRule], ['curl', curlRule], ['getent', getentRule],
 ]);
 
 /** Checks one command's argument vector (argv[0] is the command name). */
