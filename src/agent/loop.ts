@@ -388,6 +388,8 @@ export class Agent {
       }
     }
     const base: ToolContext = { workingDir: workspace.workingDir, backend: workspace.backend, profile: workspace.profile, signal, fileReads: this.fileReads };
+    const tool = item.tool;
+    if (tool) base.approve = (reason) => approver.decide(tool, item.args!, reason, signal);
     const context = this.options.extendToolContext ? this.options.extendToolContext(base, this.messages) : base;
     const result = await workspace.registry.run(call.name, item.args, context);
     return finish(result.ok, result.output, result.metadata);

@@ -27,6 +27,17 @@ export interface ApprovalPolicy {
   patterns: string[];
 }
 
+/** README "Knowing the data": the plan's row estimate is checked before query and export_query. */
+export interface QueryGuard {
+  max_estimated_rows: number;
+  action: 'ask' | 'refuse';
+}
+export const QUERY_GUARD_ACTIONS = ['ask', 'refuse'] as const;
+const QUERY_GUARD_KEYS = ['max_estimated_rows', 'action'] as const;
+/** The guard a profile gets when it says nothing (readonly's). */
+export const DEFAULT_QUERY_GUARD: QueryGuard = { max_estimated_rows: 10_000_000, action: 'ask' };
+export const MAX_PROFILE_BUDGET_SECONDS = 600;
+
 export interface Profile {
   name: string;
   description: string;
@@ -43,6 +54,10 @@ export interface Profile {
   tools?: string[];
   /** Extra directories where create-only writes and exports may go. */
   write_roots: string[];
+  /** The cost guard of the database tools, or null when off (`query_guard: off`). */
+  query_guard: QueryGuard | null;
+  /** Seconds a database `profile` operation may take in all (default 10). */
+  profile_budget_seconds: number;
   /** Where the profile came from (a built-in name or a file path), for display. */
   source: string;
 }
@@ -60,7 +75,7 @@ type Raw = Record<string, unknown>;
  * prefix and must match one of these or start with `mcp__`.
  */
 export const BUILTIN_TOOL_NAMES = ['read', 'read_excel', 'grep', 'glob', 'list', 'bash', 'write', 'edit', 'delegate'] as const;
-export const DATABASE_TOOL_NAMES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica'] as const;
+export const DATABASE_TOOL_NAMES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
 const MCP_PREFIX = 'mcp__';
 
 function checkToolNames(where: string, tools: string[]): void {
@@ -78,7 +93,7 @@ function checkToolNames(where: string, tools: string[]): void {
 
 const TOP_LEVEL_KEYS = [
   'name', 'description', 'shell', 'file_write', 'database', 'approval',
-  'shell_timeout', 'shell_network', 'backend', 'tools', 'write_roots',
+  'shell_timeout', 'shell_network', 'backend', 'tools', 'write_roots', 'query_guard', 'profile_budget_seconds',
 ] as const;
 const APPROVAL_KEYS = ['mode', 'tools', 'patterns'] as const;
 
@@ -162,6 +177,11 @@ export function parseProfile(raw: unknown, where: string, fallbackName: string):
     throw new ProfileError(`${where}: "shell_timeout" must be a whole number of seconds from 1 to ${MAX_SHELL_TIMEOUT_SECONDS}, got ${describeValue(timeout)}`);
   }
 
+  const budget = raw.profile_budget_seconds ?? 10;
+  if (typeof budget !== 'number' || !Number.isInteger(budget) || budget < 1 || budget > MAX_PROFILE_BUDGET_SECONDS) {
+    throw new ProfileError(`${where}: "profile_budget_seconds" must be a whole number of seconds from 1 to ${MAX_PROFILE_BUDGET_SECONDS}, got ${describeValue(budget)}`);
+  }
+
   const tools = stringList(where, 'tools', raw.tools);
   if (tools) checkToolNames(where, tools);
   const approvalTools = stringList(where, 'approval.tools', approvalRaw.tools) ?? [];
@@ -182,6 +202,23 @@ export function parseProfile(raw: unknown, where: string, fallbackName: string):
     backend: oneOf(where, 'backend', raw.backend, BACKENDS, DEFAULTS.backend),
     ...(tools ? { tools } : {}),
     write_roots: stringList(where, 'write_roots', raw.write_roots) ?? [],
+    query_guard: parseQueryGuard(where, raw.query_guard),
+    profile_budget_seconds: budget,
     source: where,
   };
+}
+
+/** `query_guard: off`, or a mapping {max_estimated_rows, action}; absent means DEFAULT_QUERY_GUARD. */
+function parseQueryGuard(where: string, raw: unknown): QueryGuard | null {
+  if (raw === undefined || raw === null) return { ...DEFAULT_QUERY_GUARD };
+  if (raw === 'off' || raw === false) return null;
+  if (!isPlainObject(raw)) {
+    throw new ProfileError(`${where}: "query_guard" must be off or a mapping with keys ${QUERY_GUARD_KEYS.join(', ')}, got ${describeValue(raw)}`);
+  }
+  checkKeys(`${where}: query_guard`, raw, QUERY_GUARD_KEYS);
+  const rows = raw.max_estimated_rows ?? DEFAULT_QUERY_GUARD.max_estimated_rows;
+  if (typeof rows !== 'number' || !Number.isInteger(rows) || rows < 1) {
+    throw new ProfileError(`${where}: "query_guard.max_estimated_rows" must be a whole number of rows (1 or more), got ${describeValue(rows)}`);
+  }
+  return { max_estimated_rows: rows, action: oneOf(where, 'query_guard.action', raw.action, QUERY_GUARD_ACTIONS, DEFAULT_QUERY_GUARD.action) };
 }

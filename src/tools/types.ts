@@ -41,6 +41,12 @@ export interface ToolContext {
    * token): export_query reports rows and bytes written so far, at most a few times a second.
    */
   onProgress?: (progress: ToolProgress) => void;
+  /**
+   * Present in agent runs: asks the user to approve something the call is about to do (the
+   * database query guard), the way the loop asks before a call (README "Profiles"). Absent for
+   * `quarry tool` and MCP clients, where what needs approval is refused.
+   */
+  approve?: (reason: string) => Promise<{ approved: true } | { approved: false; message: string }>;
 }
 
 export interface ToolProgress {

@@ -2,8 +2,9 @@ import { DuckDBInstance, type DuckDBConnection, type DuckDBResult, type DuckDBVa
 import { basename } from 'node:path';
 import { ToolError } from '../types.js';
 import { duckdbReaderFor, isGlob, sqlIdentifier, sqlString } from './duckdb-files.js';
+import { numberedPlaceholders } from './server-support.js';
 import { ReadOnlyViolation } from './statement-check.js';
-import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from './types.js';
 
 /**
  * DuckDB through the official Node client (@duckdb/node-api), for SQL over CSV, Parquet and JSON
@@ -187,19 +188,6 @@ export class DuckdbDriver implements DatabaseDriver {
     });
   }
 
-  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
-    return this.withConnection(options, async (connection) => {
-      const reader = await connection.runAndReadAll(
-        `SELECT CASE WHEN database_name = current_database() THEN schema_name ELSE database_name || '.' || schema_name END, name, type FROM (
-           SELECT database_name, schema_name, table_name AS name, 'table' AS type FROM duckdb_tables() WHERE NOT internal
-           UNION ALL SELECT database_name, schema_name, view_name, 'view' FROM duckdb_views() WHERE NOT internal
-         ) WHERE name LIKE $1 ORDER BY 1, 2`,
-        [pattern ?? '%'],
-      );
-      return reader.getRowsJS().map((row) => ({ schema: String(row[0]), name: String(row[1]), type: String(row[2]) }));
-    });
-  }
-
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     return this.withConnection(options, async (connection) => {
       const dot = table.lastIndexOf('.');
@@ -239,6 +227,13 @@ export class DuckdbDriver implements DatabaseDriver {
         foreignKeys: constraints.filter((row) => row[0] === 'FOREIGN KEY').map((row) => String(row[2])),
         indexes: indexes.map((row) => `${String(row[0])}${row[1] ? ' UNIQUE' : ''} ${String(row[2])}`),
       };
+    });
+  }
+
+  async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
+    return this.withConnection(options, async (connection) => {
+      const reader = await connection.runAndReadAll(numberedPlaceholders(sql, '$'), [...params] as DuckDBValue[]);
+      return reader.getRowsJS().map((row) => row.map((value) => toCell(value as DuckDBValue)));
     });
   }
 

@@ -177,32 +177,15 @@ export function formatQueryResult(columns: readonly string[], rows: readonly Cel
   return `${table.text}\n(${cut}; ${hints.join(', ')})\n${summary}`;
 }
 
-export interface TableListing {
-  schema: string | null;
-  name: string;
-  type: string;
-}
-
-/** list_tables: the total first, then as many tables as fit, with how to narrow the list. */
-export function formatTableList(tables: readonly TableListing[], pattern: string | undefined): string {
-  const total = `${plural(tables.length, 'table')} and views${pattern ? ` match ${JSON.stringify(pattern)}` : ''}`;
-  const table = formatTable(['schema', 'name', 'type'], tables.map((entry) => [entry.schema, entry.name, entry.type]));
-  if (table.rows === tables.length) return `(${total})\n${table.text}`;
-  return `(${total}; showing the first ${count(table.rows)}: use table_pattern, e.g. "${tableHint(tables[table.rows]!.name)}", to see others)\n${table.text}\n(${count(tables.length - table.rows)} more not shown: narrow with table_pattern)`;
-}
-
-function tableHint(name: string): string {
-  const prefix = name.replace(/[%_\\]/g, '').slice(0, 3);
-  return prefix ? `${prefix}%` : 'order%';
-}
-
 export interface DescribedTable {
   schema?: string | null;
   name: string;
-  columns: readonly { name: string; type: string; nullable: boolean; default: CellValue; primaryKey: boolean }[];
+  columns: readonly { name: string; type: string; nullable: boolean; default: CellValue; primaryKey: boolean; comment?: string | null }[];
   primaryKey: readonly string[];
   foreignKeys: readonly string[];
   indexes: readonly string[];
+  comment?: string | null;
+  referencedBy?: readonly string[];
 }
 
 /** Bytes the keys may take before the column table (they come first, so they are never cut by it). */
@@ -227,14 +210,17 @@ export function formatDescription(description: DescribedTable): string {
   };
   const keys = [
     `${name}: ${plural(description.columns.length, 'column')}`,
+    ...(description.comment ? [`comment: ${cellText(description.comment)}`] : []),
     `primary key: ${description.primaryKey.length ? description.primaryKey.join(', ') : '(none)'}`,
     `foreign keys: ${listed(description.foreignKeys)}`,
+    ...(description.referencedBy ? [`referenced by: ${listed(description.referencedBy)}`] : []),
     `indexes: ${listed(description.indexes)}`,
   ].join('\n');
   const columnNames = description.columns.map((column) => column.name);
+  const comments = description.columns.some((column) => column.comment);
   const table = formatTable(
-    ['column', 'type', 'nullable', 'default', 'pk'],
-    description.columns.map((column) => [column.name, column.type, column.nullable ? 'yes' : 'no', column.default, column.primaryKey ? 'yes' : '']),
+    ['column', 'type', 'nullable', 'default', 'pk', ...(comments ? ['comment'] : [])],
+    description.columns.map((column) => [column.name, column.type, column.nullable ? 'yes' : 'no', column.default, column.primaryKey ? 'yes' : '', ...(comments ? [column.comment ?? ''] : [])]),
     TABLE_BUDGET_BYTES - Buffer.byteLength(keys, 'utf8'),
   );
   const cut = table.rows < table.totalRows

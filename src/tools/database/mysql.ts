@@ -3,7 +3,7 @@ import { ToolError } from '../types.js';
 import { tokenize } from './sql-lexer.js';
 import { cutForDisplay } from './values.js';
 import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
-import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from './types.js';
 
 /**
  * MySQL and MariaDB through mysql2. Read-only mode: the session's transactions default to READ
@@ -244,19 +244,6 @@ export class MysqlDriver implements DatabaseDriver {
     }));
   }
 
-  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
-    return this.run(options, async (connection) => {
-      const rows = (await MysqlDriver.exec(
-        connection,
-        `SELECT table_schema, table_name, LOWER(table_type) FROM information_schema.tables
-         WHERE table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') AND table_name LIKE ?
-         ORDER BY table_schema, table_name`,
-        [pattern ?? '%'],
-      )) as [string, string, string][];
-      return rows.map(([schema, name, type]) => ({ schema, name, type: type === 'base table' ? 'table' : type }));
-    });
-  }
-
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     const { schema, table: name } = splitQualifiedName(table.replaceAll('`', '"'));
     return this.run(options, async (connection) => {
@@ -290,6 +277,10 @@ export class MysqlDriver implements DatabaseDriver {
         indexes: indexes.map(([index, nonUnique, indexColumns]) => `${index}${Number(nonUnique) === 0 ? ' UNIQUE' : ''} (${indexColumns})`),
       };
     });
+  }
+
+  async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
+    return this.run(options, async (connection) => (await MysqlDriver.exec(connection, sql, [...params])) as CellValue[][]);
   }
 
   async ping(options: RunOptions): Promise<string> {

@@ -1,7 +1,7 @@
 import oracledb, { type OracleConnection, type OracleMetadata } from 'oracledb';
 import { ToolError } from '../types.js';
-import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, splitQualifiedName } from './server-support.js';
-import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+import { ConnectionHealth, EXPORT_BATCH_ROWS, numberedPlaceholders, runCancellable, splitQualifiedName } from './server-support.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from './types.js';
 
 /**
  * Oracle through oracledb in thin mode (no client libraries). Read-only mode: every statement
@@ -101,20 +101,6 @@ export class OracleDriver implements DatabaseDriver {
     return result.rows ?? [];
   }
 
-  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
-    return this.run(options, async (connection) => {
-      const rows = (await this.rows(
-        connection,
-        `SELECT owner, object_name, LOWER(object_type) FROM all_objects
-         WHERE object_type IN ('TABLE', 'VIEW', 'MATERIALIZED VIEW') AND object_name LIKE :1
-           AND owner NOT IN ('SYS', 'SYSTEM', 'XDB', 'MDSYS', 'CTXSYS', 'ORDSYS', 'OUTLN', 'DBSNMP', 'APPQOSSYS', 'WMSYS', 'OJVMSYS', 'LBACSYS', 'GSMADMIN_INTERNAL', 'DVSYS', 'AUDSYS', 'OLAPSYS', 'ORDDATA')
-         ORDER BY owner, object_name`,
-        [pattern ?? '%'],
-      )) as [string, string, string][];
-      return rows.map(([schema, name, type]) => ({ schema, name, type }));
-    });
-  }
-
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     const { schema, table: name } = splitQualifiedName(table);
     return this.run(options, async (connection) => {
@@ -153,6 +139,10 @@ export class OracleDriver implements DatabaseDriver {
         indexes: indexes.map(([index, uniqueness, indexColumns]) => `${index}${uniqueness === 'UNIQUE' ? ' UNIQUE' : ''} (${indexColumns})`),
       };
     });
+  }
+
+  async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
+    return this.run(options, async (connection) => (await this.rows(connection, numberedPlaceholders(sql, ':'), [...params])) as CellValue[][]);
   }
 
   async ping(options: RunOptions): Promise<string> {

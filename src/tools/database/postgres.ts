@@ -3,9 +3,9 @@ import Cursor from 'pg-cursor';
 import { ToolError } from '../types.js';
 import { firstRecordEnd, parseCsvRecords } from './csv.js';
 import { ExtendedCopyOut } from './pg-copy-out.js';
-import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, runCancellable, serverLogin } from './server-support.js';
+import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, numberedPlaceholders, runCancellable, serverLogin } from './server-support.js';
 import { cutForDisplay } from './values.js';
-import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from './types.js';
 
 /**
  * PostgreSQL through pg. Read-only mode: the session defaults to read-only transactions and
@@ -180,23 +180,6 @@ export class PostgresDriver implements DatabaseDriver {
     });
   }
 
-  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
-    return this.run(options, async (client) => {
-      const result = await client.query<[string, string, string]>({
-        text: `SELECT n.nspname, c.relname,
-                 CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table' WHEN 'v' THEN 'view'
-                   WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table' END
-               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-               WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-                 AND n.nspname NOT LIKE 'pg\\_toast%' AND c.relname LIKE $1
-               ORDER BY 1, 2`,
-        values: [pattern ?? '%'],
-        rowMode: 'array',
-      });
-      return result.rows.map(([schema, name, type]) => ({ schema, name, type }));
-    });
-  }
-
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     return this.run(options, async (client) => {
       const found = await client.query<[string, string, string]>({
@@ -242,6 +225,13 @@ export class PostgresDriver implements DatabaseDriver {
         foreignKeys: foreignKeys.rows.map(([constraint, definition]) => `${constraint}: ${definition}`),
         indexes: indexes.rows.map(([index, definition]) => `${index}: ${definition}`),
       };
+    });
+  }
+
+  async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
+    return this.run(options, async (client) => {
+      const result = await client.query<CellValue[]>({ text: numberedPlaceholders(sql, '$'), values: [...params], rowMode: 'array' });
+      return result.rows;
     });
   }
 

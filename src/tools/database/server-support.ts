@@ -84,6 +84,12 @@ export class ConnectionHealth {
 }
 
 /** Splits `schema.table` (either part may be quoted with double quotes). */
+/** `?` placeholders renumbered as the engine writes them (`$1`, `:1`); quarry's own statements have no `?` in literals. */
+export function numberedPlaceholders(sql: string, prefix: '$' | ':'): string {
+  let index = 0;
+  return sql.replace(/\?/g, () => `${prefix}${++index}`);
+}
+
 export function splitQualifiedName(name: string): { schema: string | null; table: string } {
   const parts = name.match(/"(?:[^"]|"")*"|[^.]+/g)?.map((part) => (part.startsWith('"') ? part.slice(1, -1).replaceAll('""', '"') : part.trim())) ?? [name];
   if (parts.length >= 2) return { schema: parts[parts.length - 2]!, table: parts[parts.length - 1]! };

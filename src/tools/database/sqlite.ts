@@ -6,7 +6,7 @@ import { exportInWorker } from './sqlite-export.js';
 import { ToolError } from '../types.js';
 import { ReadOnlyViolation } from './statement-check.js';
 import { cutForDisplay } from './values.js';
-import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from './types.js';
 
 /**
  * SQLite through better-sqlite3. Read-only mode opens the file read-only and sets
@@ -151,14 +151,6 @@ export class SqliteDriver implements DatabaseDriver {
     await sink.writeRows(batch);
   }
 
-  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
-    const statement = this.prepare(
-      `SELECT schema, name, type FROM pragma_table_list WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name LIKE ? ORDER BY schema, name`,
-      options,
-    );
-    return (statement.all(pattern ?? '%') as { schema: string; name: string; type: string }[]).map((row) => ({ schema: row.schema, name: row.name, type: row.type }));
-  }
-
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     const exists = this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table) as { schema: string; name: string } | undefined;
     if (!exists) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
@@ -178,6 +170,10 @@ export class SqliteDriver implements DatabaseDriver {
       foreignKeys: foreignKeys.map((fk) => `${fk.source} -> ${fk.target}(${fk.target_column ?? 'primary key'})${fk.on_delete !== 'NO ACTION' ? ` ON DELETE ${fk.on_delete}` : ''}`),
       indexes: indexes.map((index) => `${index.name}${index.is_unique ? ' UNIQUE' : ''} (${index.columns})`),
     };
+  }
+
+  async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
+    return this.prepare(sql, options).raw(true).safeIntegers(true).all(...params) as CellValue[][];
   }
 
   async ping(options: RunOptions): Promise<string> {

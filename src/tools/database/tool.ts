@@ -1,12 +1,19 @@
 import { LocalBackend } from '../../backends/local.js';
-import type { Profile } from '../../profiles/schema.js';
+import type { Profile, QueryGuard } from '../../profiles/schema.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult } from '../types.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
 import { describeDatabase } from './config.js';
 import { driverFor, takeTurn } from './connections.js';
 import { CsvExportFile, EXPORT_PREVIEW_ROWS, ExportRefused } from './csv.js';
-import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, formatTableList, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural, tableCutNote } from './format.js';
+import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural, tableCutNote } from './format.js';
+import { estimateRows, explainStatement, GUARDED_ENGINES } from './catalog/explain.js';
+import { formatProfile, PROFILE_DEFAULT_COLUMNS, profileMarkdown, profileQuery, profileTable } from './catalog/profile.js';
+import { sampleRowsQuery, targetFor } from './catalog/sampling.js';
+import { addCatalogDetails, LIST_TABLES_LIMIT, listTables, SEARCH_LIMIT, SEARCH_OBJECTS, searchCatalog, type SearchObject } from './catalog/search.js';
+import { cutForDisplay } from './values.js';
+import { writeFileClearly } from '../file-write-support.js';
+import type { Backend } from '../../backends/types.js';
 import { scrubSecrets } from './secrets.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './statement-check.js';
 import { checkDuckdbFileAccess } from './duckdb-check.js';
@@ -18,8 +25,12 @@ import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type Ru
  * formatting, export files, error text); drivers only talk to their engine.
  */
 
-export const DATABASE_OPERATIONS = ['query', 'list_tables', 'describe', 'export_query'] as const;
+export const DATABASE_OPERATIONS = ['query', 'list_tables', 'describe', 'export_query', 'search', 'sample', 'profile', 'explain'] as const;
 export type DatabaseOperation = (typeof DATABASE_OPERATIONS)[number];
+/** Operations whose "sql" is the model's statement, checked before anything runs. */
+const STATEMENT_OPERATIONS: ReadonlySet<DatabaseOperation> = new Set(['query', 'export_query', 'explain', 'profile']);
+export const SAMPLE_DEFAULT_ROWS = 10;
+export const SAMPLE_MAX_ROWS = 100;
 
 export type DatabaseArgs = {
   database?: string;
@@ -29,11 +40,14 @@ export type DatabaseArgs = {
   table_name?: string;
   output_path?: string;
   row_limit?: number;
+  pattern?: string;
+  object?: SearchObject;
+  columns?: string[];
 };
 
 const ENGINE_TITLES: Record<Engine, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB', oracle: 'Oracle', vertica: 'Vertica', duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)' };
 
-function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOnly: boolean): string {
+function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOnly: boolean, guard: QueryGuard | null): string {
   const list = configs.map((config) => `- ${config.alias}: ${describeDatabase(config)}`).join('\n');
   const mode = readOnly
     ? 'READ-ONLY: exactly one statement per call, and only reads (SELECT, WITH, VALUES, EXPLAIN, SHOW, ...); writes, DDL, locking clauses, SELECT INTO and functions with side effects are refused, and the engine itself runs the statement in a read-only transaction that is rolled back.'
@@ -42,31 +56,36 @@ function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOn
 ${list}
 Operations:
 - query {sql, row_limit?}: runs the SQL and shows the rows as a table, ${DEFAULT_ROW_LIMIT} rows by default, at most ${MAX_ROW_LIMIT}; only limit+1 rows are fetched, and a cut result says "${MORE_ROWS_HINT}". NULL is shown as NULL, newlines as \\n, values over the cell width are cut with "…"; numbers and dates are exact.
-- list_tables {table_pattern?}: tables and views with their schema; table_pattern is a SQL LIKE pattern (e.g. "order%").
-- describe {table_name}: columns with types, nullability and defaults, the primary key, foreign keys and indexes (table_name may be schema.table).
+- search {pattern, object?}: tables, views and columns whose name or comment contains the pattern (case-insensitive) in every schema, best matches first (exact name, prefix, substring, comment), at most ${SEARCH_LIMIT}; object is table, column or any (default). Start here on a large database.
+- list_tables {table_pattern?}: tables and views with their schema, estimated row count and comment, at most ${LIST_TABLES_LIMIT} with the total; table_pattern is a SQL LIKE pattern (e.g. "order%").
+- describe {table_name}: columns with types, nullability, defaults and comments, the primary key, foreign keys (and the tables whose foreign keys reference this one) and indexes (table_name may be schema.table).
+- sample {table_name, row_limit?}: a few representative rows (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS}), chosen without reading the whole table; says how they were chosen.
+- profile {table_name | sql, columns?, output_path?}: per column the null share, distinct count, min, max, mean and standard deviation of numbers, text lengths and the top values of low-cardinality columns; large tables are sampled and the output says so; at most ${PROFILE_DEFAULT_COLUMNS} columns unless "columns" names them; within a time budget; output_path writes the whole profile as a new Markdown file.
+- explain {sql}: the engine's plan with estimated rows and costs, without running the statement (no ANALYZE). Use it before a query that may scan a big table.
 - export_query {sql, output_path}: streams the whole result, any number of rows, to a new CSV file (RFC 4180, header row); never overwrites; returns the row count, size, columns and the first ${EXPORT_PREVIEW_ROWS} rows. Use it for results larger than a query shows.
-${mode}`;
+${mode}${guard && GUARDED_ENGINES.includes(engine) ? `\nQuery guard: before query and export_query the plan's row estimate is checked; a statement expected to read more than ${guard.max_estimated_rows.toLocaleString('en-US')} rows from one table is ${guard.action === 'ask' ? 'run only if the user approves' : 'refused'}. Filter on indexed columns, aggregate, or check with explain first.` : ''}`;
 }
 
 export function createDatabaseTool(engine: Engine, configs: readonly DatabaseConfig[], profile: Profile): Tool<DatabaseArgs> {
   if (configs.length === 0) throw new Error(`no ${engine} databases configured`);
   const readOnly = profile.database !== 'mutations';
+  const guard = profile.query_guard;
   const aliases = configs.map((config) => config.alias);
   return {
     name: engine,
-    description: describeTool(engine, configs, readOnly),
+    description: describeTool(engine, configs, readOnly, guard),
     parameters: databaseParameters(configs.length > 1, { type: 'string', enum: aliases, description: `Alias of the database: ${aliases.join(', ')}` }),
     // The aliases are checked by pickDatabase (with the list in its message), so the checker is the build's.
     validationParameters: databaseValidationParameters(configs.length > 1),
     // Reads never change anything; mutations mode can, and export_query writes a file.
     readOnly,
-    callIsReadOnly: (args) => readOnly && args.operation !== 'export_query',
+    callIsReadOnly: (args) => readOnly && args.operation !== 'export_query' && !(args.operation === 'profile' && args.output_path !== undefined),
     run: async (args, context) => {
       const config = pickDatabase(engine, configs, args.database);
       // The statement is checked before waiting for the connection or opening it.
       let sql = '';
       try {
-        if (args.operation === 'query' || args.operation === 'export_query') sql = statementToRun(requireArg(args, 'sql'), engine, readOnly);
+        if (STATEMENT_OPERATIONS.has(args.operation) && (args.operation !== 'profile' || args.sql !== undefined)) sql = statementToRun(requireArg(args, 'sql'), engine, readOnly);
         // DuckDB reads files by name: only the configured ones (duckdb-check.ts).
         if (sql && engine === 'duckdb' && readOnly) checkDuckdbFileAccess(sql, config);
       } catch (error) {
@@ -82,7 +101,7 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
       const timeout = AbortSignal.timeout(config.statementTimeoutMs);
       const options: RunOptions = { readOnly, signal: AbortSignal.any([context.signal, timeout]) };
       try {
-        const result = await runOperation(engine, config, options, args, sql, context);
+        const result = await runOperation(engine, config, options, args, sql, context, guard);
         result.metadata = { database: config.alias, engine, operation: args.operation, durationMs: Date.now() - started, ...result.metadata };
         return result;
       } catch (error) {
@@ -103,11 +122,14 @@ function databaseParameters(several: boolean, database: ToolParameters['properti
     properties: {
       database,
       operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
-      sql: { type: 'string', description: 'One SQL statement (query, export_query)' },
+      sql: { type: 'string', description: 'One SQL statement (query, export_query, explain; profile of a query\'s rows)' },
       table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
-      table_name: { type: 'string', description: 'Table or view for describe (schema.table allowed)' },
-      output_path: { type: 'string', description: 'New CSV file for export_query (relative to the working directory)' },
-      row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT})` },
+      table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
+      pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
+      object: { type: 'string', enum: [...SEARCH_OBJECTS], description: 'What search looks for: table (tables and views), column or any (default)' },
+      columns: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000, description: 'Columns to profile (default: the first 50)' },
+      output_path: { type: 'string', description: 'New file: the CSV of export_query, or the Markdown of profile (relative to the working directory)' },
+      row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT}) or sample (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS})` },
     },
     required: several ? ['database', 'operation'] : ['operation'],
     additionalProperties: false,
@@ -129,7 +151,7 @@ function pickDatabase(engine: Engine, configs: readonly DatabaseConfig[], alias:
   return config;
 }
 
-function requireArg(args: DatabaseArgs, name: 'sql' | 'table_name' | 'output_path'): string {
+function requireArg(args: DatabaseArgs, name: 'sql' | 'table_name' | 'output_path' | 'pattern'): string {
   const value = args[name];
   if (typeof value !== 'string' || value.trim() === '') throw new ToolError(`operation ${args.operation} needs "${name}"`);
   return value;
@@ -141,9 +163,12 @@ export function statementToRun(sql: string, engine: Engine, readOnly: boolean): 
   return sql.trim().replace(/;+\s*$/, '');
 }
 
-async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, sql: string, context: ToolContext): Promise<ToolResult> {
+async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, sql: string, context: ToolContext, guard: QueryGuard | null): Promise<ToolResult> {
   const driver = await driverFor(config, options.readOnly);
   await driver.connect(options.signal);
+  if ((args.operation === 'query' || args.operation === 'export_query') && guard && GUARDED_ENGINES.includes(engine)) {
+    await checkQueryGuard(engine, driver, sql, guard, options, context);
+  }
   switch (args.operation) {
     case 'query': {
       const limit = args.row_limit ?? DEFAULT_ROW_LIMIT;
@@ -156,20 +181,82 @@ async function runOperation(engine: Engine, config: DatabaseConfig, options: Run
       });
     }
     case 'list_tables': {
-      const tables = await driver.listTables(args.table_pattern, options);
-      if (tables.length === 0) return success(`No tables or views${args.table_pattern ? ` match ${JSON.stringify(args.table_pattern)}` : ''}.`, { tables: 0 });
-      return success(formatTableList(tables, args.table_pattern), { tables: tables.length });
+      const listed = await listTables(engine, driver, args.table_pattern, options);
+      return success(listed.text, { tables: listed.tables });
     }
-    case 'describe':
-      return describeTable(driver, requireArg(args, 'table_name'), options);
+    case 'describe': {
+      const description = await addCatalogDetails(engine, driver, await driver.describe(requireArg(args, 'table_name'), options), options);
+      return success(formatDescription(description), { columns: description.columns.length });
+    }
     case 'export_query':
       return exportQuery(driver, sql, requireArg(args, 'output_path'), options, context);
+    case 'search': {
+      const found = await searchCatalog(engine, driver, requireArg(args, 'pattern'), args.object ?? 'any', options);
+      return success(found.text, { matches: found.matches });
+    }
+    case 'sample':
+      return sampleTable(engine, driver, requireArg(args, 'table_name'), args.row_limit ?? SAMPLE_DEFAULT_ROWS, options);
+    case 'profile':
+      return profileOperation(engine, driver, args, sql, options, context);
+    case 'explain':
+      return success(await explainStatement(engine, driver, sql, options), {});
   }
 }
 
-async function describeTable(driver: DatabaseDriver, table: string, options: RunOptions): Promise<ToolResult> {
+/** Rows of the table chosen as sampling.ts says, shown as a query's are. */
+async function sampleTable(engine: Engine, driver: DatabaseDriver, table: string, rows: number, options: RunOptions): Promise<ToolResult> {
+  if (rows > SAMPLE_MAX_ROWS) throw new ToolError(`sample shows at most ${SAMPLE_MAX_ROWS} rows; use query or export_query for more`, { error: 'invalid_arguments' });
   const description = await driver.describe(table, options);
-  return success(formatDescription(description), { columns: description.columns.length });
+  const target = await targetFor(engine, driver, description, options);
+  const sample = await sampleRowsQuery(driver, target, rows, options);
+  const found = await driver.catalog(sample.sql, sample.params, options);
+  const columns = description.columns.map((column) => column.name);
+  const shown = found.slice(0, rows).map((row) => cutForDisplay(row));
+  const formatted = formatTable(columns, shown);
+  const cut = tableCutNote(formatted, 'sampled row', columns);
+  return success(`${formatted.text}
+(${plural(shown.length, 'row')}: ${sample.method}${cut ? `; ${cut}` : ''})`, { rows: shown.length, sampled: sample.sampled, sql: sample.sql });
+}
+
+async function profileOperation(engine: Engine, driver: DatabaseDriver, args: DatabaseArgs, sql: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
+  if ((args.table_name === undefined) === (args.sql === undefined)) throw new ToolError('operation profile needs exactly one of "table_name" or "sql"', { error: 'invalid_arguments' });
+  // Checked before any work, so a refused path costs nothing.
+  const target = args.output_path !== undefined ? await profileTarget(args.output_path, context) : null;
+  const input = { engine, driver, options, budgetSeconds: context.profile.profile_budget_seconds, ...(args.columns ? { columns: args.columns } : {}) };
+  const result = args.sql !== undefined ? await profileQuery(input, sql) : await profileTable(input, await driver.describe(requireArg(args, 'table_name'), options));
+  const metadata = { columns: result.columns.length, rows: result.rowsRead, sampled: result.sampled !== null };
+  if (!target) return success(formatProfile(result), metadata);
+  const markdown = Buffer.from(profileMarkdown(result), 'utf8');
+  await writeFileClearly({ ...context, backend: target.backend }, target.path, target.shown, markdown, true);
+  return success(`${formatProfile(result)}
+The whole profile (${formatBytes(markdown.length)}) is in ${target.shown}.`, { ...metadata, path: target.path });
+}
+
+async function profileTarget(outputPath: string, context: ToolContext): Promise<{ path: string; shown: string; backend: Backend }> {
+  const backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
+  const requested = await resolveToolPath(backend, context.workingDir, outputPath);
+  const path = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots });
+  return { path, shown: shownPath(context.workingDir, requested), backend };
+}
+
+/** The profile's query_guard (README "Knowing the data"): the plan's estimate before the statement runs. */
+async function checkQueryGuard(engine: Engine, driver: DatabaseDriver, sql: string, guard: QueryGuard, options: RunOptions, context: ToolContext): Promise<void> {
+  let estimate;
+  try {
+    estimate = await estimateRows(engine, driver, sql, options);
+  } catch {
+    // A statement the engine cannot explain (SHOW, a utility command) reads no table rows to bound.
+    return;
+  }
+  if (!estimate || estimate.rows <= guard.max_estimated_rows) return;
+  const reason = `the query guard: the plan estimates ${Math.round(estimate.rows).toLocaleString('en-US')} rows read${estimate.table ? ` from ${estimate.table}` : ''}, over this profile's limit of ${guard.max_estimated_rows.toLocaleString('en-US')} (query_guard.max_estimated_rows)`;
+  if (guard.action === 'ask' && context.approve) {
+    const decision = await context.approve(reason);
+    if (decision.approved) return;
+    throw new ToolError(decision.message, { error: 'approval_refused' });
+  }
+  const how = guard.action === 'ask' ? 'it needs the user\'s approval and there is no one to ask here; ' : '';
+  throw new ToolError(`refused by ${reason}; ${how}nothing was run. Narrow the statement (filter on indexed columns, aggregate, add LIMIT) and check it with operation explain`, { error: 'query_guard' });
 }
 
 async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {

@@ -55,18 +55,14 @@ export interface CsvSink {
   setRowCount(rows: number): void;
 }
 
-export interface TableEntry {
-  schema: string | null;
-  name: string;
-  type: string;
-}
-
 export interface ColumnInfo {
   name: string;
   type: string;
   nullable: boolean;
   default: string | null;
   primaryKey: boolean;
+  /** The column's comment, where the engine keeps one (filled in by catalog/describe.ts). */
+  comment?: string | null;
 }
 
 export interface TableDescription {
@@ -76,6 +72,10 @@ export interface TableDescription {
   primaryKey: string[];
   foreignKeys: string[];
   indexes: string[];
+  /** The table's comment, where the engine keeps one (filled in by catalog/describe.ts). */
+  comment?: string | null;
+  /** Foreign keys in other tables that reference this one (filled in by catalog/describe.ts). */
+  referencedBy?: string[];
 }
 
 /**
@@ -91,8 +91,14 @@ export interface DatabaseDriver {
   query(sql: string, limit: number, options: RunOptions): Promise<QueryResult>;
   /** Streams the whole result into the sink with constant memory. */
   exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void>;
-  listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]>;
   describe(table: string, options: RunOptions): Promise<TableDescription>;
+  /**
+   * Runs one internal statement (catalogue reads, samples, profiles, plans: catalog/) with bound
+   * parameters, written with `?` placeholders, under the same read-only guard as `query`, and
+   * returns every row as the driver hands values over. The statement is quarry's own, never the
+   * model's text, so it is not wrapped with a limit: each one bounds its own rows.
+   */
+  catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]>;
   /** A trivial round trip (`quarry db check`); returns the server's version text. */
   ping(options: RunOptions): Promise<string>;
   close(): Promise<void>;

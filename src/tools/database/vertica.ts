@@ -2,7 +2,7 @@ import vertica, { type Client, type VerticaClientConfig } from 'vertica-nodejs';
 import { ToolError } from '../types.js';
 import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
 import { cutForDisplay } from './values.js';
-import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription, TableEntry } from './types.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from './types.js';
 
 /**
  * Vertica through vertica-nodejs (a fork of node-postgres). Read-only mode: the session's
@@ -134,18 +134,6 @@ export class VerticaDriver implements DatabaseDriver {
     });
   }
 
-  async listTables(pattern: string | undefined, options: RunOptions): Promise<TableEntry[]> {
-    return this.run(options, async (client) => {
-      const result = await client.query({
-        text: `SELECT table_schema, table_name, 'table' FROM v_catalog.tables WHERE table_name ILIKE ?
-               UNION ALL SELECT table_schema, table_name, 'view' FROM v_catalog.views WHERE table_name ILIKE ? ORDER BY 1, 2`,
-        values: [pattern ?? '%', pattern ?? '%'],
-        rowMode: 'array',
-      });
-      return (result.rows as [string, string, string][]).map(([schema, name, type]) => ({ schema, name, type }));
-    });
-  }
-
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     const { schema, table: name } = splitQualifiedName(table);
     return this.run(options, async (client) => {
@@ -174,6 +162,10 @@ export class VerticaDriver implements DatabaseDriver {
         indexes: [],
       };
     });
+  }
+
+  async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
+    return this.run(options, async (client) => (await client.query({ text: sql, values: [...params], rowMode: 'array' })).rows as CellValue[][]);
   }
 
   async ping(options: RunOptions): Promise<string> {

@@ -1,0 +1,132 @@
+import { MAX_TOOL_OUTPUT_BYTES } from '../../sanitize.js';
+import { ToolError } from '../../types.js';
+import { formatTable } from '../format.js';
+import type { CellValue, DatabaseDriver, Engine, RunOptions } from '../types.js';
+
+/**
+ * explain and the query guard (README "Knowing the data"). explain shows the engine's plan for a
+ * statement that passed the read-only check, never running it (EXPLAIN without ANALYZE). The
+ * guard reads the plan's row estimates before `query` and `export_query` on the engines that
+ * estimate cheaply and without writing (PostgreSQL, MySQL/MariaDB, Vertica).
+ */
+
+const EXPLAIN_PREFIX: Record<Engine, string> = {
+  sqlite: 'EXPLAIN QUERY PLAN ',
+  postgres: 'EXPLAIN ',
+  mysql: 'EXPLAIN ',
+  oracle: 'EXPLAIN PLAN SET STATEMENT_ID = \'quarry\' FOR ',
+  vertica: 'EXPLAIN ',
+  duckdb: 'EXPLAIN ',
+};
+
+export const ORACLE_EXPLAIN_READ_ONLY = 'explain is not available on Oracle in read-only mode: Oracle\'s EXPLAIN PLAN writes the plan into PLAN_TABLE, which a read-only transaction refuses; check row counts with COUNT(*) on a sample or ask a DBA for the plan';
+
+function refuseNestedExplain(sql: string): void {
+  if (/^\s*(\(\s*)*EXPLAIN\b/i.test(sql)) throw new ToolError('explain: pass the statement itself, without EXPLAIN (quarry adds it; ANALYZE is never used, so nothing runs)', { error: 'invalid_arguments' });
+}
+
+/** The plan as text: the engine's own lines, or a table for engines that answer with columns. */
+export async function explainStatement(engine: Engine, driver: DatabaseDriver, sql: string, options: RunOptions): Promise<string> {
+  refuseNestedExplain(sql);
+  if (engine === 'oracle') {
+    if (options.readOnly) throw new ToolError(`refused: ${ORACLE_EXPLAIN_READ_ONLY}`, { error: 'read_only_violation' });
+    await driver.query(`${EXPLAIN_PREFIX.oracle}${sql}`, 0, options);
+    const rows = await driver.catalog(`SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY(NULL, 'quarry'))`, [], options);
+    return bounded(rows.map((row) => String(row[0] ?? '')).join('\n'));
+  }
+  const result = await driver.query(`${EXPLAIN_PREFIX[engine]}${sql}`, 1000, options);
+  if (engine === 'sqlite') return bounded(sqlitePlanTree(result.rows));
+  if (result.columns.length === 1 || engine === 'duckdb') {
+    const text = result.rows.map((row) => row.map((value) => String(value ?? '')).join('\n')).join('\n');
+    return bounded(`${engine === 'duckdb' ? text.replace(/^physical_plan\n/, '') : text}`);
+  }
+  return formatTable(result.columns, result.rows).text;
+}
+
+/** SQLite's EXPLAIN QUERY PLAN rows (id, parent, notused, detail) as an indented tree. */
+function sqlitePlanTree(rows: CellValue[][]): string {
+  const depth = new Map<string, number>();
+  const lines = ['QUERY PLAN'];
+  for (const [id, parent, , detail] of rows) {
+    const level = (depth.get(String(parent)) ?? 0) + 1;
+    depth.set(String(id), level);
+    lines.push(`${'  '.repeat(level - 1)}└─ ${String(detail)}`);
+  }
+  return lines.join('\n');
+}
+
+function bounded(text: string): string {
+  const budget = MAX_TOOL_OUTPUT_BYTES - 512;
+  if (Buffer.byteLength(text, 'utf8') <= budget) return text;
+  const cut = Buffer.from(text, 'utf8').subarray(0, budget).toString('utf8').replace(/\uFFFD$/, '');
+  return `${cut.slice(0, cut.lastIndexOf('\n'))}\n(plan cut at ${Math.round(budget / 1024)} KiB: explain a smaller part of the statement to see the rest)`;
+}
+
+export interface RowEstimate {
+  rows: number;
+  /** The table whose scan the estimate belongs to, when the plan names one. */
+  table: string | null;
+}
+
+/** Engines whose plans give the guard a row estimate without running or writing anything. */
+export const GUARDED_ENGINES: readonly Engine[] = ['postgres', 'mysql', 'vertica'];
+
+/**
+ * The largest number of rows the plan expects one step to read, and its table. PostgreSQL: each
+ * node's Plan Rows, and for a sequential scan the table's own estimate (a filter makes Plan Rows
+ * small while every row is still read); MySQL/MariaDB: the rows each table access examines;
+ * Vertica: the rows of each storage access.
+ */
+export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: string, options: RunOptions): Promise<RowEstimate | null> {
+  let best: RowEstimate | null = null;
+  const consider = (rows: number, table: string | null) => {
+    if (Number.isFinite(rows) && (!best || rows > best.rows)) best = { rows, table };
+  };
+  switch (engine) {
+    case 'postgres': {
+      const [[plan] = []] = await driver.catalog(`EXPLAIN (FORMAT JSON) ${sql}`, [], options);
+      const parsed = typeof plan === 'string' ? JSON.parse(plan) : plan;
+      const seqScans: string[] = [];
+      const walk = (node: Record<string, unknown>) => {
+        const relation = typeof node['Relation Name'] === 'string' ? `${String(node['Schema'] ?? '')}${node['Schema'] ? '.' : ''}${node['Relation Name']}` : null;
+        consider(Number(node['Plan Rows']), relation);
+        if (node['Node Type'] === 'Seq Scan' && relation) seqScans.push(relation);
+        for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) walk(child);
+      };
+      for (const entry of Array.isArray(parsed) ? parsed : [parsed]) if (entry?.Plan) walk(entry.Plan);
+      if (seqScans.length) {
+        // Schema is only in VERBOSE plans; to_regclass resolves the bare name on the search path (pg sends the array as text[]).
+        const rows = await driver.catalog(
+          `SELECT name, reltuples::bigint FROM unnest(?::text[]) AS name JOIN pg_class c ON c.oid = to_regclass(quote_ident(name)) WHERE c.reltuples >= 0`,
+          [seqScans],
+          options,
+        );
+        for (const [name, count] of rows) consider(Number(count), String(name));
+      }
+      return best;
+    }
+    case 'mysql': {
+      const [[plan] = []] = await driver.catalog(`EXPLAIN FORMAT=JSON ${sql}`, [], options);
+      const walk = (node: unknown) => {
+        if (Array.isArray(node)) return node.forEach(walk);
+        if (!node || typeof node !== 'object') return;
+        const record = node as Record<string, unknown>;
+        if (typeof record.table_name === 'string') consider(Number(record.rows_examined_per_scan ?? record.rows ?? NaN), record.table_name);
+        for (const value of Object.values(record)) walk(value);
+      };
+      walk(JSON.parse(String(plan)));
+      return best;
+    }
+    case 'vertica': {
+      const rows = await driver.catalog(`EXPLAIN ${sql}`, [], options);
+      const text = rows.map((row) => String(row[0] ?? '')).join('\n');
+      for (const match of text.matchAll(/STORAGE ACCESS for (\S+) \[Cost: [^,\]]+, Rows: ([\d.]+)([KMBT]?)/g)) {
+        const scale = { '': 1, K: 1e3, M: 1e6, B: 1e9, T: 1e12 }[match[3] as '' | 'K' | 'M' | 'B' | 'T'];
+        consider(Number(match[2]) * scale, match[1]!);
+      }
+      return best;
+    }
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,261 @@
+import { ToolError } from '../../types.js';
+import { cellText, formatTable } from '../format.js';
+import type { CellValue, DatabaseDriver, Engine, RunOptions, TableDescription } from '../types.js';
+import { valueToText } from '../values.js';
+import { DIALECTS } from './dialects.js';
+import { PROFILE_ROWS, profileSource, targetFor, type ProfileSource } from './sampling.js';
+
+/**
+ * profile (README "Knowing the data"): per column, the null fraction, distinct count, min and
+ * max, mean and standard deviation of numbers, shortest and longest text, and the top values of
+ * low-cardinality columns. The engine computes each figure (one aggregate statement per column,
+ * one more for the top values) over the whole table when it is small, else over a sample
+ * (sampling.ts), and the output says which. A time budget bounds the whole operation: each
+ * statement is cancelled when the budget runs out, and the columns not reached are named.
+ */
+
+/** Columns profiled when the call names none. */
+export const PROFILE_DEFAULT_COLUMNS = 50;
+/** Distinct values up to which the top values are listed. */
+const LOW_CARDINALITY = 100;
+const TOP_VALUES = 5;
+
+type Category = 'number' | 'text' | 'temporal' | 'boolean' | 'binary' | 'other';
+
+/** What an engine's type name says about the aggregates that make sense for it. */
+export function categoryOf(type: string): Category {
+  const t = type.toLowerCase();
+  if (/bool/.test(t)) return 'boolean';
+  if (/blob|bytea|binary|\braw\b|\blob\b|clob|image|bfile|geometry|geography/.test(t)) return 'binary';
+  if (/interval/.test(t)) return 'other';
+  if (/date|time|year/.test(t)) return 'temporal';
+  if (/int|numeric|decimal|\bdec\b|real|double|float|number|money|serial|hugeint/.test(t) && !/point|\[\]|array|\blist\b/.test(t)) return 'number';
+  if (/char|text|string|\bname\b|uuid|enum|\bset\b|citext|varchar/.test(t)) return 'text';
+  return 'other';
+}
+
+export interface ColumnProfile {
+  name: string;
+  type: string;
+  rows: number;
+  nulls: number;
+  distinct: number | null;
+  min: CellValue;
+  max: CellValue;
+  mean: number | null;
+  stddev: number | null;
+  minLength: number | null;
+  maxLength: number | null;
+  top: [CellValue, number][];
+  /** Why a figure is missing (budget, an engine error). */
+  note?: string;
+}
+
+export interface ProfileResult {
+  subject: string;
+  sampled: string | null;
+  rowsRead: number;
+  columns: ColumnProfile[];
+  notReached: string[];
+  totalColumns: number;
+  budgetSeconds: number;
+}
+
+interface ProfileInput {
+  engine: Engine;
+  driver: DatabaseDriver;
+  options: RunOptions;
+  budgetSeconds: number;
+  columns?: string[];
+}
+
+/** Profile of a table (sampled when large). */
+export async function profileTable(input: ProfileInput, description: TableDescription): Promise<ProfileResult> {
+  const target = await targetFor(input.engine, input.driver, description, input.options);
+  const source = await profileSource(input.driver, target, input.options);
+  const available = description.columns.map((column) => ({ name: column.name, type: column.type }));
+  const name = description.schema ? `${description.schema}.${description.name}` : description.name;
+  return profileColumns(input, name, source, available);
+}
+
+const NUMBER_TEXT = /^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
+const DATE_TEXT = /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?([+-]\d{2}(:?\d{2})?|Z)?$/;
+
+/** Profile of a query's rows (its first PROFILE_ROWS); types are read off its first rows. */
+export async function profileQuery(input: ProfileInput, sql: string): Promise<ProfileResult> {
+  const dialect = DIALECTS[input.engine];
+  const head = await input.driver.query(sql, 200, input.options);
+  const available = head.columns.map((name, index) => {
+    const values = head.rows.map((row) => row[index]).filter((value) => value !== null && value !== undefined);
+    let type = 'text';
+    if (values.length && values.every((value) => typeof value === 'number' || typeof value === 'bigint')) type = 'number';
+    else if (values.length && values.every((value) => typeof value === 'boolean')) type = 'boolean';
+    else if (values.length && values.every((value) => value instanceof Date)) type = 'timestamp';
+    else if (values.length && values.every((value) => Buffer.isBuffer(value))) type = 'binary';
+    else if (values.length && values.every((value) => typeof value === 'string' && NUMBER_TEXT.test(value))) type = 'number (from its values)';
+    else if (values.length && values.every((value) => typeof value === 'string' && DATE_TEXT.test(value))) type = 'date (from its values)';
+    else if (!values.length) type = 'unknown (no values in the first rows)';
+    return { name, type };
+  });
+  const unique = new Set(head.columns);
+  if (unique.size !== head.columns.length) throw new ToolError('profile: the query returns two columns with the same name; give each column its own alias', { error: 'invalid_arguments' });
+  const source: ProfileSource = { from: `(${dialect.limit(`SELECT * FROM (\n${sql}\n) quarry_query`, PROFILE_ROWS)}) quarry_rows`, params: [], sampled: null };
+  const result = await profileColumns(input, 'the query', source, available);
+  if (result.rowsRead >= PROFILE_ROWS) result.sampled = `the query's first ${PROFILE_ROWS.toLocaleString('en-US')} rows (it may return more)`;
+  return result;
+}
+
+async function profileColumns(input: ProfileInput, subject: string, source: ProfileSource, available: { name: string; type: string }[]): Promise<ProfileResult> {
+  const { engine, driver, options } = input;
+  let chosen = available;
+  if (input.columns?.length) {
+    const missing = input.columns.filter((name) => !available.some((column) => column.name === name));
+    if (missing.length) throw new ToolError(`profile: no column ${missing.map((name) => JSON.stringify(name)).join(', ')} in ${subject}; columns: ${available.slice(0, 40).map((column) => column.name).join(', ')}${available.length > 40 ? ', …' : ''}`, { error: 'invalid_arguments' });
+    chosen = available.filter((column) => input.columns!.includes(column.name));
+  }
+  const limited = input.columns?.length ? chosen : chosen.slice(0, PROFILE_DEFAULT_COLUMNS);
+  const deadline = Date.now() + input.budgetSeconds * 1000;
+  const profiles: ColumnProfile[] = [];
+  const notReached: string[] = [];
+  let rowsRead = 0;
+  for (const column of limited) {
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      notReached.push(column.name);
+      continue;
+    }
+    const budget = AbortSignal.timeout(left);
+    const columnOptions: RunOptions = { ...options, signal: AbortSignal.any([options.signal, budget]) };
+    try {
+      const profile = await profileColumn(engine, driver, source, column.name, column.type, columnOptions);
+      rowsRead = Math.max(rowsRead, profile.rows);
+      profiles.push(profile);
+    } catch (error) {
+      if (options.signal.aborted) throw error;
+      if (budget.aborted) {
+        notReached.push(column.name);
+        continue;
+      }
+      profiles.push(emptyProfile(column.name, column.type, `not profiled: ${firstLine(error)}`));
+    }
+  }
+  if (chosen.length > limited.length) notReached.push(...chosen.slice(limited.length).map((column) => column.name));
+  return { subject, sampled: source.sampled, rowsRead, columns: profiles, notReached, totalColumns: available.length, budgetSeconds: input.budgetSeconds };
+}
+
+function emptyProfile(name: string, type: string, note: string): ColumnProfile {
+  return { name, type, rows: 0, nulls: 0, distinct: null, min: null, max: null, mean: null, stddev: null, minLength: null, maxLength: null, top: [], note };
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 300);
+}
+
+function toNumber(value: CellValue): number | null {
+  if (value === null || value === undefined) return null;
+  const number = Number(value);
+  return Number.isFinite(number) ? number : null;
+}
+
+async function profileColumn(engine: Engine, driver: DatabaseDriver, source: ProfileSource, name: string, type: string, options: RunOptions): Promise<ColumnProfile> {
+  const dialect = DIALECTS[engine];
+  const column = dialect.quote(name);
+  const category = categoryOf(type);
+  const ordered = category === 'number' || category === 'text' || category === 'temporal';
+  // Numbers told apart only by their text (a query's values) are tried as numbers first, then as text.
+  const attempts: Category[] = category === 'number' && / \(from its values\)$/.test(type) ? ['number', 'text'] : [category];
+  let lastError: unknown;
+  for (const attempt of attempts) {
+    const value = attempt === 'binary' ? null : ordered && attempt === category ? column : dialect.asText(column);
+    const parts = ['COUNT(*)', `COUNT(${column})`];
+    if (value) parts.push(`COUNT(DISTINCT ${value})`, `MIN(${value})`, `MAX(${value})`);
+    if (attempt === 'number') parts.push(`AVG(${dialect.asDouble(column)})`, `AVG(${dialect.asDouble(column)} * ${dialect.asDouble(column)})`);
+    if (attempt === 'text') parts.push(`MIN(${dialect.length(column)})`, `MAX(${dialect.length(column)})`);
+    try {
+      const [row = []] = await driver.catalog(`SELECT ${parts.join(', ')} FROM ${source.from}`, source.params, options);
+      const rows = toNumber(row[0] ?? 0) ?? 0;
+      const nonNull = toNumber(row[1] ?? 0) ?? 0;
+      const profile: ColumnProfile = emptyProfile(name, type, '');
+      delete profile.note;
+      profile.rows = rows;
+      profile.nulls = rows - nonNull;
+      if (value) {
+        profile.distinct = toNumber(row[2] ?? null);
+        profile.min = row[3] ?? null;
+        profile.max = row[4] ?? null;
+      }
+      if (attempt === 'number' && nonNull > 0) {
+        const mean = toNumber(row[5] ?? null);
+        const meanSquare = toNumber(row[6] ?? null);
+        profile.mean = mean;
+        if (mean !== null && meanSquare !== null && nonNull > 1) profile.stddev = Math.sqrt(Math.max(0, meanSquare - mean * mean) * (nonNull / (nonNull - 1)));
+      }
+      if (attempt === 'text') {
+        profile.minLength = toNumber(row[5] ?? null);
+        profile.maxLength = toNumber(row[6] ?? null);
+      }
+      if (value && profile.distinct !== null && profile.distinct > 0 && profile.distinct <= LOW_CARDINALITY) {
+        const top = await driver.catalog(dialect.limit(`SELECT ${value}, COUNT(*) FROM ${source.from} WHERE ${column} IS NOT NULL GROUP BY ${value} ORDER BY 2 DESC, 1`, TOP_VALUES), source.params, options);
+        profile.top = top.map(([item, count]) => [item ?? null, toNumber(count ?? 0) ?? 0]);
+      }
+      return profile;
+    } catch (error) {
+      if (options.signal.aborted) throw error;
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+function figure(value: number | null, digits = 4): string {
+  if (value === null) return '';
+  if (Number.isInteger(value)) return value.toLocaleString('en-US');
+  return Number(value.toPrecision(digits + 2)).toString();
+}
+
+function percent(part: number, whole: number): string {
+  if (whole === 0) return '';
+  const share = (100 * part) / whole;
+  return `${share === 0 ? '0' : share < 0.1 ? '<0.1' : share.toFixed(1)}%`;
+}
+
+function shown(value: CellValue): string {
+  return value === null || value === undefined ? '' : cellText(value);
+}
+
+function profileRow(profile: ColumnProfile): CellValue[] {
+  const length = profile.minLength === null ? '' : `${profile.minLength}–${profile.maxLength}`;
+  const top = profile.top.map(([value, count]) => `${valueToText(value) === null ? 'NULL' : cellText(value).slice(0, 40)} (${count.toLocaleString('en-US')})`).join(', ');
+  return [profile.name, profile.type, profile.note ?? percent(profile.nulls, profile.rows), profile.distinct === null ? '' : profile.distinct.toLocaleString('en-US'), shown(profile.min), shown(profile.max), figure(profile.mean), figure(profile.stddev), length, top];
+}
+
+const PROFILE_HEADER = ['column', 'type', 'nulls', 'distinct', 'min', 'max', 'mean', 'stddev', 'length', 'top values'];
+
+function summary(result: ProfileResult): string {
+  const rows = result.rowsRead.toLocaleString('en-US');
+  const from = result.sampled ? `SAMPLED: figures are from ${rows} rows: ${result.sampled}; distinct counts and top values are the sample's` : `from all ${rows} rows`;
+  const reached = result.notReached.length
+    ? `; not profiled: ${result.notReached.length.toLocaleString('en-US')} column${result.notReached.length === 1 ? '' : 's'} (${result.notReached.slice(0, 10).join(', ')}${result.notReached.length > 10 ? ', …' : ''}): the ${result.budgetSeconds} s budget ran out or the call profiles at most ${PROFILE_DEFAULT_COLUMNS} columns unless "columns" names them`
+    : '';
+  return `Profile of ${result.subject}: ${result.columns.length} of ${result.totalColumns} columns, ${from}${reached}`;
+}
+
+/** What the model sees: the summary, then as many column rows as fit. */
+export function formatProfile(result: ProfileResult): string {
+  const table = formatTable(PROFILE_HEADER, result.columns.map(profileRow));
+  const cut = table.rows < table.totalRows || table.columns < table.totalColumns
+    ? `\n(showing ${table.rows} of ${result.columns.length} profiled columns and ${table.columns} of ${PROFILE_HEADER.length} figures: the output is limited; pass "columns" or output_path for the whole profile)`
+    : '';
+  return `${summary(result)}\n${table.text}${cut}`;
+}
+
+function markdownCell(value: CellValue): string {
+  return shown(value).replace(/\|/g, '\\|');
+}
+
+/** The whole profile as Markdown, for output_path. */
+export function profileMarkdown(result: ProfileResult): string {
+  const lines = [`# ${summary(result)}`, '', `| ${PROFILE_HEADER.join(' | ')} |`, `|${PROFILE_HEADER.map(() => ' --- ').join('|')}|`];
+  for (const profile of result.columns) lines.push(`| ${profileRow(profile).map(markdownCell).join(' | ')} |`);
+  return `${lines.join('\n')}\n`;
+}
