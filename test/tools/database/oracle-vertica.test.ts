@@ -4,6 +4,8 @@ import { describe, expect, test } from 'vitest';
 import { loadDatabaseConfigs } from '../../../src/tools/database/config.js';
 import { ORACLE_BEGIN_READ_ONLY, ORACLE_SESSION_SETUP, OracleDriver } from '../../../src/tools/database/oracle.js';
 import { VERTICA_BEGIN_READ_ONLY, VERTICA_SESSION_READ_ONLY, VerticaDriver } from '../../../src/tools/database/vertica.js';
+import { explainStatement } from '../../../src/tools/database/catalog/explain.js';
+import { listTables, searchCatalog } from '../../../src/tools/database/catalog/search.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, makeRunner } from './helpers.js';
 
@@ -50,6 +52,22 @@ describe('oracle', () => {
     expect(log).toEqual([...ORACLE_SESSION_SETUP, ORACLE_BEGIN_READ_ONLY, 'SELECT n FROM t', 'getRows(3)', 'close resultSet', 'ROLLBACK']);
   });
 
+  test('search reads ALL_TAB_COLUMNS and the comment views in one statement inside SET TRANSACTION READ ONLY; explain is refused in read-only mode before anything is sent', async () => {
+    const log: string[] = [];
+    const [config] = loadDatabaseConfigs({ dbFlags: ['ora=oracle://scott:tiger@127.0.0.1:1/XE'], env: {}, cwd: dir });
+    const driver = new OracleDriver(config!, true, async () => recordingOracleConnection(log));
+    await driver.connect(signal);
+    const setup = log.length;
+    await searchCatalog('oracle', driver, 'customer', 'table', { readOnly: true, signal });
+    const sent = log.slice(setup);
+    expect(sent[0]).toBe(ORACLE_BEGIN_READ_ONLY);
+    expect(sent[1]).toMatch(/FROM all_tab_columns c LEFT JOIN all_col_comments cc[\s\S]*o\.kind IN \('table', 'view'\) AND \(INSTR\(LOWER\(COALESCE\(o\.column_name, o\.table_name\)\), :4\) > 0 OR INSTR\(LOWER\(o\.comment_text\), :5\) > 0\)[\s\S]*FETCH FIRST 100 ROWS ONLY$/);
+    expect(sent.at(-1)).toBe('ROLLBACK');
+    const before = log.length;
+    await expect(explainStatement('oracle', driver, 'SELECT * FROM t', { readOnly: true, signal })).rejects.toThrow(/explain is not available on Oracle in read-only mode/);
+    expect(log.length).toBe(before);
+  });
+
   test('mutations mode commits instead', async () => {
     const log: string[] = [];
     const [config] = loadDatabaseConfigs({ dbFlags: ['ora=oracle://scott:tiger@127.0.0.1:1/XE'], env: {}, cwd: dir });
@@ -85,6 +103,11 @@ class RecordingVerticaClient extends EventEmitter {
       this.log.push(query);
       return Promise.resolve({ rows: [], fields: [] });
     }
+    if (typeof (query as { on?: unknown }).on !== 'function') {
+      // A query config ({text, values}): the promise form, as catalogue statements use it.
+      this.log.push((query as { text: string }).text);
+      return Promise.resolve({ rows: [], fields: [] });
+    }
     const emitter = query as EventEmitter & { text: string };
     this.log.push(emitter.text);
     setImmediate(() => {
@@ -104,6 +127,24 @@ describe('vertica', () => {
     const result = await driver.query('SELECT v FROM t', 2, { readOnly: true, signal });
     expect(result).toEqual({ columns: ['v'], rows: [['a'], ['b']], more: true });
     expect(log).toEqual(["SET SESSION RUNTIMECAP '120 seconds'", VERTICA_SESSION_READ_ONLY, VERTICA_BEGIN_READ_ONLY, 'SELECT v FROM t', 'CANCEL', 'ROLLBACK']);
+  });
+
+  test('search and list_tables read v_catalog in one statement each, inside the read-only transaction', async () => {
+    const log: string[] = [];
+    const [config] = loadDatabaseConfigs({ dbFlags: ['vdb=vertica://u:pw@127.0.0.1:1/vdb'], env: {}, cwd: dir });
+    const driver = new VerticaDriver(config!, true, () => new RecordingVerticaClient(log) as never);
+    await driver.connect(signal);
+    const setup = log.length;
+    const found = await searchCatalog('vertica', driver, 'Region', 'any', { readOnly: true, signal });
+    expect(found.text).toBe('No table, view or column name or comment contains "Region".');
+    const listed = await listTables('vertica', driver, 'fact%', { readOnly: true, signal });
+    expect(listed.text).toBe('No tables or views match "fact%".');
+    const sent = log.slice(setup);
+    expect(sent).toHaveLength(6);
+    expect(sent.filter((_, i) => i % 3 === 0)).toEqual([VERTICA_BEGIN_READ_ONLY, VERTICA_BEGIN_READ_ONLY]);
+    expect(sent.filter((_, i) => i % 3 === 2)).toEqual(['ROLLBACK', 'ROLLBACK']);
+    expect(sent[1]).toMatch(/FROM v_catalog\.columns c[\s\S]*INSTR\(LOWER\(COALESCE\(o\.column_name, o\.table_name\)\), \?\) > 0[\s\S]*LIMIT 100$/);
+    expect(sent[4]).toMatch(/FROM v_catalog\.tables t[\s\S]*WHERE table_name ILIKE \? ORDER BY schema_name, table_name\nLIMIT 200$/);
   });
 
   test('the real driver reports an unreachable server without the password', async () => {
