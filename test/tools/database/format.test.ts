@@ -2,7 +2,9 @@ import Database from 'better-sqlite3';
 import Table from 'cli-table3';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { cellText, formatDescription, formatQueryResult, formatTable, formatTableList, TABLE_BUDGET_BYTES } from '../../../src/tools/database/format.js';
+import { listTables } from '../../../src/tools/database/catalog/search.js';
+import { cellText, formatDescription, formatQueryResult, formatTable, TABLE_BUDGET_BYTES } from '../../../src/tools/database/format.js';
+import type { DatabaseDriver } from '../../../src/tools/database/types.js';
 import type { CellValue } from '../../../src/tools/database/types.js';
 import { MAX_TOOL_OUTPUT_BYTES } from '../../../src/tools/sanitize.js';
 import { makeTempDir } from '../../support/context.js';
@@ -103,37 +105,35 @@ describe('formatTable', () => {
 });
 
 describe('list_tables and describe keep totals and keys ahead of the bulk', () => {
-  test('20,000 tables: the total comes first, then what fits, then how many were left out', () => {
-    const tables = Array.from({ length: 20000 }, (_, i) => ({ schema: 'main', name: `t${String(i).padStart(5, '0')}`, type: 'table' }));
-    const text = formatTableList(tables, undefined);
+  /** A driver whose catalogue holds `total` tables and answers list_tables' statement as the engine would: at most 200 rows. */
+  const catalogue = (total: number, row: (i: number) => unknown[]) => ({
+    catalog: async (sql: string) => {
+      expect(sql).toMatch(/LIMIT 200$/);
+      return Array.from({ length: Math.min(total, 200) }, (_, i) => [...row(i), total]);
+    },
+  }) as unknown as DatabaseDriver;
+  const signal = new AbortController().signal;
+
+  test('20,000 tables: the total comes first, then at most 200, then how many were left out and how to find the rest', async () => {
+    const listed = await listTables('postgres', catalogue(20000, (i) => ['main', `t${String(i).padStart(5, '0')}`, 'table', 1000 + i, null]), undefined, { readOnly: true, signal });
+    const text = listed.text;
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_TOOL_OUTPUT_BYTES);
-    const shown = Number(/showing the first ([\d,]+)/.exec(text)![1]!.replace(/,/g, ''));
-    expect(text.startsWith(`(20,000 tables and views; showing the first ${shown.toLocaleString('en-US')}: use table_pattern`)).toBe(true);
-    expect(text).toContain(`│ main   │ t${String(shown - 1).padStart(5, '0')} │ table │`);
-    expect(text).not.toContain(`t${String(shown).padStart(5, '0')}`);
-    expect(text.endsWith(`(${(20000 - shown).toLocaleString('en-US')} more not shown: narrow with table_pattern)`)).toBe(true);
-    // Scaling, counted rather than timed: each listing is read a bounded number of times, however long the list.
-    const listingReads = (count: number) => {
-      let reads = 0;
-      const many = Array.from({ length: count }, (_, i) => {
-        const entry = { schema: 'main', name: `t${i}`, type: 'table' };
-        return new Proxy(entry, {
-          get(target, key, receiver) {
-            reads++;
-            return Reflect.get(target, key, receiver) as unknown;
-          },
-        });
-      });
-      formatTableList(many, undefined);
-      return reads;
-    };
-    expect(listingReads(200000)).toBeLessThanOrEqual(200000 * 4);
-    expect(listingReads(20000)).toBeGreaterThanOrEqual(20000 * 3);
+    expect(text.startsWith('(20,000 tables and views; showing the first 200: use operation search {pattern} to find tables by name, column or comment, or table_pattern, e.g. "t00%"')).toBe(true);
+    expect(text).toContain('│ main   │ t00199 │ table │ ~1,199      │         │');
+    expect(text.endsWith('(19,800 more not shown: narrow with search or table_pattern)')).toBe(true);
   });
 
-  test('a small list shows everything with its total', () => {
-    expect(formatTableList([{ schema: 'public', name: 'orders', type: 'table' }], 'ord%')).toBe(
-      ['(1 table and views match "ord%")', '┌────────┬────────┬───────┐', '│ schema │ name   │ type  │', '├────────┼────────┼───────┤', '│ public │ orders │ table │', '└────────┴────────┴───────┘'].join('\n'),
+  test('a small list shows everything with its total, estimates and comments', async () => {
+    const listed = await listTables('mysql', catalogue(1, () => ['public', 'orders', 'table', 1234, 'One row per order']), 'ord%', { readOnly: true, signal });
+    expect(listed.text).toBe(
+      [
+        '(1 table and views match "ord%"; row counts are estimates (information_schema.TABLES.TABLE_ROWS))',
+        '┌────────┬────────┬───────┬─────────────┬───────────────────┐',
+        '│ schema │ name   │ type  │ rows (est.) │ comment           │',
+        '├────────┼────────┼───────┼─────────────┼───────────────────┤',
+        '│ public │ orders │ table │ ~1,234      │ One row per order │',
+        '└────────┴────────┴───────┴─────────────┴───────────────────┘',
+      ].join('\n'),
     );
   });
 

@@ -76,7 +76,7 @@ export async function listTables(engine: Engine, driver: DatabaseDriver, pattern
   const totalText = `${plural(tables, 'table')} and views${matching}`;
   const note = estimateNote(engine);
   if (table.rows === tables) return { text: `(${totalText}; ${note})\n${table.text}`, tables };
-  const next = rows[table.rows]?.[1];
+  const next = rows[Math.min(table.rows, rows.length - 1)]?.[1];
   return {
     text: `(${totalText}; showing the first ${count(table.rows)}: use operation search {pattern} to find tables by name, column or comment, or table_pattern, e.g. "${tableHint(String(next ?? ''))}"; ${note})\n${table.text}\n(${count(tables - table.rows)} more not shown: narrow with search or table_pattern)`,
     tables,
