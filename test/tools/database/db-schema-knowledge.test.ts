@@ -187,6 +187,7 @@ describe('postgres', () => {
       CREATE TABLE big AS SELECT i AS id, i % 7 AS grp, md5(i::text) AS label FROM generate_series(1, 2000000) AS i;
       ALTER TABLE big ADD PRIMARY KEY (id);
       ANALYZE big;
+      CREATE TABLE fresh AS SELECT i FROM generate_series(1, 50000) AS i;
       CREATE TABLE wide (${Array.from({ length: 1500 }, (_, i) => `c${i} int${i === 0 ? ' PRIMARY KEY' : ''}`).join(', ')});
     `);
     // In transactions of 500 tables: one transaction of 20,000 runs out of lock slots.
@@ -266,6 +267,9 @@ describe('postgres', () => {
     const refused = await runnerFor([config], refusing)('postgres', { operation: 'query', sql: 'SELECT count(*) FROM big' });
     expect(refused.ok).toBe(false);
     expect(refused.output).toMatch(/^refused by the query guard: the plan estimates 2,000,000 rows read from big, over this profile's limit of 1,000,000/);
+    // A join's own estimate is not rows read: on a table never analysed it reached a billion and refused a 200,000-row export.
+    const joined = await runnerFor([config], refusing)('postgres', { operation: 'query', sql: 'SELECT count(*) AS n FROM fresh a CROSS JOIN (SELECT i FROM fresh WHERE i <= 4) b' });
+    expect(joined.output).toContain('│ 200000 │');
     const small = await runnerFor([config], refusing)('postgres', { operation: 'query', sql: 'SELECT * FROM big WHERE id = 5' });
     expect(small.output).toContain('│ 5  │ 5   │');
 

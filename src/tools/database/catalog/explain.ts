@@ -72,8 +72,8 @@ export interface RowEstimate {
 export const GUARDED_ENGINES: readonly Engine[] = ['postgres', 'mysql', 'vertica'];
 
 /**
- * The largest number of rows the plan expects one step to read, and its table. PostgreSQL: each
- * node's Plan Rows, and for a sequential scan the table's own estimate (a filter makes Plan Rows
+ * The largest number of rows the plan expects one table access to read, and its table. PostgreSQL:
+ * each scan node's Plan Rows, and for a sequential scan the table's own estimate (a filter makes Plan Rows
  * small while every row is still read); MySQL/MariaDB: the rows each table access examines;
  * Vertica: the rows of each storage access.
  */
@@ -89,7 +89,9 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
       const seqScans: string[] = [];
       const walk = (node: Record<string, unknown>) => {
         const relation = typeof node['Relation Name'] === 'string' ? `${String(node['Schema'] ?? '')}${node['Schema'] ? '.' : ''}${node['Relation Name']}` : null;
-        consider(Number(node['Plan Rows']), relation);
+        // Only table accesses: a join's own estimate is not rows read, and on tables never
+        // analysed it can be wildly high (a 200,000-row export estimated at a billion).
+        if (relation) consider(Number(node['Plan Rows']), relation);
         if (node['Node Type'] === 'Seq Scan' && relation) seqScans.push(relation);
         for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) walk(child);
       };
