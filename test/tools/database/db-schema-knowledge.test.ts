@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildToolRegistry } from '../../../src/agent/toolset.js';
@@ -13,6 +13,7 @@ import { driverFor } from '../../../src/tools/database/connections.js';
 import type { DatabaseConfig, DatabaseDriver, RunOptions } from '../../../src/tools/database/types.js';
 import { MAX_TOOL_OUTPUT_BYTES } from '../../../src/tools/sanitize.js';
 import type { ToolContext } from '../../../src/tools/types.js';
+import { cliEnv, collect, spawnCli } from '../../support/agent-cli.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 import { configsFor, requireEnv } from './helpers.js';
 
@@ -221,7 +222,7 @@ describe('postgres', () => {
     await driver.connect(new AbortController().signal);
     const listed = await listTables('postgres', driver, undefined, readOnly());
     expect(statements).toHaveLength(1);
-    expect(listed.text).toMatch(/^\(20,004 tables and views; showing the first 200/);
+    expect(listed.text).toMatch(/^\(20,005 tables and views; showing the first 200/);
     const accounts = await run('postgres', { operation: 'list_tables', table_pattern: 'customer%' });
     expect(accounts.output).toMatch(/│ public +│ customer_accounts │ table │ +│ One row per paying customer │/);
     const big = await run('postgres', { operation: 'list_tables', table_pattern: 'big' });
@@ -347,4 +348,57 @@ describe('mariadb', () => {
     const pointed = await runnerFor([config], refusing)('mysql', { operation: 'query', sql: 'SELECT label FROM big WHERE id = 9' });
     expect(pointed.output).toContain('row 9');
   });
+});
+
+describe('agent runs', () => {
+  test('one model message with schema calls on SQLite and PostgreSQL: each answers; the guard asks through the approver, refused without a terminal and run with --yes; the process exits on its own', async () => {
+    const home = makeTempDir();
+    const url = new URL(requireEnv('QUARRY_TEST_PG_URL'));
+    url.pathname = '/quarry_schema';
+    const lite = join(dir, 'agent.db');
+    const db = new Database(lite);
+    db.exec("CREATE TABLE regions (code TEXT PRIMARY KEY, name TEXT); INSERT INTO regions VALUES ('EU', 'Europe'), ('US', 'United States');");
+    db.close();
+    const calls = [
+      { name: 'postgres', arguments: { operation: 'search', pattern: 'region' } },
+      { name: 'postgres', arguments: { operation: 'describe', table_name: 'customer_accounts' } },
+      { name: 'postgres', arguments: { operation: 'sample', table_name: 'big', row_limit: 3 } },
+      { name: 'postgres', arguments: { operation: 'profile', table_name: 'big', columns: ['grp'] } },
+      { name: 'postgres', arguments: { operation: 'explain', sql: 'SELECT * FROM big WHERE id = 1' } },
+      { name: 'sqlite', arguments: { operation: 'profile', table_name: 'regions' } },
+      { name: 'sqlite', arguments: { operation: 'list_tables' } },
+      { name: 'postgres', arguments: { operation: 'query', sql: 'SELECT count(*) AS n FROM big' } },
+    ];
+    const script = join(dir, 'schema-script.json');
+    writeFileSync(script, JSON.stringify({ turns: [{ text: 'Looking around.', tool_calls: calls }, { text: 'Done.' }] }));
+    const profile = join(dir, 'guarded.yaml');
+    writeFileSync(profile, 'query_guard: {max_estimated_rows: 1000000, action: ask}\n');
+    const args = ['--model', `script:${script}`, '--profile', profile, '--format', 'stream-json', '-w', dir, '--db', `pgs=${url.toString()}`, '--db', `lite=${lite}`];
+    type End = { type: string; ok?: boolean; output?: string; arguments?: unknown };
+    // In the order of the calls (they finish in any order).
+    const ends = (stdout: string) => {
+      const all = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as End).filter((event) => event.type === 'tool_end');
+      expect(all).toHaveLength(calls.length);
+      return calls.map((call) => all.find((event) => JSON.stringify(event.arguments) === JSON.stringify(call.arguments))!);
+    };
+
+    const refused = await collect(spawnCli([...args, 'go'], { env: cliEnv(home) }), 60_000);
+    expect(refused.code, refused.stderr).toBe(0);
+    const outputs = ends(refused.stdout);
+    expect(outputs.slice(0, 7).map((event) => event.ok)).toEqual([true, true, true, true, true, true, true]);
+    expect(outputs.map((event) => String(event.output))).toEqual([
+      expect.stringContaining('Sales region code'),
+      expect.stringContaining('referenced by:'),
+      expect.stringContaining('TABLESAMPLE SYSTEM'),
+      expect.stringContaining('SAMPLED'),
+      expect.stringContaining('Index Scan using big_pkey on big'),
+      expect.stringMatching(/│ name +│ TEXT +│ 0% +│ 2 +│ Europe +│ United States │/),
+      expect.stringContaining('│ main   │ regions │ table │'),
+      expect.stringMatching(/^refused: the query guard: the plan estimates 2,000,000 rows read from big, over this profile's limit of 1,000,000 .*no terminal to ask the user/),
+    ]);
+
+    const approved = await collect(spawnCli([...args, '--yes', 'go'], { env: cliEnv(home) }), 60_000);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(String(ends(approved.stdout).at(-1)!.output)).toContain('│ 2000000 │');
+  }, 120_000);
 });

@@ -127,7 +127,7 @@ describe('list_tables and describe keep totals and keys ahead of the bulk', () =
     const listed = await listTables('mysql', catalogue(1, () => ['public', 'orders', 'table', 1234, 'One row per order']), 'ord%', { readOnly: true, signal });
     expect(listed.text).toBe(
       [
-        '(1 table and views match "ord%"; row counts are estimates (information_schema.TABLES.TABLE_ROWS))',
+        '(1 table or view matches "ord%"; row counts are estimates (information_schema.TABLES.TABLE_ROWS))',
         '┌────────┬────────┬───────┬─────────────┬───────────────────┐',
         '│ schema │ name   │ type  │ rows (est.) │ comment           │',
         '├────────┼────────┼───────┼─────────────┼───────────────────┤',

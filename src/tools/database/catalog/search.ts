@@ -69,11 +69,11 @@ export async function listTables(engine: Engine, driver: DatabaseDriver, pattern
     options,
   );
   const tables = total(rows, 5);
-  const matching = pattern ? ` match ${JSON.stringify(pattern)}` : '';
+  const matching = pattern ? ` ${tables === 1 ? 'matches' : 'match'} ${JSON.stringify(pattern)}` : '';
   if (tables === 0) return { text: `No tables or views${matching}.`, tables };
   const shownRows = rows.map(([schema, name, kind, estimate, comment]) => [schema, name, kind, estimate === null || estimate === undefined ? '' : `~${count(Number(estimate))}`, comment ?? '']);
   const table = formatTable(['schema', 'name', 'type', 'rows (est.)', 'comment'], shownRows);
-  const totalText = `${plural(tables, 'table')} and views${matching}`;
+  const totalText = `${count(tables)} ${tables === 1 ? 'table or view' : 'tables and views'}${matching}`;
   const note = estimateNote(engine);
   if (table.rows === tables) return { text: `(${totalText}; ${note})\n${table.text}`, tables };
   const next = rows[Math.min(table.rows, rows.length - 1)]?.[1];
