@@ -74,7 +74,7 @@ describe('sqlite', () => {
       for (let i = 0; i < TABLES; i++) db.exec(`CREATE TABLE t${String(i).padStart(5, '0')}_facts (id INTEGER, amount REAL, note TEXT)`);
     })();
     db.close();
-    [config] = configsFor([`s=${path}`], dir);
+    config = configsFor([`s=${path}`], dir)[0]!;
     run = runnerFor([config!], loadProfile('readonly'));
   }, 120_000);
 
@@ -198,7 +198,7 @@ describe('postgres', () => {
     await admin.query('GRANT SELECT ON ALL TABLES IN SCHEMA public TO quarry_test');
     const url = new URL(requireEnv('QUARRY_TEST_PG_URL'));
     url.pathname = '/quarry_schema';
-    [config] = configsFor([`pgs=${url.toString()}`], dir);
+    config = configsFor([`pgs=${url.toString()}`], dir)[0]!;
     run = runnerFor([config!], loadProfile('readonly'));
   }, 300_000);
 
@@ -310,7 +310,7 @@ describe('mariadb', () => {
     url.username = 'quarry_schema';
     url.password = 'schema-pw';
     url.pathname = '/quarry_schema';
-    [config] = configsFor([`mys=${url.toString()}`], dir);
+    config = configsFor([`mys=${url.toString()}`], dir)[0]!;
     run = runnerFor([config!], loadProfile('readonly'));
   }, 300_000);
 
