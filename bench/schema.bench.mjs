@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startPostgres } from './database.bench.mjs';
 import { measurePair } from './support.mjs';
 
 const RUNS = 3;
@@ -57,6 +58,36 @@ export async function run({ root }) {
       'quarry samples about 100,000 rows through the rowid index',
       'node and the CLI; the engine aggregates',
     );
+    const postgres = await startPostgres();
+    try {
+      execFileSync('psql', ['-X', '-q', '-d', postgres.url, '-c', 'CREATE TABLE events AS SELECT i AS id, i % 97 AS kind FROM generate_series(1, 1000000) AS i; ALTER TABLE events ADD PRIMARY KEY (id)', '-c', 'VACUUM ANALYZE events']);
+      const answer = execFileSync(process.execPath, [join(root, 'bench/guard-session.mjs'), postgres.url, dir, 'SELECT * FROM events WHERE id = 4242', '200'], { encoding: 'utf8' });
+      const { guarded, unguarded } = JSON.parse(answer);
+      for (let start = 1; start <= TABLES; start += 500) {
+        execFileSync('psql', ['-X', '-q', '-d', postgres.url, '-c', `DO $$ BEGIN FOR i IN ${start}..${start + 499} LOOP EXECUTE format('CREATE TABLE t%s_facts (id int, amount float8, note text)', lpad(i::text, 5, '0')); END LOOP; END $$`]);
+      }
+      const psql = (sql) => ['bash', '-c', `psql -X -q -d ${shellQuote(postgres.url)} -c ${shellQuote(sql)} > /dev/null`];
+      const pgTool = (args) => ['bash', '-c', `exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool postgres -w ${shellQuote(dir)} --db ${shellQuote(postgres.url)} --args ${shellQuote(JSON.stringify(args))} > /dev/null`];
+      pair(
+        `postgres search "email" over ${TABLES.toLocaleString('en-US')} tables`,
+        pgTool({ operation: 'search', pattern: 'email' }),
+        psql("SELECT c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid WHERE a.attnum > 0 AND strpos(lower(a.attname), 'email') > 0"),
+        'psql catalogue query',
+        'one catalogue statement; ranked, with the total',
+        'node and the CLI; the matches are bounded to 100',
+      );
+      pair(
+        `postgres list_tables over ${TABLES.toLocaleString('en-US')} tables`,
+        pgTool({ operation: 'list_tables' }),
+        psql("SELECT n.nspname, c.relname, c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'v') AND n.nspname = 'public' ORDER BY 1, 2"),
+        'psql catalogue query',
+        'was about 20 s and 167 MB; 200 rows shown with the total',
+        'node and the CLI; 200 rows',
+      );
+      rows.push({ name: 'postgres query with the query guard (indexed lookup)', quarry: guarded, reference: unguarded, ratio: guarded / unguarded, referenceName: 'same, guard off', unit: 'ms', note: `guard costs ${(guarded - unguarded).toFixed(2)} ms per statement (one EXPLAIN); target: a few ms` });
+    } finally {
+      postgres.stop();
+    }
     return rows;
   } finally {
     rmSync(dir, { recursive: true, force: true });
