@@ -233,7 +233,8 @@ export class DuckdbDriver implements DatabaseDriver {
   async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
     return this.withConnection(options, async (connection) => {
       const reader = await connection.runAndReadAll(numberedPlaceholders(sql, '$'), [...params] as DuckDBValue[]);
-      return reader.getRowsJS().map((row) => row.map((value) => toCell(value as DuckDBValue)));
+      // DuckDB's own values (dates as DuckDB writes them), not JavaScript Dates.
+      return reader.getRows().map((row) => row.map(toCell));
     });
   }
 

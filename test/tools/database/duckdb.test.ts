@@ -136,6 +136,29 @@ describe('duckdb queries over CSV, Parquet and JSON lines', () => {
   });
 });
 
+describe('duckdb schema operations (README "Knowing the data")', () => {
+  test('search, sample, profile and explain over file views; values in DuckDB\'s own text; an unconfigured file is refused in profile and explain', async () => {
+    const found = await run({ operation: 'search', pattern: 'region' });
+    expect(found.output).toMatch(/│ column │ main +│ events +│ region +│ VARCHAR │/);
+    expect(found.output).toMatch(/│ column │ main +│ sales +│ region +│ VARCHAR │/);
+    const sampled = await run({ operation: 'sample', table_name: 'sales', row_limit: 5 });
+    expect(sampled.metadata.rows).toBe(5);
+    expect(sampled.output).toContain('DuckDB reservoir sampling (USING SAMPLE)');
+    expect(sampled.output).toMatch(/│ \d+ +│ r\d +│ \d+\.\d\d +│/);
+    const profiled = await run({ operation: 'profile', table_name: 'sales' });
+    expect(profiled.output).toContain('Profile of main.sales: 3 of 3 columns, from all 1,000 rows');
+    expect(profiled.output).toMatch(/│ region │ VARCHAR +│ 0% +│ 5 +│ r0 +│ r4 +│ +│ +│ 2–2 +│ r0 \(200\), r1 \(200\), r2 \(200\), r3 \(200\), r4 \(200\) │/);
+    expect(profiled.output).toMatch(/│ amount │ DECIMAL\(12,2\) │ 0% +│ 1,000 +│ 0\.00 +│ 1248\.75 +│ 624\.375 │/);
+    const plan = await run({ operation: 'explain', sql: 'SELECT region, count(*) FROM sales GROUP BY region' });
+    expect(plan.output).toContain('HASH_GROUP_BY');
+    for (const operation of ['explain', 'profile']) {
+      const outside = await run({ operation, sql: `SELECT * FROM read_text('/etc/passwd')` });
+      expect(outside.ok, operation).toBe(false);
+      expect(outside.output).toMatch(/refused/);
+    }
+  });
+});
+
 /** Every refusal of the statement check; `engine` says what the engine alone does with it. */
 /** refuses: the read-only settings stop it; errors: DuckDB cannot even bind it here; no effect: runs, but changes no data or file. */
 const CORPUS: { sql: string; engine: 'refuses' | 'errors' | 'no effect' }[] = [
