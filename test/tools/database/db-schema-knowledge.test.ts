@@ -76,7 +76,7 @@ describe('sqlite', () => {
     db.close();
     config = configsFor([`s=${path}`], dir)[0]!;
     run = runnerFor([config!], loadProfile('readonly'));
-  }, 120_000);
+  }, 300_000);
 
   test('search finds columns and tables across 20,000 tables in one catalogue statement, ranked and bounded', async () => {
     const { driver, statements } = counting(await driverFor(config, true));
@@ -104,6 +104,17 @@ describe('sqlite', () => {
     expect(listed.tables).toBe(TABLES + 5);
     expect(listed.text).toMatch(/^\(20,005 tables and views; showing the first 200: use operation search/);
     expect(lines(listed.text)).toHaveLength(200);
+  });
+
+  test('list_tables takes row estimates from sqlite_stat1 once ANALYZE has run, and shows none before', async () => {
+    const analysed = join(dir, 'analysed.db');
+    const db = new Database(analysed);
+    db.exec("CREATE TABLE kinds (id INTEGER PRIMARY KEY, name TEXT); CREATE INDEX kinds_name ON kinds (name); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1234) INSERT INTO kinds SELECT i, 'k' || i FROM n;");
+    const listAnalysed = runnerFor(configsFor([`a=${analysed}`], dir), loadProfile('readonly'));
+    expect((await listAnalysed('sqlite', { operation: 'list_tables' })).output).toMatch(/│ main +│ kinds +│ table │ +│ +│/);
+    db.exec('ANALYZE');
+    db.close();
+    expect((await listAnalysed('sqlite', { operation: 'list_tables' })).output).toMatch(/│ main +│ kinds +│ table │ ~1,234 +│ +│/);
   });
 
   test('describe of a 1,500-column table keeps its keys and references ahead of the bulk, within the output cap', async () => {
@@ -255,6 +266,20 @@ describe('postgres', () => {
     expect(profiled.output).toMatch(/SAMPLED: figures are from [\d,]+ rows: TABLESAMPLE SYSTEM \([\d.]+%\) of about 2,000,000 rows/);
     expect(profiled.output).toMatch(/│ grp +│ integer │ 0% +│ 7 +│ 0 +│ 6 +│ 3/);
     expect(profiled.output).toMatch(/│ label +│ text +│ 0% +│ [\d,]+ +│ \S+ +│ \S+ +│ +│ +│ 32–32 +│/);
+  });
+
+  test('profile keeps to its time budget: the statement still running when it ends is cancelled, and the columns not reached are named', async () => {
+    const hurried = runnerFor([config], { ...loadProfile('readonly'), profile_budget_seconds: 1 });
+    const started = Date.now();
+    const profiled = await hurried('postgres', { operation: 'profile', sql: 'SELECT i, md5(i::text) AS h, i * 2 AS d FROM generate_series(1, 3) AS i, pg_sleep(0.7)' });
+    expect(profiled.ok).toBe(true);
+    expect(profiled.output).toMatch(/Profile of the query: 1 of 3 columns, from all 3 rows; not profiled: 2 columns \(h, d\): the 1 s budget ran out/);
+    // Its figures stand; its top values (one more 0.7 s statement) were cut by the budget.
+    expect(profiled.output).toMatch(/│ i +│ number \(from its values\) │ 0% +│ 3 +│ 1 +│ 3 +│ 2 +│ 1 +│ +│ \(the time budget ran out\) │/);
+    // The head (0.7 s), one column (0.7 s), then the budget: not the 3.5 s the rest would take.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const stillThere = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%pg_sleep(0.7)%' AND pid <> pg_backend_pid()`);
+    expect(stillThere.rows[0].n).toBe(0);
   });
 
   test('explain shows estimates; the guard refuses or asks above its threshold and lets small statements through', async () => {

@@ -47,6 +47,8 @@ export interface ColumnProfile {
   minLength: number | null;
   maxLength: number | null;
   top: [CellValue, number][];
+  /** Why the top values are missing, when they are. */
+  topMissing?: string;
   /** Why a figure is missing (budget, an engine error). */
   note?: string;
 }
@@ -195,8 +197,14 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
         profile.maxLength = toNumber(row[6] ?? null);
       }
       if (value && profile.distinct !== null && profile.distinct > 0 && profile.distinct <= LOW_CARDINALITY) {
-        const top = await driver.catalog(dialect.limit(`SELECT ${value}, COUNT(*) FROM ${source.from} WHERE ${column} IS NOT NULL GROUP BY ${value} ORDER BY 2 DESC, 1`, TOP_VALUES), source.params, options);
-        profile.top = top.map(([item, count]) => [item ?? null, toNumber(count ?? 0) ?? 0]);
+        try {
+          const top = await driver.catalog(dialect.limit(`SELECT ${value}, COUNT(*) FROM ${source.from} WHERE ${column} IS NOT NULL GROUP BY ${value} ORDER BY 2 DESC, 1`, TOP_VALUES), source.params, options);
+          profile.top = top.map(([item, count]) => [item ?? null, toNumber(count ?? 0) ?? 0]);
+        } catch (error) {
+          // The figures above stand; only the top values are missing (a user's cancel is seen by the caller's next statement).
+          if (!options.signal.aborted) throw error;
+          profile.topMissing = 'the time budget ran out';
+        }
       }
       return profile;
     } catch (error) {
@@ -225,7 +233,7 @@ function shown(value: CellValue): string {
 
 function profileRow(profile: ColumnProfile): CellValue[] {
   const length = profile.minLength === null ? '' : `${profile.minLength}–${profile.maxLength}`;
-  const top = profile.top.map(([value, count]) => `${valueToText(value) === null ? 'NULL' : cellText(value).slice(0, 40)} (${count.toLocaleString('en-US')})`).join(', ');
+  const top = profile.topMissing ? `(${profile.topMissing})` : profile.top.map(([value, count]) => `${valueToText(value) === null ? 'NULL' : cellText(value).slice(0, 40)} (${count.toLocaleString('en-US')})`).join(', ');
   return [profile.name, profile.type, profile.note ?? percent(profile.nulls, profile.rows), profile.distinct === null ? '' : profile.distinct.toLocaleString('en-US'), shown(profile.min), shown(profile.max), figure(profile.mean), figure(profile.stddev), length, top];
 }
 
