@@ -12,7 +12,9 @@ const DATABASE_TEST_FILTER = /database|db|servers/i;
 function wantsServers(argv: readonly string[]): boolean {
   const runIndex = argv.findIndex((arg) => arg === 'run' || arg.endsWith('vitest.mjs') || arg.endsWith('/vitest'));
   const filters = argv.slice(runIndex + 1).filter((arg) => !arg.startsWith('-') && arg !== 'run');
-  return filters.length === 0 || filters.some((filter) => DATABASE_TEST_FILTER.test(filter));
+  // A folder above the database tests (test/, test/tools) holds them too.
+  const holdsDatabaseTests = (filter: string) => 'test/tools/database/'.startsWith(`${filter.replace(/^\.\//, '').replace(/\/+$/, '')}/`);
+  return filters.length === 0 || filters.some((filter) => DATABASE_TEST_FILTER.test(filter) || holdsDatabaseTests(filter));
 }
 
 export default async function setup(): Promise<() => Promise<void>> {
