@@ -40,9 +40,16 @@ function profileContent(profile: Profile): StoredProfile {
   return content;
 }
 
+/**
+ * Profile keys added after sessions began storing profiles. A session saved before a key existed
+ * ran without it; the key's default only ever adds a check (the database query guard, the
+ * profile time budget), so its absence there is no difference that could loosen the session.
+ */
+const KEYS_ADDED_LATER: ReadonlySet<string> = new Set(['query_guard', 'profile_budget_seconds']);
+
 /** "database: readonly -> mutations" for each setting that differs. */
 export function profileDifferences(stored: StoredProfile, now: StoredProfile): string[] {
-  const keys = [...new Set([...Object.keys(stored), ...Object.keys(now)])].sort();
+  const keys = [...new Set([...Object.keys(stored), ...Object.keys(now)])].sort().filter((key) => key in stored || !KEYS_ADDED_LATER.has(key));
   return keys.flatMap((key) => {
     const before = canonicalJson((stored as unknown as Record<string, unknown>)[key] ?? null);
     const after = canonicalJson((now as unknown as Record<string, unknown>)[key] ?? null);

@@ -203,8 +203,16 @@ describe('resume keeps the session\'s profile, model and databases', () => {
     expect(missing.stderr).toMatch(/which is not configured now/);
     expect((await runCli(['--resume', id!, 'go on'], { env: { ...env, SQLITE_DB: 'data.db' }, cwd: work })).code).toBe(0);
 
-    // A session written before sessions kept their profile's settings: only its name is known.
+    // A session saved before the profile keys query_guard and profile_budget_seconds existed
+    // resumes: their defaults only add checks.
     const path = join(home, 'sessions', id!, 'meta.json');
+    const saved = meta(home, id!) as { profile_content: Record<string, unknown> };
+    expect(saved.profile_content).toHaveProperty('query_guard');
+    const { query_guard: _guard, profile_budget_seconds: _budget, ...before } = saved.profile_content;
+    writeFileSync(path, JSON.stringify({ ...saved, profile_content: before }));
+    expect((await runCli(['--resume', id!, 'go on'], { env: { ...env, SQLITE_DB: 'data.db' }, cwd: work })).code).toBe(0);
+
+    // A session written before sessions kept their profile's settings: only its name is known.
     const { profile_content: _content, profile_ref: _ref, ...legacy } = meta(home, id!);
     writeFileSync(path, JSON.stringify(legacy));
     const old = await runCli(['--resume', id!, 'go on'], { env: { ...env, SQLITE_DB: 'data.db' }, cwd: work });
