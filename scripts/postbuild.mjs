@@ -179,7 +179,7 @@ await build({
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
   // import() of a package becomes require() (see IMPORT_ONLY for the exceptions, rewritten below).
-  supported: { 'dynamic-import': false },
+  supported: { 'dynamic-import': false, 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true, 'regexp-lookbehind-assertions': true },
   define: { 'import.meta.url': 'quarryImportMetaUrl' },
   banner: { js: '(function (module, exports, require, __filename, __dirname, quarryImport) {\nconst quarryImportMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
   footer: { js: '})' },
