@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 
 const root = new URL('..', import.meta.url).pathname;
 const EXTERNAL = [
-  'better-sqlite3', '@duckdb/node-api', '@duckdb/node-bindings', 'oracledb', 'mysql2', 'pg-native', 'pg-cloudflare', 'vertica-nodejs',
+  'better-sqlite3', '@duckdb/node-bindings', 'oracledb', 'mysql2', 'pg-native', 'pg-cloudflare', 'vertica-nodejs',
   '@vscode/ripgrep', 'web-tree-sitter', 'tree-sitter-bash',
   '@e965/xlsx', 'yauzl', 'saxes',
   'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk', '@daytonaio/sdk',
