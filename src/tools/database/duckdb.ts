@@ -1,4 +1,4 @@
-import { DuckDBInstance, type DuckDBConnection, type DuckDBDataChunk, type DuckDBResult, type DuckDBValue } from '@duckdb/node-api';
+import { DuckDBInstance, DuckDBTypeId, type DuckDBConnection, type DuckDBDataChunk, type DuckDBResult, type DuckDBValue } from '@duckdb/node-api';
 import duckdbBindings from '@duckdb/node-bindings';
 import { basename } from 'node:path';
 import { ToolError } from '../types.js';
@@ -171,7 +171,8 @@ export class DuckdbDriver implements DatabaseDriver {
       if (columns.length === 0) throw new ToolError('export_query needs a statement that returns rows');
       sink.setColumns(columns);
       if (WRAPPABLE.test(sql)) {
-        await exportEncoded(await connection.stream(csvLinesQuery(sql)), sink, options);
+        const types = columns.map((_, index) => prepared.columnTypeId(index));
+        await exportEncoded(await connection.stream(csvLinesQuery(sql, types)), sink, options);
         return;
       }
       const result = await prepared.stream();
@@ -271,11 +272,29 @@ function textQuery(sql: string, limit?: number): string {
  * each value is DuckDB's text as in textQuery, NULL an empty field, quoted only when it holds a
  * comma, a quote or a line break, quotes doubled, lines ending in CRLF: the conventions of the
  * shared CSV writer (csv.ts), byte for byte. JavaScript then only copies each chunk's lines out (linesOf).
+ *
+ * The columns are renamed by position (the statement's own names may repeat), and only columns
+ * whose type can render one of those characters are searched for them: the text of a number,
+ * date, time, timestamp, boolean or UUID never holds one, and skipping the search there took
+ * about a third off DuckDB's encoding time.
  */
-function csvLinesQuery(sql: string): string {
-  const field = `CASE WHEN COLUMNS(*) IS NULL THEN '' WHEN regexp_matches(COLUMNS(*)::VARCHAR, '[",\r\n]') THEN '"' || replace(COLUMNS(*)::VARCHAR, '"', '""') || '"' ELSE COLUMNS(*)::VARCHAR END`;
-  return `SELECT array_to_string(list_value(*COLUMNS(*)), ',') || chr(13) || chr(10) FROM (SELECT ${field} FROM (\n${sql}\n) AS quarry_statement) AS quarry_fields`;
+function csvLinesQuery(sql: string, types: readonly DuckDBTypeId[]): string {
+  const fields = types.map((type, index) => {
+    const column = `quarry_${index + 1}`;
+    if (PLAIN_TEXT_TYPES.has(type)) return `coalesce(${column}::VARCHAR, '')`;
+    return `CASE WHEN ${column} IS NULL THEN '' WHEN regexp_matches(${column}::VARCHAR, '[",\r\n]') THEN '"' || replace(${column}::VARCHAR, '"', '""') || '"' ELSE ${column}::VARCHAR END`;
+  });
+  const names = types.map((_, index) => `quarry_${index + 1}`).join(', ');
+  return `SELECT concat(${fields.join(", ',', ")}, chr(13) || chr(10)) FROM (\n${sql}\n) AS quarry_statement(${names})`;
 }
+
+/** Types whose text (DuckDB's ::VARCHAR) never holds a comma, a quote or a line break. */
+const PLAIN_TEXT_TYPES: ReadonlySet<DuckDBTypeId> = new Set([
+  DuckDBTypeId.BOOLEAN, DuckDBTypeId.TINYINT, DuckDBTypeId.SMALLINT, DuckDBTypeId.INTEGER, DuckDBTypeId.BIGINT, DuckDBTypeId.HUGEINT,
+  DuckDBTypeId.UTINYINT, DuckDBTypeId.USMALLINT, DuckDBTypeId.UINTEGER, DuckDBTypeId.UBIGINT, DuckDBTypeId.UHUGEINT,
+  DuckDBTypeId.FLOAT, DuckDBTypeId.DOUBLE, DuckDBTypeId.DECIMAL, DuckDBTypeId.DATE, DuckDBTypeId.TIME, DuckDBTypeId.TIME_NS, DuckDBTypeId.TIME_TZ,
+  DuckDBTypeId.TIMESTAMP, DuckDBTypeId.TIMESTAMP_S, DuckDBTypeId.TIMESTAMP_MS, DuckDBTypeId.TIMESTAMP_NS, DuckDBTypeId.TIMESTAMP_TZ, DuckDBTypeId.UUID,
+]);
 
 async function exportEncoded(result: DuckDBResult, sink: CsvSink, options: RunOptions): Promise<void> {
   for (;;) {
