@@ -297,16 +297,21 @@ const PLAIN_TEXT_TYPES: ReadonlySet<DuckDBTypeId> = new Set([
 ]);
 
 async function exportEncoded(result: DuckDBResult, sink: CsvSink, options: RunOptions): Promise<void> {
+  // One buffer for every chunk's lines: the sink has copied or written them once writeEncoded returns.
+  let scratch: Buffer = Buffer.allocUnsafe(256 * 1024);
   for (;;) {
     const chunk = await result.fetchChunk();
     if (!chunk || chunk.rowCount === 0) break;
     if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', { error: 'cancelled' });
-    await sink.writeEncoded(linesOf(chunk), chunk.rowCount);
+    const lines = linesOf(chunk, scratch);
+    if (lines.buffer !== scratch.buffer) scratch = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength);
+    await sink.writeEncoded(lines, chunk.rowCount);
   }
 }
 
 /**
- * The bytes of a chunk's CSV lines (column 0 of csvLinesQuery, never NULL), copied from DuckDB's
+ * The bytes of a chunk's CSV lines (column 0 of csvLinesQuery, never NULL), in `scratch` when they
+ * fit (else in a new buffer, at least twice its size), copied from DuckDB's
  * vector without making a JavaScript string of each: node-api's getColumnValues decodes every
  * value on its own (a native call and a TextDecoder call per row), which cost about 1 s of CPU
  * per 1,000,000 rows, more than DuckDB took to read and encode them.
@@ -317,13 +322,13 @@ async function exportEncoded(result: DuckDBResult, sink: CsvSink, options: RunOp
  * each such run is copied with one native call; the runs are found from the pointers, so every
  * byte copied belongs to a value of the chunk, in order.
  */
-export function linesOf(chunk: DuckDBDataChunk): Buffer {
+export function linesOf(chunk: DuckDBDataChunk, scratch: Buffer = Buffer.alloc(0)): Buffer {
   const rows = chunk.rowCount;
   const data = duckdbBindings.vector_get_data(duckdbBindings.data_chunk_get_vector(chunk.chunk, 0), rows * STRING_T_BYTES);
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   let total = 0;
   for (let row = 0; row < rows; row++) total += view.getUint32(row * STRING_T_BYTES, true);
-  const bytes = Buffer.allocUnsafe(total);
+  const bytes = total <= scratch.length ? scratch.subarray(0, total) : Buffer.allocUnsafe(Math.max(total, 2 * scratch.length)).subarray(0, total);
   let used = 0;
   for (let row = 0; row < rows; ) {
     const offset = row * STRING_T_BYTES;
