@@ -304,8 +304,13 @@ async function exportEncoded(result: DuckDBResult, sink: CsvSink, options: RunOp
     if (!chunk || chunk.rowCount === 0) break;
     if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', { error: 'cancelled' });
     const lines = linesOf(chunk, scratch);
+    const rows = chunk.rowCount;
+    // The chunk's strings are copied out: free them now. The chunk itself is freed only when
+    // JavaScript's collector finds it, and this loop makes so little garbage that chunks piled
+    // up (about 60 MB more at 1,000,000 rows).
+    chunk.reset();
     if (lines.buffer !== scratch.buffer) scratch = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength);
-    await sink.writeEncoded(lines, chunk.rowCount);
+    await sink.writeEncoded(lines, rows);
   }
 }
 
