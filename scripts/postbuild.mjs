@@ -208,8 +208,14 @@ await build({
  * cache against its version, its flags and the source, and compiles from source when it does not
  * fit (a different Node, --cpu-prof, a changed bundle).
  */
-const training = spawnSync(process.execPath, [`${root}scripts/code-cache.mjs`, bundlePath, `${bundlePath}.cache`], { stdio: ['ignore', 'ignore', 'inherit'] });
-if (training.status !== 0) throw new Error(`postbuild: scripts/code-cache.mjs exited ${training.status}`);
+// Without NODE_OPTIONS: V8 flags given there would make a cache that plain `node` runs refuse.
+const { NODE_OPTIONS: _nodeOptions, ...trainingEnv } = process.env;
+const training = spawnSync(process.execPath, [`${root}scripts/code-cache.mjs`, bundlePath, `${bundlePath}.cache`], { stdio: ['ignore', 'ignore', 'inherit'], env: trainingEnv });
+if (training.status !== 0) {
+  // The CLI works without the cache (dist/cli/load-bundle.js compiles from source), only slower.
+  rmSync(`${bundlePath}.cache`, { force: true });
+  console.warn(`postbuild: scripts/code-cache.mjs exited ${training.status}; dist/bundle/main.cjs has no code cache (start-up about 50 ms slower)`);
+}
 
 // The bin must be executable when linked by npm.
 chmodSync(`${root}dist/cli.js`, 0o755);
