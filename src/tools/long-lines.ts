@@ -38,6 +38,8 @@ export function countOf(n: number, singular: string, plural = `${singular}s`): s
  */
 export function showLine(head: Uint8Array, totalChars: number): { text: string; cut: boolean } {
   const decoded = decodeBytesVisibly(head);
+  // A string has at most as many characters as UTF-16 units: most lines need no split into characters.
+  if (decoded.length <= MAX_LINE_CHARS && totalChars <= MAX_LINE_CHARS) return { text: decoded, cut: false };
   const chars = Array.from(decoded);
   if (chars.length <= MAX_LINE_CHARS && totalChars <= MAX_LINE_CHARS) return { text: decoded, cut: false };
   const total = Math.max(totalChars, chars.length);
