@@ -154,7 +154,7 @@ precompileBuiltinProfiles();
 /**
  * Packages that can only be imported (ES modules without a CommonJS entry). Every other package
  * is loaded through require() by the bundle below, statically or for a dynamic import(), so each
- * loads exactly one way; these go through the import() of dist/cli.js (`quarryImport`), since a
+ * loads exactly one way; these go through an import() in dist/cli/load-bundle.js (`quarryImport`), since a
  * script compiled by node:vm cannot import() without an experimental flag on Node 20.
  */
 const IMPORT_ONLY = ['vega', 'vega-lite', '@vscode/ripgrep'];
@@ -185,6 +185,8 @@ await build({
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
   // import() of a package becomes require() (see IMPORT_ONLY for the exceptions, rewritten below).
+  // Regular expressions with Unicode properties stay literals (Node 20 has them): esbuild would
+  // otherwise write `new RegExp(...)`, which parses them, loading ICU's tables, when a module loads.
   supported: { 'dynamic-import': false, 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true, 'regexp-lookbehind-assertions': true },
   define: { 'import.meta.url': 'quarryImportMetaUrl' },
   banner: { js: '(function (module, exports, require, __filename, __dirname, quarryImport) {\nconst quarryImportMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
@@ -211,8 +213,8 @@ await build({
 /**
  * V8's code cache for main.cjs: a child process (scripts/code-cache.mjs) runs a few commands in an
  * empty home and folder, then saves the bytecode of every function they compiled. V8 checks the
- * cache against its version, its flags and the source, and compiles from source when it does not
- * fit (a different Node, --cpu-prof, a changed bundle).
+ * cache against its version, its flags and the source's length, and compiles from source when it
+ * does not fit (a different Node, V8 flags); each build writes the bundle and its cache together.
  */
 // Without NODE_OPTIONS: V8 flags given there would make a cache that plain `node` runs refuse.
 const { NODE_OPTIONS: _nodeOptions, ...trainingEnv } = process.env;
