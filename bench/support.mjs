@@ -29,7 +29,7 @@ export function measure(argv, { runs = 5, cwd, env, warmup = 1, input } = {}) {
  * median of the per-pair time ratios a/b, which drifts far less than a ratio of two medians.
  */
 export function measurePair(a, b, { runs = 5, warmup = 1 } = {}) {
-  const result = { a: { times: [], rss: [] }, b: { times: [], rss: [] }, ratios: [] };
+  const result = { a: { times: [], rss: [], cpu: [] }, b: { times: [], rss: [], cpu: [] }, ratios: [] };
   for (let i = 0; i < runs + warmup; i++) {
     const first = runOnce(a);
     const second = runOnce(b);
@@ -37,17 +37,18 @@ export function measurePair(a, b, { runs = 5, warmup = 1 } = {}) {
     for (const [side, run] of [[result.a, first], [result.b, second]]) {
       side.times.push(run.ms);
       if (run.rssMb !== undefined) side.rss.push(run.rssMb);
+      if (run.cpuMs !== undefined) side.cpu.push(run.cpuMs);
     }
     result.ratios.push(first.ms / second.ms);
   }
-  const summary = (side) => ({ ms: median(side.times), rssMb: side.rss.length ? median(side.rss) : undefined });
+  const summary = (side) => ({ ms: median(side.times), rssMb: side.rss.length ? median(side.rss) : undefined, cpuMs: side.cpu.length ? median(side.cpu) : undefined });
   return { a: summary(result.a), b: summary(result.b), ratio: median(result.ratios) };
 }
 
 const hasTime = spawnSync('/usr/bin/time', ['-f', '%M', 'true']).status === 0;
 
 function runOnce(argv, { cwd, env, input } = {}) {
-  const command = hasTime ? ['/usr/bin/time', '-f', '__RSS_KB=%M', ...argv] : argv;
+  const command = hasTime ? ['/usr/bin/time', '-f', '__RSS_KB=%M __CPU_S=%U+%S', ...argv] : argv;
   const started = process.hrtime.bigint();
   const result = spawnSync(command[0], command.slice(1), { cwd, env, input, maxBuffer: 1024 * 1024 * 1024, encoding: 'utf8' });
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
@@ -55,5 +56,8 @@ function runOnce(argv, { cwd, env, input } = {}) {
     throw new Error(`${argv.join(' ')} exited ${result.status}: ${(result.stderr ?? '').slice(-500)}`);
   }
   const match = /__RSS_KB=(\d+)/.exec(result.stderr ?? '');
-  return { ms, rssMb: match ? Number(match[1]) / 1024 : undefined };
+  // User + system CPU seconds (GNU time prints them to 10 ms): less disturbed than wall time by
+  // other work on a shared machine.
+  const cpu = /__CPU_S=([\d.]+)\+([\d.]+)/.exec(result.stderr ?? '');
+  return { ms, rssMb: match ? Number(match[1]) / 1024 : undefined, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined };
 }

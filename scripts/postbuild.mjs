@@ -1,18 +1,20 @@
-// Runs after tsc. Bundles what every command loads at start-up into dist/bundle/, so that a
-// command reads a few files instead of about 280 modules (ours, yargs, ajv, yaml, ...): Node 20
-// spends about 1 ms per ES module and 0.3 ms per CommonJS file just finding, reading and
-// compiling them. dist/cli.js (the bin, compiled by tsc) imports dist/bundle/main.js.
+// Runs after tsc. Bundles the CLI into dist/bundle/main.cjs, so that a command reads one file
+// instead of about 280 modules (ours, yargs, ajv, yaml, ...): Node 20 spends about 1 ms per ES
+// module and 0.3 ms per CommonJS file just finding, reading and compiling them; and saves V8's
+// code cache for it (main.cjs.cache), so that it is not compiled either. dist/cli.js (the bin,
+// compiled by tsc) loads it through dist/cli/load-bundle.js.
 //
-// Code splitting keeps every dynamic import() lazy (model SDKs, database drivers, MCP, Daytona
-// and the bash tool's parser load only when used). Packages with native code, wasm or files
-// read at run time stay outside the bundle and load from node_modules as before.
+// Bundled modules that are imported lazily still run only when first imported (model SDKs,
+// database drivers, MCP, Daytona and the bash tool's parser load only when used). Packages with
+// native code, wasm or files read at run time stay outside the bundle and load from node_modules.
 import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const root = new URL('..', import.meta.url).pathname;
 const EXTERNAL = [
-  'better-sqlite3', '@duckdb/node-api', 'oracledb', 'mysql2', 'pg-native', 'pg-cloudflare', 'vertica-nodejs',
+  'better-sqlite3', '@duckdb/node-bindings', 'oracledb', 'mysql2', 'pg-native', 'pg-cloudflare', 'vertica-nodejs',
   '@vscode/ripgrep', 'web-tree-sitter', 'tree-sitter-bash',
   '@e965/xlsx', 'yauzl', 'saxes',
   'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk', '@daytonaio/sdk',
@@ -43,6 +45,52 @@ const nodeOnlyPg = {
 };
 
 /**
+ * string-width (ours, and yargs' newer copy) creates an `Intl.Segmenter` when it is loaded, which
+ * loads ICU's segmentation data (about 13 ms) in every command, and then segments every text it
+ * measures, also plain ASCII: yargs' help measured its words one by one for about 60 ms. The
+ * bundled copies create the segmenter on first use and answer a text of printable ASCII
+ * (U+0020-U+007E, one column each, as string-width itself counts them) by its length. If either
+ * line is not found, the build says so and bundles string-width unchanged.
+ */
+const lazySegmenter = {
+  name: 'string-width-lazy-segmenter',
+  setup(bundle) {
+    bundle.onLoad({ filter: /[\\/]node_modules[\\/]string-width[\\/]index\.js$/ }, async ({ path }) => {
+      const source = readFileSync(path, 'utf8');
+      const marker = 'const segmenter = new Intl.Segmenter();';
+      const entry = /export default function stringWidth\((\w+), options = \{\}\) \{/.exec(source);
+      if (!source.includes(marker) || !entry) {
+        console.warn(`postbuild: ${path} is not the string-width this build knows; bundled unchanged`);
+        return { contents: source, loader: 'js' };
+      }
+      const lazy = 'let quarrySegmenter;\nconst segmenter = { segment: (text) => (quarrySegmenter ??= new Intl.Segmenter()).segment(text) }; // scripts/postbuild.mjs';
+      const ascii = `${entry[0]}\n\tif (typeof ${entry[1]} === 'string' && /^[\\x20-\\x7E]*$/.test(${entry[1]})) return ${entry[1]}.length; // scripts/postbuild.mjs`;
+      return { contents: source.replace(marker, lazy).replace(entry[0], ascii), loader: 'js' };
+    });
+  },
+};
+
+/**
+ * yargs imports Node's `assert` (about 10 ms to load) for two internal sanity checks that never
+ * fail in normal use. The bundled yargs gets the same two functions, which load `assert` only to
+ * throw its own error when a check does fail.
+ */
+const lazyAssertForYargs = {
+  name: 'yargs-lazy-assert',
+  setup(bundle) {
+    bundle.onResolve({ filter: /^assert$/ }, ({ importer }) =>
+      /[\\/]node_modules[\\/]yargs[\\/]/.test(importer) ? { path: 'yargs-assert', namespace: 'quarry-lazy-assert' } : undefined,
+    );
+    bundle.onLoad({ filter: /.*/, namespace: 'quarry-lazy-assert' }, () => ({
+      contents:
+        "export function strictEqual(actual, expected, message) { if (!Object.is(actual, expected)) require('node:assert').strictEqual(actual, expected, message); }\n" +
+        "export function notStrictEqual(actual, expected, message) { if (Object.is(actual, expected)) require('node:assert').notStrictEqual(actual, expected, message); }\n",
+      loader: 'js',
+    }));
+  },
+};
+
+/**
  * The built-in tools' argument validators, compiled ahead of time with Ajv's standalone code
  * (the same options as at run time) into dist/tools/precompiled-validators.js, keyed by each
  * schema's JSON: start-up then neither loads Ajv nor compiles a schema (10-20 ms per command).
@@ -68,12 +116,18 @@ async function precompileValidators() {
     exports[name] = name;
     keys.push(key);
   }
-  const code = standaloneCode(ajv, exports);
+  // Ajv's runtime helpers (ucs2length, ...) become imports, so that the bundle holds them too.
+  const runtimes = [];
+  const code = standaloneCode(ajv, exports).replace(/require\("(ajv\/dist\/runtime\/[\w-]+)"\)/g, (_match, specifier) => {
+    if (!runtimes.includes(specifier)) runtimes.push(specifier);
+    return `quarryAjvRuntime${runtimes.indexOf(specifier)}`;
+  });
+  const imports = runtimes.map((specifier, index) => `import quarryAjvRuntime${index} from '${specifier}.js';\n`).join('');
   const table = keys.map((key, index) => `  ${JSON.stringify(key)}: validate_${index},`).join('\n');
   writeFileSync(
     `${root}dist/tools/precompiled-validators.js`,
     `// Generated by scripts/postbuild.mjs from the built-in tools' schemas; see src/tools/precompiled-validators.ts.\n` +
-      `import { createRequire as quarryValidatorRequire } from 'node:module';\nconst require = quarryValidatorRequire(import.meta.url);\n` +
+      `${imports}import { createRequire as quarryValidatorRequire } from 'node:module';\nconst require = quarryValidatorRequire(import.meta.url);\n` +
       `${code}\nexport const PRECOMPILED_VALIDATORS = {\n${table}\n};\n`,
   );
 }
@@ -97,24 +151,79 @@ function precompileBuiltinProfiles() {
 }
 
 precompileBuiltinProfiles();
+/**
+ * Packages that can only be imported (ES modules without a CommonJS entry). Every other package
+ * is loaded through require() by the bundle below, statically or for a dynamic import(), so each
+ * loads exactly one way; these go through an import() in dist/cli/load-bundle.js (`quarryImport`), since a
+ * script compiled by node:vm cannot import() without an experimental flag on Node 20.
+ */
+const IMPORT_ONLY = ['vega', 'vega-lite', '@vscode/ripgrep'];
+
 rmSync(`${root}dist/bundle`, { recursive: true, force: true });
-await build({
+const shared = {
   absWorkingDir: root,
-  entryPoints: { main: 'dist/cli/main.js', 'sqlite-export-worker': 'dist/tools/database/sqlite-export-worker.js' },
   outdir: 'dist/bundle',
   bundle: true,
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   target: 'node20',
   external: EXTERNAL.flatMap((name) => [name, `${name}/*`]),
-  // CommonJS packages inside an ES module bundle still call require() for Node's own modules.
-  banner: { js: "import { createRequire as quarryCreateRequire } from 'node:module'; const require = quarryCreateRequire(import.meta.url);" },
-  chunkNames: 'chunk-[hash]',
   legalComments: 'none',
   logLevel: 'warning',
-  plugins: [nodeOnlyPg],
+  plugins: [nodeOnlyPg, lazySegmenter, lazyAssertForYargs],
+};
+
+/**
+ * Everything the CLI can run, one CommonJS file (dist/bundle/main.cjs) wrapped in a function
+ * expression, so that dist/cli.js compiles it with node:vm and V8's code cache
+ * (dist/bundle/main.cjs.cache, made below): Node 20 compiles ES modules from source on every run
+ * and has no compile cache (module.enableCompileCache is Node 22), which cost 40-60 ms per command.
+ * Lazily imported modules stay lazy: esbuild runs a bundled module's top level only on first import.
+ */
+await build({
+  ...shared,
+  entryPoints: { main: 'dist/cli/main.js' },
+  outExtension: { '.js': '.cjs' },
+  format: 'cjs',
+  // import() of a package becomes require() (see IMPORT_ONLY for the exceptions, rewritten below).
+  // Regular expressions with Unicode properties stay literals (Node 20 has them): esbuild would
+  // otherwise write `new RegExp(...)`, which parses them, loading ICU's tables, when a module loads.
+  supported: { 'dynamic-import': false, 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true, 'regexp-lookbehind-assertions': true },
+  define: { 'import.meta.url': 'quarryImportMetaUrl' },
+  banner: { js: '(function (module, exports, require, __filename, __dirname, quarryImport) {\nconst quarryImportMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
+  footer: { js: '})' },
 });
+const bundlePath = `${root}dist/bundle/main.cjs`;
+let bundled = readFileSync(bundlePath, 'utf8');
+for (const name of IMPORT_ONLY) {
+  const converted = new RegExp(`Promise\\.resolve\\(\\)\\.then\\(\\(\\) => (__toESM\\d*)\\(require\\("(${name.replace(/[/.]/g, '\\$&')}(?:/[^"]*)?)"\\)(?:, 1)?\\)\\)`, 'g');
+  bundled = bundled.replace(converted, (_match, _helper, specifier) => `quarryImport(${JSON.stringify(specifier)})`);
+  if (new RegExp(`require\\("${name.replace(/[/.]/g, '\\$&')}(/[^"]*)?"\\)`).test(bundled)) throw new Error(`postbuild: dist/bundle/main.cjs still requires ${name}, which has no CommonJS entry`);
+}
+writeFileSync(bundlePath, bundled);
+
+// The SQLite export's worker thread (src/tools/database/sqlite-export.ts finds it beside the bundle).
+await build({
+  ...shared,
+  entryPoints: { 'sqlite-export-worker': 'dist/tools/database/sqlite-export-worker.js' },
+  format: 'esm',
+  // CommonJS packages inside an ES module bundle still call require() for Node's own modules.
+  banner: { js: "import { createRequire as quarryCreateRequire } from 'node:module'; const require = quarryCreateRequire(import.meta.url);" },
+});
+
+/**
+ * V8's code cache for main.cjs: a child process (scripts/code-cache.mjs) runs a few commands in an
+ * empty home and folder, then saves the bytecode of every function they compiled. V8 checks the
+ * cache against its version, its flags and the source's length, and compiles from source when it
+ * does not fit (a different Node, V8 flags); each build writes the bundle and its cache together.
+ */
+// Without NODE_OPTIONS: V8 flags given there would make a cache that plain `node` runs refuse.
+const { NODE_OPTIONS: _nodeOptions, ...trainingEnv } = process.env;
+const training = spawnSync(process.execPath, [`${root}scripts/code-cache.mjs`, bundlePath, `${bundlePath}.cache`], { stdio: ['ignore', 'ignore', 'inherit'], env: trainingEnv });
+if (training.status !== 0) {
+  // The CLI works without the cache (dist/cli/load-bundle.js compiles from source), only slower.
+  rmSync(`${bundlePath}.cache`, { force: true });
+  console.warn(`postbuild: scripts/code-cache.mjs exited ${training.status}; dist/bundle/main.cjs has no code cache (start-up about 50 ms slower)`);
+}
 
 // The bin must be executable when linked by npm.
 chmodSync(`${root}dist/cli.js`, 0o755);

@@ -14,7 +14,7 @@ let root: string | undefined;
 /** The installed package's root (where profiles/ and package.json live). */
 export function packageRoot(): string {
   if (root) return root;
-  // This code runs from dist/config.js, from a chunk in dist/bundle/ or (tests) from src/config.ts:
+  // This code runs from dist/config.js, from dist/bundle/main.cjs or (tests) from src/config.ts:
   // the root is the nearest directory upwards with a package.json.
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);

@@ -1,8 +1,8 @@
 import { closeSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { UsageError } from '../cli/errors.js';
+import { nodeCrypto } from '../node-crypto.js';
 
 /**
  * One process at a time owns a session directory: it holds `ID/lock`, a file created with
@@ -117,7 +117,7 @@ function installExitHook(): void {
 export function acquireSessionLock(dir: string, describe: (holder: LockHolder | undefined) => string): boolean {
   if (held.has(dir)) return false;
   const path = join(dir, LOCK_FILE);
-  const me: LockHolder = { pid: process.pid, ...(ownStart ? { started: ownStart } : {}), host: hostname(), nonce: randomBytes(8).toString('hex'), at: new Date().toISOString() };
+  const me: LockHolder = { pid: process.pid, ...(ownStart ? { started: ownStart } : {}), host: hostname(), nonce: nodeCrypto().randomBytes(8).toString('hex'), at: new Date().toISOString() };
   for (let attempt = 0; attempt < 20; attempt++) {
     let fd: number;
     try {
@@ -149,7 +149,7 @@ export function acquireSessionLock(dir: string, describe: (holder: LockHolder | 
 }
 
 function takeOverStale(path: string, stale: LockHolder | undefined): void {
-  const aside = `${path}.stale.${process.pid}.${randomBytes(4).toString('hex')}`;
+  const aside = `${path}.stale.${process.pid}.${nodeCrypto().randomBytes(4).toString('hex')}`;
   try {
     renameSync(path, aside);
   } catch (error) {

@@ -1,11 +1,11 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { UsageError } from '../cli/errors.js';
 import { quarryHome } from '../config.js';
 import type { Message, ToolCall, Usage } from '../model/types.js';
 import { addUsage, emptyUsage, usageJson } from '../model/types.js';
+import { nodeCrypto } from '../node-crypto.js';
 import type { Profile } from '../profiles/schema.js';
 import {
   LOCK_FILE, SessionLockedError, acquireSessionLock, holderAlive, isProcessAlive, ownProcessStart, readLockHolder, releaseSessionLock, type LockHolder,
@@ -96,7 +96,7 @@ export function sessionsDir(env: NodeJS.ProcessEnv = process.env): string {
 
 function newSessionId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${stamp}-${randomBytes(3).toString('hex')}`;
+  return `${stamp}-${nodeCrypto().randomBytes(3).toString('hex')}`;
 }
 
 const VALID_ID = /^[A-Za-z0-9_.-]+$/;

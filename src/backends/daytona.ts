@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { basename, dirname, isAbsolute, join } from 'node:path';
+import { nodeCrypto } from '../node-crypto.js';
 import { buildKillScript, buildRunScript, parseRunReport, REMOTE_KILL_GRACE_SECONDS, REMOTE_REQUEST_SLACK_SECONDS, shCommandLine } from './daytona-exec.js';
 import { createSdkSandbox, sandboxSpecFromEnv, type SandboxFactory, type SandboxSurface } from './daytona-sdk.js';
 import { globOverListing, listingArgv, parseListing } from './remote-glob.js';
@@ -154,7 +154,7 @@ export class DaytonaBackend implements Backend {
     if (!program) throw new Error('execFile needs a program');
     const sandbox = await this.getSandbox();
     const started = performance.now();
-    const runId = randomBytes(8).toString('hex');
+    const runId = nodeCrypto().randomBytes(8).toString('hex');
     const keepBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     const stdoutLimit = options.onStdout ? Math.max(keepBytes, REMOTE_STREAMED_OUTPUT_LIMIT_BYTES) : keepBytes;
     const script = buildRunScript({ runId, argv, cwd: options.cwd, env: options.env, timeoutMs: options.timeoutMs, stdoutLimit, stderrLimit: STDERR_LIMIT_BYTES });
@@ -299,7 +299,7 @@ export class DaytonaBackend implements Backend {
 
   async writeFileAtomic(path: string, data: Buffer, options: WriteOptions): Promise<void> {
     const dir = dirname(requireAbsolute(path));
-    const temporary = join(dir, `.${basename(path)}.quarry-${randomBytes(6).toString('hex')}.tmp`);
+    const temporary = join(dir, `.${basename(path)}.quarry-${nodeCrypto().randomBytes(6).toString('hex')}.tmp`);
     await this.sh('mkdir -p -- "$1"', [dir], dir, 'mkdir');
     const sandbox = await this.getSandbox();
     await sandbox.fs.uploadFile(data, temporary, FILE_TRANSFER_TIMEOUT_SECONDS);

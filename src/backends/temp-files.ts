@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { nodeCrypto } from '../node-crypto.js';
 
 /**
  * Temporary files that quarry writes beside a target before linking or renaming them into place
@@ -17,7 +17,7 @@ const TEMP_NAME = /^\..+\.quarry-(?:(\d+)-)?[0-9a-f]{12}\.tmp$/;
 const LOCK_NAME = /^\..+\.quarry-export\.lock$/;
 
 export function tempPathFor(target: string): string {
-  return join(dirname(target), `.${basename(target)}.quarry-${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
+  return join(dirname(target), `.${basename(target)}.quarry-${process.pid}-${nodeCrypto().randomBytes(6).toString('hex')}.tmp`);
 }
 
 /** Whether a process with this id runs on this machine. */

@@ -1,10 +1,10 @@
-import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Argv } from 'yargs';
 import { packageRoot } from '../config.js';
+import { nodeCrypto } from '../node-crypto.js';
 import { EXIT_OK, UsageError } from './errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
@@ -136,7 +136,7 @@ export async function runMcpCommand(options: McpCommandOptions): Promise<number>
 function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
+  return a.length === b.length && nodeCrypto().timingSafeEqual(a, b);
 }
 
 /** The Origin header's check (the MCP transport spec's DNS-rebinding protection): loopback origins, or those allowed by flag. */
@@ -247,7 +247,7 @@ async function serveHttp(
       }
       const server = newServer();
       const transport: HttpTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
+        sessionIdGenerator: () => nodeCrypto().randomUUID(),
         onsessioninitialized: (id) => {
           sessions.set(id, { transport, close: () => server.close(), lastUsed: Date.now() });
         },

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { nodeCrypto } from '../node-crypto.js';
 
 /** Names of MCP tools as quarry shows them; light to import (the CLI checks the prefix at start-up). */
 export const MCP_TOOL_PREFIX = 'mcp__';
@@ -13,6 +13,6 @@ function nameSafe(text: string): string {
 export function mcpToolName(server: string, tool: string): string {
   const full = `${MCP_TOOL_PREFIX}${nameSafe(server)}__${nameSafe(tool)}`;
   if (full.length <= MAX_TOOL_NAME_LENGTH) return full;
-  const hash = createHash('sha256').update(`${server}\0${tool}`).digest('hex').slice(0, 8);
+  const hash = nodeCrypto().createHash('sha256').update(`${server}\0${tool}`).digest('hex').slice(0, 8);
   return `${full.slice(0, MAX_TOOL_NAME_LENGTH - hash.length - 1)}_${hash}`;
 }

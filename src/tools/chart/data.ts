@@ -3,6 +3,7 @@ import { parseCsvRecords } from '../database/csv.js';
 import { statementToRun, toToolError } from '../database/tool.js';
 import type { CellValue, DatabaseConfig } from '../database/types.js';
 import { valueToText } from '../database/values.js';
+import { formatCount } from '../long-lines.js';
 import { ToolError } from '../types.js';
 
 /**
@@ -64,7 +65,7 @@ function typed(columns: string[], raw: Array<Array<number | string | null>>, sou
   return { columns, rows, kinds, source };
 }
 
-const TOO_MANY = `a chart takes at most ${MAX_CHART_ROWS.toLocaleString('en-US')} rows`;
+const TOO_MANY = `a chart takes at most ${formatCount(MAX_CHART_ROWS)} rows`;
 
 export async function queryData(config: DatabaseConfig, sql: string, readOnly: boolean, signal: AbortSignal): Promise<ChartData> {
   let result;
@@ -74,7 +75,7 @@ export async function queryData(config: DatabaseConfig, sql: string, readOnly: b
     // The database tools' own wording (refusals as they are, passwords scrubbed from driver text).
     throw toToolError(error, config, signal, 'chart query');
   }
-  if (result.more) throw new ToolError(`chart: the query returns more than ${MAX_CHART_ROWS.toLocaleString('en-US')} rows; ${TOO_MANY}: aggregate in SQL first (GROUP BY, date_trunc/strftime buckets, or a sample)`);
+  if (result.more) throw new ToolError(`chart: the query returns more than ${formatCount(MAX_CHART_ROWS)} rows; ${TOO_MANY}: aggregate in SQL first (GROUP BY, date_trunc/strftime buckets, or a sample)`);
   if (result.columns.length === 0) throw new ToolError('chart: the statement returned no columns');
   const unique = uniqueNames(result.columns);
   return typed(unique, result.rows.map((row) => row.map(plotValue)), `${config.alias} (${config.engine})`);
@@ -84,7 +85,7 @@ export function csvData(text: string, source: string): ChartData {
   const records = parseCsvRecords(/[\r\n]$/.test(text) ? text : `${text}\n`, MAX_CHART_ROWS + 2);
   if (records.length === 0) throw new ToolError(`chart: ${source} is empty`);
   const [header, ...body] = records;
-  if (body.length > MAX_CHART_ROWS) throw new ToolError(`chart: ${source} has more than ${MAX_CHART_ROWS.toLocaleString('en-US')} rows; ${TOO_MANY}: aggregate first (export a GROUP BY query)`);
+  if (body.length > MAX_CHART_ROWS) throw new ToolError(`chart: ${source} has more than ${formatCount(MAX_CHART_ROWS)} rows; ${TOO_MANY}: aggregate first (export a GROUP BY query)`);
   const columns = uniqueNames(header!);
   return typed(columns, body.map((row) => columns.map((_, index) => (row[index] === undefined || row[index] === '' ? null : row[index]!))), source);
 }

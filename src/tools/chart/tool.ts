@@ -4,6 +4,7 @@ import { LocalBackend } from '../../backends/local.js';
 import type { Backend } from '../../backends/types.js';
 import type { DatabaseConfig } from '../database/types.js';
 import { plural } from '../file-write-support.js';
+import { formatCount } from '../long-lines.js';
 import { displayPath, formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext } from '../types.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
@@ -31,7 +32,7 @@ export type ChartArgs = {
 };
 
 const DESCRIPTION = `Draw a chart and write it as SVG and PNG (with its Vega-Lite specification, .vl.json, beside them).
-Data: "sql", one read-only statement on a configured database ("database" is the alias; optional when there is one), or "csv_path", a CSV file with a header row (e.g. an earlier export_query). At most ${MAX_CHART_ROWS.toLocaleString('en-US')} rows: aggregate in SQL first (GROUP BY, date buckets).
+Data: "sql", one read-only statement on a configured database ("database" is the alias; optional when there is one), or "csv_path", a CSV file with a header row (e.g. an earlier export_query). At most ${formatCount(MAX_CHART_ROWS)} rows: aggregate in SQL first (GROUP BY, date buckets).
 Types: bar, line, area, point (scatter), histogram (x numbers, no y), heatmap (x and y categories, color an optional number). Without "type": dates on x → line, categories on x → bar, numbers on x and y → point, numbers on x only → histogram.
 x, y, color are column names; bars and areas start at zero; several rows for one bar or x are summed (said in the result); at most ${MAX_CATEGORIES} categories and ${MAX_SERIES} color series, the smallest summed as "other".
 output_path: the file to write, NAME.png or NAME.svg (NAME.svg, NAME.png and NAME.vl.json are all written); never overwrites.

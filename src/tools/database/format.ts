@@ -1,4 +1,5 @@
 import stringWidth from 'string-width';
+import { formatCount } from '../long-lines.js';
 import { escapeControlChars, MAX_TOOL_OUTPUT_BYTES } from '../sanitize.js';
 import type { CellValue } from './types.js';
 import { valueToText } from './values.js';
@@ -142,11 +143,11 @@ export function formatTable(columns: readonly string[], rows: readonly CellValue
 }
 
 export function plural(count: number, word: string): string {
-  return `${count.toLocaleString('en-US')} ${word}${count === 1 ? '' : 's'}`;
+  return `${formatCount(count)} ${word}${count === 1 ? '' : 's'}`;
 }
 
 function count(value: number): string {
-  return value.toLocaleString('en-US');
+  return formatCount(value);
 }
 
 /** What a table left out, or '' when it shows everything: "showing 20 of 101 rows and 230 of 1,000 columns". */

@@ -266,6 +266,15 @@ describe('duckdb export_query', () => {
     expect(readdirSync(dir).filter((name) => name.includes('.tmp') || name.startsWith('.'))).toEqual([]);
   });
 
+  test('lines short enough for DuckDB to keep inline, long ones and multi-byte text come out byte for byte over many chunks', async () => {
+    const sql = "SELECT range AS id, CASE WHEN range % 3 = 0 THEN NULL WHEN range % 3 = 1 THEN repeat('é', (range % 40)::INTEGER) || ',' ELSE 'x' END AS t, CASE WHEN range % 5 = 0 THEN NULL ELSE range END AS n FROM range(10000)";
+    const result = await run({ operation: 'export_query', sql, output_path: 'mixed.csv' });
+    expect(result.ok, result.output).toBe(true);
+    const line = (i: number) => (i % 3 === 0 ? `${i},` : i % 3 === 1 ? `${i},"${'é'.repeat(i % 40)},"` : `${i},x`);
+    const expected = `id,t,n\r\n${Array.from({ length: 10000 }, (_, i) => `${line(i)},${i % 5 === 0 ? '' : i}\r\n`).join('')}`;
+    expect(readFileSync(join(dir, 'mixed.csv')).equals(Buffer.from(expected, 'utf8'))).toBe(true);
+  });
+
   test('a failing export leaves no file', async () => {
     const result = await run({ operation: 'export_query', sql: "SELECT CAST('x' AS INTEGER) FROM big", output_path: 'failed.csv' });
     expect(result.ok).toBe(false);

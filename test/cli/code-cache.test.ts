@@ -1,0 +1,43 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { makeTempDir } from '../support/context.js';
+import { REPO_ROOT } from '../support/cli.js';
+
+// The build's bundle and V8 code cache (scripts/postbuild.mjs, src/cli/load-bundle.ts): a plain
+// `node` must accept the cache, and the bundle must run without it.
+const bundle = join(REPO_ROOT, 'dist/bundle/main.cjs');
+const loader = join(REPO_ROOT, 'dist/cli/load-bundle.js');
+
+/** Loads the bundle in a fresh `node` (no NODE_OPTIONS: V8 flags there would not match the cache) and runs `tools`. */
+function load(bundlePath: string): { cacheUsed: boolean; tools: string } {
+  const script = `
+    const { loadBundle } = await import(${JSON.stringify(loader)});
+    const { main, cacheUsed } = loadBundle(${JSON.stringify(bundlePath)});
+    let tools = '';
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = (text) => { tools += text; return true; };
+    const code = await main(['tools', '--profile', 'readonly']);
+    process.stdout.write = write;
+    process.stdout.write(JSON.stringify({ cacheUsed, code, tools }));`;
+  const { NODE_OPTIONS: _ignored, ...env } = process.env;
+  const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: makeTempDir(), env: { ...env, QUARRY_HOME: makeTempDir('quarry-home-') }, encoding: 'utf8' });
+  const result = JSON.parse(output) as { cacheUsed: boolean; code: number; tools: string };
+  expect(result.code).toBe(0);
+  return result;
+}
+
+describe('the bundle and its code cache', () => {
+  it('node accepts the cache the build made, and the bundle runs the same without one', () => {
+    const cached = load(bundle);
+    expect(cached.cacheUsed).toBe(true);
+    expect(cached.tools).toMatch(/^Tools under profile "readonly":/);
+    // A copy of the package without the cache file (and without node_modules: tools needs none).
+    const copy = makeTempDir('quarry-package-');
+    for (const entry of ['package.json', 'profiles', 'dist/profiles', 'dist/bundle/main.cjs']) cpSync(join(REPO_ROOT, entry), join(copy, entry), { recursive: true });
+    const uncached = load(join(copy, 'dist/bundle/main.cjs'));
+    expect(uncached.cacheUsed).toBe(false);
+    expect(uncached.tools).toBe(cached.tools);
+  });
+});
