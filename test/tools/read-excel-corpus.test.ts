@@ -98,7 +98,7 @@ interface HandSheet {
 }
 
 /** An .xlsx from hand-written parts: what no library here writes (empty <v/>, chart and dialog sheets, hostile parts). */
-function handWorkbook(sheets: HandSheet[], extra: { sharedStrings?: string; styles?: string; workbookPr?: string; parts?: ZipPart[] } = {}): Buffer {
+function handWorkbook(sheets: HandSheet[], extra: { sharedStrings?: string; styles?: string; workbookPr?: string; workbookEnd?: string; parts?: ZipPart[] } = {}): Buffer {
   const sheetEntries = sheets.map((s, i) => `<sheet name="${s.name}" sheetId="${i + 1}" r:id="rId${i + 1}"${s.state ? ` state="${s.state}"` : ''}/>`).join('');
   const rels = sheets.map((s, i) => {
     const type = s.type ?? 'worksheet';
@@ -121,7 +121,7 @@ function handWorkbook(sheets: HandSheet[], extra: { sharedStrings?: string; styl
       data: `<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>${overrides.join('')}</Types>`,
     },
     { name: '_rels/.rels', data: `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="r1" Type="${REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>` },
-    { name: 'xl/workbook.xml', data: `<workbook ${NS}>${extra.workbookPr ?? ''}<sheets>${sheetEntries}</sheets></workbook>` },
+    { name: 'xl/workbook.xml', data: `<workbook ${NS}>${extra.workbookPr ?? ''}<sheets>${sheetEntries}</sheets>${extra.workbookEnd ?? ''}</workbook>` },
     { name: 'xl/_rels/workbook.xml.rels', data: `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${rels.join('')}</Relationships>` },
     ...sheets.map((s, i) => ({ name: `xl/sheets/s${i + 1}.xml`, data: s.xml })),
   ];
@@ -210,7 +210,41 @@ async function buildCorpus(): Promise<void> {
   await exceljsInline(join(dir, 'exceljs-inline.xlsx'));
   producers.set('exceljs-inline.xlsx', 'exceljs');
   writeFileSync(join(dir, 'hand-cells.xlsx'), handCells());
-  producers.set('hand-cells.xlsx', 'hand-written parts');
+  writeFileSync(join(dir, 'excel-1904.xlsx'), excel1904());
+  writeFileSync(join(dir, 'hand-zero-negative.xlsx'), zeroAndNegativeSerials());
+  producers.set('hand-cells.xlsx', 'hand-written parts').set('excel-1904.xlsx', 'hand-written parts').set('hand-zero-negative.xlsx', 'hand-written parts');
+}
+
+/** Styles whose cellXfs 1.. carry the given number formats (custom ids from 164). */
+function stylesWith(...codes: string[]): string {
+  const numFmts = codes.map((code, i) => `<numFmt numFmtId="${164 + i}" formatCode="${code.replace(/"/g, '&quot;')}"/>`).join('');
+  const xfs = ['<xf numFmtId="0"/>', ...codes.map((_, i) => `<xf numFmtId="${164 + i}" applyNumberFormat="1"/>`)].join('');
+  return `<styleSheet ${NS}><numFmts count="${codes.length}">${numFmts}</numFmts><cellXfs count="${codes.length + 1}">${xfs}</cellXfs></styleSheet>`;
+}
+
+/**
+ * A 1904 workbook as Excel 2013 and later save it (Mac Excel's default system): after the real
+ * <workbookPr date1904="1"/>, the extensions hold <x15:workbookPr chartTrackingRefBase="1"/>,
+ * which once reset the date system to 1900 (every date 4 years and a day early).
+ */
+function excel1904(): Buffer {
+  const workbookPr = '<fileVersion appName="xl" lastEdited="7" lowestEdited="7" rupBuild="10520"/><workbookPr date1904="1" defaultThemeVersion="166925"/>';
+  const workbookEnd =
+    '<calcPr calcId="191029"/><extLst><ext uri="{140A7094-0E35-4892-8432-C4D2E57EDEB5}" xmlns:x15="http://schemas.microsoft.com/office/spreadsheetml/2010/11/main">' +
+    '<x15:workbookPr chartTrackingRefBase="1"/></ext></extLst>';
+  const rows =
+    '<row r="1"><c r="A1" t="inlineStr"><is><t>serial</t></is></c><c r="B1" t="inlineStr"><is><t>date</t></is></c><c r="C1" t="inlineStr"><is><t>when</t></is></c></row>' +
+    '<row r="2"><c r="A2"><v>1</v></c><c r="B2" s="1"><v>1</v></c><c r="C2" s="2"><v>0.5</v></c></row>' +
+    '<row r="3"><c r="A3"><v>43830</v></c><c r="B3" s="1"><v>43830</v></c><c r="C3" s="2"><v>43830.75</v></c></row>';
+  return handWorkbook([{ name: 'Mac', xml: worksheet(rows) }], { styles: stylesWith('yyyy\\-mm\\-dd;@', 'dd/mm/yyyy hh:mm'), workbookPr, workbookEnd });
+}
+
+/** Serial 0 in a date format (Excel shows 1900-01-00) and negative serials, which Excel shows as #####, in lone-part and elapsed formats. */
+function zeroAndNegativeSerials(): Buffer {
+  const rows =
+    '<row r="1"><c r="A1" s="1"><v>0</v></c><c r="B1" s="2"><v>0</v></c><c r="C1" s="1"><v>0.25</v></c></row>' +
+    '<row r="2"><c r="A2" s="3"><v>-1.2</v></c><c r="B2" s="4"><v>-0.5</v></c><c r="C2" s="3"><v>2</v></c></row>';
+  return handWorkbook([{ name: 'Zero', xml: worksheet(rows) }], { styles: stylesWith('yyyy/mm/dd;@', 'dd/mm/yyyy hh:mm', 'yy', '[h]:mm:ss') });
 }
 
 /** The cells that once came out wrong: an empty <v/> on a shared-string cell, <is> without t, a <dxfs> numFmt reusing an id, 1904. */
@@ -318,8 +352,12 @@ function agrees(shown: string | undefined, cell: DumpCell): boolean {
       return lonePart(format);
     }
     case 'time':
+      // openpyxl reads serials under 1 as times of day; in a date format Excel shows day 0 (1900-01-00, or 1904-01-01) with them.
+      if (/^(1900-01-00|1904-01-01)/.test(shown ?? '')) return shown!.length === 10 || Math.abs(seconds(shown!.slice(11)) - Math.round(seconds(String(value).slice(0, 8)))) <= 1;
       return shown !== undefined && Math.abs(seconds(shown) - Math.round(seconds(String(value).slice(0, 8)))) <= 1;
     case 'timedelta':
+      // A negative elapsed time (##### in Excel) is shown as its number of days.
+      if (shown !== undefined && /^-[\d.]+$/.test(shown)) return Number(shown) * 86_400 === Number(value);
       // [h]:mm:ss shows whole seconds, rounded; [mm]:ss likewise.
       return shown !== undefined && Math.abs(seconds(shown) - Number(value)) <= 0.5 + 1e-9;
     case 'nocache':
@@ -417,6 +455,31 @@ describe('values users see, exactly', () => {
         '[rows 1-2 of 2; 1 formula without a cached value (the file was saved uncalculated: results unknown, not zero)]',
       ),
     );
+  });
+
+  it('a 1904 workbook saved by Excel 2013 or later (an <x15:workbookPr> among its extensions) keeps the 1904 dates', async () => {
+    expect(await output({ path: 'excel-1904.xlsx', action: 'read_sheet' })).toBe(
+      lines('sheet "Mac"', 'row\tA\tB\tC', '1\tserial\tdate\twhen', '2\t1\t1904-01-02\t1904-01-01 12:00:00', '3\t43830\t2024-01-01\t2024-01-01 18:00:00', '[rows 1-3 of 3]'),
+    );
+  });
+
+  it('serial 0 in a date format shows as Excel shows it (1900-01-00); negative serials, ##### in Excel, show as numbers, not as nothing', async () => {
+    expect(await output({ path: 'hand-zero-negative.xlsx', action: 'read_sheet' })).toBe(
+      lines('sheet "Zero"', 'row\tA\tB\tC', '1\t1900-01-00\t1900-01-00 00:00:00\t1900-01-00', '2\t-1.2\t-0.5\t00', '[rows 1-2 of 2]'),
+    );
+  });
+
+  it('Excel 2.x-4.0 workbooks (BIFF records without an OLE2 container) are read, their text in the workbook\'s code page', async () => {
+    // SheetJS writes BIFF2 as Excel 2.x did: a bare record stream.
+    saveSheetJs(sheetJsFormats(false), join(dir, 'biff2.xls'), { bookType: 'biff2' });
+    expect((await output({ path: 'biff2.xls', action: 'read_sheet', end_row: 2 })).split('\n').slice(2, 4)).toEqual(['1\tformat\tvalue', '2\tyyyy-mm-dd\t2024-01-15']);
+    // A BIFF4 sheet by hand: BOF, CODEPAGE 1253 (Greek), one LABEL in that code page, EOF.
+    const record = (id: number, payload: Buffer) => Buffer.concat([Buffer.from([id & 0xff, id >> 8, payload.length & 0xff, payload.length >> 8]), payload]);
+    const words = (...values: number[]) => Buffer.from(new Uint16Array(values).buffer);
+    const greek = Buffer.from([0xcf, 0xea, 0xf4, 0x20, 0x85, 0x20, 0x80]); // "Οκτ … €" in code page 1253
+    const biff4 = Buffer.concat([record(0x0409, words(0, 0x10, 0)), record(0x0042, words(1253)), record(0x0204, Buffer.concat([words(0, 0, 0, greek.length), greek])), record(0x000a, Buffer.alloc(0))]);
+    writeFileSync(join(dir, 'greek-biff4.xls'), biff4);
+    expect(await output({ path: 'greek-biff4.xls', action: 'read_sheet' })).toBe(lines('sheet "Sheet1"', 'row\tA', '1\tΟκτ … €', '[rows 1-1 of 1]'));
   });
 
   it('exceljs files: rich text joined, 1904 dates, a formula with and without its result', async () => {

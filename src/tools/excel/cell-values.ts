@@ -124,7 +124,9 @@ export function serialToIso(serial: number, kind: 'date' | 'datetime' | 'time', 
   const time = `${pad(Math.floor(seconds / 3600))}:${pad(Math.floor((seconds % 3600) / 60))}:${pad(seconds % 60)}`;
   if (kind === 'time') return time;
   let date: string;
-  if (!date1904 && days === 60) date = '1900-02-29'; // Excel's fictitious leap day, kept as Excel shows it
+  // Excel's fictitious leap day and its day 0 (what a zero, such as an empty lookup's result, shows in a date format), kept as Excel shows them.
+  if (!date1904 && days === 60) date = '1900-02-29';
+  else if (!date1904 && days === 0) date = '1900-01-00';
   else {
     const epoch = date1904 ? EPOCH_1904 : days < 60 ? EPOCH_1900 + MS_PER_DAY : EPOCH_1900;
     const d = new Date(epoch + days * MS_PER_DAY);
@@ -143,7 +145,8 @@ function formatNumber(value: number, format: string, date1904: boolean): string 
     case 'elapsed':
     case 'excelText':
       try {
-        return formatter().format(format, value, { date1904 });
+        // SSF gives "" where Excel shows ##### (a negative or too large serial): the number is shown instead.
+        return formatter().format(format, value, { date1904 }) || cleanNumber(value);
       } catch {
         return cleanNumber(value);
       }

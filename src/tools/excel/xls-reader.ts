@@ -112,6 +112,9 @@ class XlsWorkbook implements OpenWorkbook {
 /** Parses a legacy workbook held in memory; encrypted or damaged files become WorkbookErrors. */
 export async function openXls(bytes: Buffer, text: TextWorkbookKind | null = null): Promise<OpenWorkbook> {
   const xlsx: SheetJs = await import('@e965/xlsx');
+  // Code pages: BIFF5 and older store text in the workbook's Windows code page (1251 Cyrillic,
+  // 1253 Greek, 1252's "…" and "€"), which SheetJS decodes only with its tables loaded.
+  xlsx.set_cptable(await import('@e965/xlsx/dist/cpexcel.full.mjs'));
   let workbook;
   try {
     // raw: delimited text and HTML cells stay as written (SheetJS would otherwise guess numbers and dates).
