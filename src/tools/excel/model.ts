@@ -81,7 +81,8 @@ export interface SheetInfo {
   /** Hidden columns within A..lastColumn. */
   hiddenColumns: ColumnRange[];
   mergedRanges: string[];
-  formulas: number;
+  /** null when the file's formulas could not be parsed (the cached values still were). */
+  formulas: number | null;
   formulasWithoutValue: number;
 }
 
