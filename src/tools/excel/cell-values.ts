@@ -17,8 +17,8 @@ const MAX_DATE_SERIAL = 2_958_465;
 
 /**
  * How a number format shows a number. date/datetime/time: as ISO text (unambiguous whatever the
- * file's locale); elapsed ([h]:mm:ss, [mm]:ss) and a lone date part ("d", "yy", "mmmm", which
- * LibreOffice puts on plain numbers): exactly as Excel shows them, through SheetJS's formatter;
+ * file's locale); elapsed ([h]:mm:ss, [mm]:ss) and a lone date or time part ("d", "yy", "mmmm",
+ * "h", which LibreOffice puts on plain numbers): exactly as Excel shows them, through SheetJS's formatter;
  * percent: the number times 100 with a %; general: the number itself, full precision.
  */
 export type FormatKind = 'date' | 'datetime' | 'time' | 'elapsed' | 'excelText' | 'percent' | 'general';
@@ -73,6 +73,9 @@ function dateKind(letters: string): FormatKind {
   // m next to h (h:mm) or before s (mm:ss) is minutes, any other m the month.
   const months = plain.replace(/h+[^a-z]*m+/g, 'h').replace(/m+([^a-z]*s)/g, '$1');
   const parts = Number(/[ye]/.test(plain)) + Number(/m/.test(months)) + Number(/d/.test(plain));
+  // A lone hour or second ("h", "hh AM/PM", "ss"), which LibreOffice also puts on plain numbers, is shown as Excel shows it ("7", "7 AM").
+  const timeParts = Number(/h/.test(plain)) + Number(/m/.test(plain) && !/m/.test(months)) + Number(/s/.test(plain));
+  if (parts === 0 && timeParts === 1) return 'excelText';
   if (parts === 0) return hasTime ? 'time' : 'excelText';
   if (parts === 1 && !hasTime) return 'excelText';
   return hasTime ? 'datetime' : 'date';
