@@ -1,4 +1,4 @@
-import { extname } from 'node:path';
+import { basename, extname } from 'node:path';
 import { WorkbookError } from './excel/errors.js';
 import { loadNumberFormats, MAX_CELL_CHARS } from './excel/cell-values.js';
 import { HIDDEN_MARK, MAX_COLUMNS, parseColumn, renderCelllessSheet, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
@@ -62,6 +62,11 @@ async function openWorkbook(context: ToolContext, path: string, size: number): P
   }
   // OLE2: a legacy .xls, or an encrypted (password-protected) .xlsx, which Excel stores this way.
   if (head.equals(OLE2_SIGNATURE) || isBiffStream(head)) return openWhole(context, path, size, null);
+  // Excel's owner file: the user's name, padded; never a workbook.
+  // Excel's owner file (the user's name, padded), left beside a workbook while it is open.
+  if (basename(path).startsWith('~$')) {
+    throw new WorkbookError(`not a workbook: a file named ~$… is the lock file Excel keeps while someone has the workbook open; read "${basename(path).slice(2)}" (its name may be cut at the start)`, 'corrupt');
+  }
   const text = textWorkbookKind(await readBytes(context.backend, path, 0, TEXT_SNIFF_BYTES));
   if (text !== null && extname(path).toLowerCase() === '.xls') return openWhole(context, path, size, text);
   if (text !== null) throw new WorkbookError(`not a valid Excel file: this is ${TEXT_WORKBOOK_LABELS[text]}, not the zip archive an ${extname(path).toLowerCase()} file is (${text === 'csv' ? 'read it with the read tool' : 'save it as .xlsx, or name it .xls'})`, 'corrupt');

@@ -529,7 +529,7 @@ describe('values users see, exactly', () => {
     expect(await output({ path: 'kinds.xlsm', action: 'get_info', sheet: '1' })).toBe(lines('sheet 1 "Chart1" (visible)', '  a chart sheet: no cells'));
   });
 
-  it('SpreadsheetML 2003, HTML and CSV named .xls are read and named; as .xlsx they are refused with what they are', async () => {
+  it('SpreadsheetML 2003, HTML and CSV named .xls are read and named; as .xlsx they are refused with what they are, and so is Excel\'s ~$ lock file', async () => {
     const wb = sheetJsFormats(false);
     saveSheetJs(wb, join(dir, 'xml2003.xls'), { bookType: 'xlml' });
     saveSheetJs(wb, join(dir, 'table.xls'), { bookType: 'html' });
@@ -544,6 +544,11 @@ describe('values users see, exactly', () => {
     // Delimited text is shown as written: no guessed numbers or dates (007 stays 007).
     expect(await output({ path: 'export.xls', action: 'read_sheet' })).toBe(
       lines('sheet "Sheet1"', 'row\tA\tB\tC', '1\tid\tname\twhen', '2\t007\tAna\t1/2/2020', '3\t8\tBo; Jr\t2020-01-03', '[rows 1-3 of 3]'),
+    );
+    // Excel's lock file beside an open workbook: a length byte, the user's name, spaces.
+    writeFileSync(join(dir, '~$port.xlsx'), Buffer.concat([Buffer.from([8]), Buffer.from('Ana Lima'), Buffer.alloc(156, 0x20)]));
+    expect((await run({ path: '~$port.xlsx', action: 'list_sheets' })).output).toBe(
+      '~$port.xlsx: not a workbook: a file named ~$… is the lock file Excel keeps while someone has the workbook open; read "port.xlsx" (its name may be cut at the start)',
     );
     writeFileSync(join(dir, 'page.xlsx'), '<html><body><table><tr><td>1</td></tr></table></body></html>');
     const refused = await run({ path: 'page.xlsx', action: 'list_sheets' });
