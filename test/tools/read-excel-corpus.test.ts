@@ -212,7 +212,23 @@ async function buildCorpus(): Promise<void> {
   writeFileSync(join(dir, 'hand-cells.xlsx'), handCells());
   writeFileSync(join(dir, 'excel-1904.xlsx'), excel1904());
   writeFileSync(join(dir, 'hand-zero-negative.xlsx'), zeroAndNegativeSerials());
+  writeFileSync(join(dir, 'poi-merged.xlsx'), valuesUnderMerges());
   producers.set('hand-cells.xlsx', 'hand-written parts').set('excel-1904.xlsx', 'hand-written parts').set('hand-zero-negative.xlsx', 'hand-written parts');
+  producers.set('poi-merged.xlsx', 'hand-written parts');
+}
+
+/**
+ * Values stored under a merge outside its top-left cell, as Apache POI lets programs write them:
+ * Excel shows only the top-left value. The merges follow 1,500 rows, so that a read of the first
+ * rows stops before them and has to look them up.
+ */
+function valuesUnderMerges(): Buffer {
+  let rows =
+    '<row r="1"><c r="A1" t="inlineStr"><is><t>Title</t></is></c><c r="B1" t="inlineStr"><is><t>under the merge</t></is></c><c r="C1"><v>7</v></c></row>' +
+    '<row r="2"><c r="A2"><v>1</v></c><c r="B2"><v>2</v></c></row><row r="3"><c r="A3"><v>3</v></c><c r="B3"><v>5</v></c></row>';
+  for (let r = 4; r <= 1500; r++) rows += `<row r="${r}"><c r="A${r}"><v>${r}</v></c></row>`;
+  const xml = `<worksheet ${NS}><dimension ref="A1:C1500"/><sheetData>${rows}</sheetData><mergeCells count="2"><mergeCell ref="A1:C1"/><mergeCell ref="B2:B3"/></mergeCells></worksheet>`;
+  return handWorkbook([{ name: 'Merged', xml }]);
 }
 
 /** Styles whose cellXfs 1.. carry the given number formats (custom ids from 164). */
@@ -483,6 +499,19 @@ describe('values users see, exactly', () => {
     expect(await output({ path: 'greek-biff4.xls', action: 'read_sheet' })).toBe(lines('sheet "Sheet1"', 'row\tA', '1\tΟκτ … €', '[rows 1-1 of 1]'));
   });
 
+  it('values stored under a merge outside its top-left cell are hidden, as in Excel, also when reading stops before the merges (.xlsx and .xls)', async () => {
+    for (const end_row of [4, 2000]) {
+      const text = (await output({ path: 'poi-merged.xlsx', action: 'read_sheet', end_row })).split('\n');
+      expect(text.slice(0, 6)).toEqual(['sheet "Merged"', 'row\tA\tB', '1\tTitle\t', '2\t1\t2', '3\t3\t', '4\t4\t']);
+    }
+    const ws = XLSX.utils.aoa_to_sheet([['Title', 'under the merge', 7], [1, 2], [3, 5]]);
+    ws['!merges'] = [XLSX.utils.decode_range('A1:C1'), XLSX.utils.decode_range('B2:B3')];
+    const wb = XLSX.utils.book_new();
+    XLSX.utils.book_append_sheet(wb, ws, 'Merged');
+    saveSheetJs(wb, join(dir, 'merged.xls'));
+    expect(await output({ path: 'merged.xls', action: 'read_sheet' })).toBe(lines('sheet "Merged"', 'row\tA\tB', '1\tTitle\t', '2\t1\t2', '3\t3\t', '[rows 1-3 of 3]'));
+  });
+
   it('exceljs files: rich text joined, 1904 dates, a formula with and without its result', async () => {
     for (const system of ['1900', '1904']) {
       expect(await output({ path: `exceljs-${system}.xlsx`, action: 'read_sheet' })).toBe(
@@ -663,6 +692,13 @@ describe('zip bombs and hostile parts end with a clear error in bounded memory a
     writeFileSync(join(dir, 'many-runs.xlsx'), handWorkbook([{ name: 'S', xml: worksheet('<row r="1"><c r="A1" t="s"><v>0</v></c></row>') }], { sharedStrings: `<sst ${NS}><si>${runs}</si></sst>` }));
     const text = await output({ path: 'many-runs.xlsx', action: 'read_sheet' });
     expect(text.split('\n')[2]).toBe(`1\t${'abcdefghij'.repeat(30)}…[1048576 chars]`);
+  });
+
+  it('a zip with two parts of one name is refused (readers disagree on which one counts)', async () => {
+    const sheet = (value: string) => ({ name: 'xl/sheets/s1.xml', data: worksheet(`<row r="1"><c r="A1" t="inlineStr"><is><t>${value}</t></is></c></row>`) });
+    writeFileSync(join(dir, 'twin-parts.xlsx'), handWorkbook([{ name: 'S', xml: worksheet('') }], { parts: [sheet('second'), sheet('third')] }));
+    const result = await run({ path: 'twin-parts.xlsx', action: 'read_sheet' });
+    expect(result.output).toBe('twin-parts.xlsx: the zip holds two parts named xl/sheets/s1.xml (a damaged or crafted file: readers disagree on which one counts); not read');
   });
 
   it('a row of 20,000 cells is refused as damaged', async () => {

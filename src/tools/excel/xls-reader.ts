@@ -1,6 +1,6 @@
 import type { CellObject, WorkSheet } from '@e965/xlsx';
 import { TEXT_WORKBOOK_LABELS, type TextWorkbookKind, WorkbookError } from './errors.js';
-import { sheetHasCells, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary, type Visibility } from './model.js';
+import { sheetHasCells, withoutHiddenMergeValues, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary, type Visibility } from './model.js';
 import { clipRanges, MAX_MERGED_RANGES_LISTED } from './xlsx-reader.js';
 
 /**
@@ -83,8 +83,9 @@ class XlsWorkbook implements OpenWorkbook {
   async readRows(sheet: SheetSummary, firstRow: number, lastRow: number): Promise<SheetSlice> {
     const all = this.rowsOf(sheet);
     const declared = sheet.dimension ? this.xlsx.utils.decode_range(sheet.dimension).e.r + 1 : 0;
+    const merges = (this.worksheets[sheet.index - 1]!['!merges'] ?? []).map((m) => ({ firstRow: m.s.r + 1, firstColumn: m.s.c + 1, lastRow: m.e.r + 1, lastColumn: m.e.c + 1 }));
     return {
-      rows: all.filter((row) => row.row >= firstRow && row.row <= lastRow),
+      rows: withoutHiddenMergeValues(all.filter((row) => row.row >= firstRow && row.row <= lastRow), merges),
       hiddenColumns: this.hiddenColumns(sheet),
       lastRow: Math.max(declared, all[all.length - 1]?.row ?? 0),
       lastRowSeen: all[all.length - 1]?.row ?? 0,
