@@ -17,22 +17,15 @@
  * putting a hyperlink's target into an empty cell and leaving _xHHHH_ escapes undecoded.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(name);
-  if (at < 0) return fallback;
-  const value = args[at + 1];
-  args.splice(at, 2);
-  return value;
-};
-const dist = resolve(option('--dist', new URL('../dist', import.meta.url).pathname));
-const show = Number(option('--show', '3'));
-const jsonOut = option('--json');
-if (args.length === 0) {
+const { values, positionals: directories } = parseArgs({ allowPositionals: true, options: { dist: { type: 'string' }, show: { type: 'string', default: '3' }, json: { type: 'string' } } });
+const dist = resolve(values.dist ?? new URL('../dist', import.meta.url).pathname);
+const show = Number(values.show);
+if (directories.length === 0) {
   console.error('usage: node scripts/excel-corpus.mjs DIR [DIR...] [--dist PATH] [--show N] [--json OUT]');
   process.exit(2);
 }
@@ -255,11 +248,11 @@ const work = mkdtempSync(join(tmpdir(), 'excel-corpus-'));
 writeFileSync(join(work, 'reference.py'), REFERENCE);
 const results = {};
 let total = { workbooks: 0, identical: 0, referenceOnly: 0, bothFail: 0, slow: 0 };
-for (const directory of args.map((d) => resolve(d))) {
+for (const directory of directories.map((d) => resolve(d))) {
   const files = readdirSync(directory).filter((f) => /\.(xlsx|xlsm|xls)$/i.test(f) && statSync(join(directory, f)).size > 0).map((f) => join(directory, f)).sort();
   const referenceFile = join(work, 'reference.json');
   execFileSync('/usr/bin/python3', [join(work, 'reference.py'), String(MAX_ROW), referenceFile, ...files], { stdio: ['ignore', 'ignore', 'ignore'], maxBuffer: 1 << 30 });
-  const references = JSON.parse((await import('node:fs')).readFileSync(referenceFile, 'utf8'));
+  const references = JSON.parse(readFileSync(referenceFile, 'utf8'));
   const counts = { workbooks: 0, identical: 0, referenceOnly: 0, bothFail: 0, slow: 0 };
   for (const file of files) {
     const mine = await readExcel(file).catch((error) => ({ error: `crash: ${error.message}` }));
@@ -280,4 +273,4 @@ for (const directory of args.map((d) => resolve(d))) {
 }
 const share = total.workbooks === 0 ? 0 : (100 * total.identical) / total.workbooks;
 console.log(`all: ${total.identical} of ${total.workbooks} workbooks identical (${share.toFixed(1)}%); ${total.referenceOnly} more read only by read_excel, ${total.bothFail} by neither; ${total.slow} get_info calls over 2 s`);
-if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 1));
+if (values.json) writeFileSync(values.json, JSON.stringify(results, null, 1));
