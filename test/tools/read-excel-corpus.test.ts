@@ -369,8 +369,7 @@ function agrees(shown: string | undefined, cell: DumpCell): boolean {
   switch (type) {
     case 'linkstr':
       // openpyxl fills an empty cell that has a hyperlink with the link's target; Excel shows it empty.
-      if (shown === undefined) return true;
-    // falls through
+      return shown === undefined || shown === escapeCellText(String(value));
     case 'str':
       return shown === escapeCellText(String(value)) || (String(value) === '' && shown === undefined);
     case 'bool':
