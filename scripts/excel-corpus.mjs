@@ -171,7 +171,7 @@ const controls = (text) => text.replace(/[\t\n\r]/g, (c) => (c === '\t' ? '\\t' 
 const decoded = (text) => text.replace(/_x([0-9A-Fa-f]{4})_/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)));
 const cut = (text) => (Array.from(text).length <= 300 ? text : `${Array.from(text).slice(0, 300).join('')}…[${Array.from(text).length} chars]`);
 const seconds = (hms) => hms.split(':').reduce((total, part) => total * 60 + Number(part), 0);
-const lonePart = (format) => /^(\[\$-[0-9A-F]+\])?(d+|y+|m+|e+|h+|s+)( ?(AM\/PM|A\/P))?(;.*)?$/i.test(format.replace(/\\/g, ''));
+const lonePart = (format) => /^(\[\$-[0-9A-F]+\])?(d+|y+|m+|e+|h+|s+)?( ?(AM\/PM|A\/P))?(;.*)?$/i.test(format.replace(/\\/g, ''));
 
 function agrees(shown, [, , type, value, format]) {
   switch (type) {
@@ -204,6 +204,10 @@ function agrees(shown, [, , type, value, format]) {
       return Math.abs(seconds(shown) - Math.round(seconds(value.slice(0, 8)))) <= 1;
     case 'timedelta':
       if (shown !== undefined && /^-[\d.]+$/.test(shown)) return Math.abs(Number(shown) * 86400 - value) < 1e-6 * Math.max(1, Math.abs(value));
+      if (shown !== undefined && /^\d+$/.test(shown) && /\[(h+|m+|s+)\]/i.test(format)) {
+        const unit = /\[h+\]/i.test(format) ? 3600 : /\[m+\]/i.test(format) ? 60 : 1;
+        return Math.abs(Number(shown) * unit - value) < unit;
+      }
       return shown !== undefined && Math.abs(seconds(shown) - value) <= 0.5 + 1e-9;
     case 'nocache':
       return shown !== undefined && shown.endsWith('[formula, no cached value]');

@@ -73,9 +73,9 @@ function dateKind(letters: string): FormatKind {
   // m next to h (h:mm) or before s (mm:ss) is minutes, any other m the month.
   const months = plain.replace(/h+[^a-z]*m+/g, 'h').replace(/m+([^a-z]*s)/g, '$1');
   const parts = Number(/[ye]/.test(plain)) + Number(/m/.test(months)) + Number(/d/.test(plain));
-  // A lone hour or second ("h", "hh AM/PM", "ss"), which LibreOffice also puts on plain numbers, is shown as Excel shows it ("7", "7 AM").
+  // A lone hour, second or half-day ("h", "hh AM/PM", "ss", "A/P"), which LibreOffice also puts on plain numbers, is shown as Excel shows it ("7", "7 AM", "A").
   const timeParts = Number(/h/.test(plain)) + Number(/m/.test(plain) && !/m/.test(months)) + Number(/s/.test(plain));
-  if (parts === 0 && timeParts === 1) return 'excelText';
+  if (parts === 0 && timeParts <= 1) return 'excelText';
   if (parts === 0) return hasTime ? 'time' : 'excelText';
   if (parts === 1 && !hasTime) return 'excelText';
   return hasTime ? 'datetime' : 'date';
