@@ -631,7 +631,7 @@ describe.skipIf(python === null || soffice === null)('LibreOffice-written workbo
   it('LibreOffice converts the corpus (.xls and .xlsx) to .xlsx and .xls; each reads the same as openpyxl reads the .xlsx', async () => {
     const out = join(dir, 'libreoffice');
     mkdirSync(out, { recursive: true });
-    const sources = ['sheetjs-1900.xls', 'sheetjs-1904.xls', 'exceljs-1900.xlsx', 'exceljs-1904.xlsx', 'hand-cells.xlsx'].map((f) => join(dir, f));
+    const sources = ['sheetjs-1900.xls', 'sheetjs-1904.xls', 'exceljs-1900.xlsx', 'exceljs-1904.xlsx', 'hand-cells.xlsx', 'excel-1904.xlsx', 'poi-merged.xlsx'].map((f) => join(dir, f));
     const profile = `-env:UserInstallation=file://${join(dir, 'lo-profile')}`;
     for (const target of ['xlsx', 'xls']) {
       const converted = spawnSync(soffice!, [profile, '--headless', '--convert-to', target, '--outdir', join(out, target), ...sources], { encoding: 'utf8', timeout: 240_000 });
@@ -652,6 +652,8 @@ describe.skipIf(python === null || soffice === null)('LibreOffice-written workbo
     const comparison = await compareAll(names);
     console.log(`read_excel vs openpyxl on LibreOffice files: ${comparison.files} workbooks, ${comparison.identical} identical, ${comparison.cells} cells, ${comparison.differences.length} differences`);
     expect(comparison.differences).toEqual([]);
+    // The 1904 workbook stays in its date system through LibreOffice, as .xlsx (date1904) and .xls (DATEMODE).
+    for (const name of ['lo-excel-1904.xlsx', 'lo-excel-1904.xls']) expect((await output({ path: name, action: 'read_sheet' })).split('\n')[3], name).toBe('2\t1\t1904-01-02\t1904-01-01 12:00:00');
     // LibreOffice's .xls of the same workbook shows what its .xlsx shows.
     for (const source of sources) {
       const stem = source.split('/').pop()!.replace(/\.xlsx?$/, '');
