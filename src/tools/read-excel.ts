@@ -1,4 +1,4 @@
-import { extname } from 'node:path';
+import { basename, extname } from 'node:path';
 import { WorkbookError } from './excel/errors.js';
 import { loadNumberFormats, MAX_CELL_CHARS } from './excel/cell-values.js';
 import { HIDDEN_MARK, MAX_COLUMNS, parseColumn, renderCelllessSheet, renderSheetInfo, renderSheetList, renderSlice } from './excel/format.js';
@@ -61,11 +61,27 @@ async function openWorkbook(context: ToolContext, path: string, size: number): P
     return openXlsx(context.backend, path, size, readLimits(context.signal));
   }
   // OLE2: a legacy .xls, or an encrypted (password-protected) .xlsx, which Excel stores this way.
-  if (head.equals(OLE2_SIGNATURE)) return openWhole(context, path, size, null);
+  if (head.equals(OLE2_SIGNATURE) || isBiffStream(head)) return openWhole(context, path, size, null);
+  // Excel's owner file: the user's name, padded; never a workbook.
+  // Excel's owner file (the user's name, padded), left beside a workbook while it is open.
+  if (basename(path).startsWith('~$')) {
+    throw new WorkbookError(`not a workbook: a file named ~$… is the lock file Excel keeps while someone has the workbook open; read "${basename(path).slice(2)}" (its name may be cut at the start)`, 'corrupt');
+  }
   const text = textWorkbookKind(await readBytes(context.backend, path, 0, TEXT_SNIFF_BYTES));
   if (text !== null && extname(path).toLowerCase() === '.xls') return openWhole(context, path, size, text);
   if (text !== null) throw new WorkbookError(`not a valid Excel file: this is ${TEXT_WORKBOOK_LABELS[text]}, not the zip archive an ${extname(path).toLowerCase()} file is (${text === 'csv' ? 'read it with the read tool' : 'save it as .xlsx, or name it .xls'})`, 'corrupt');
   throw new WorkbookError('not a valid Excel file: .xlsx files are zip archives and .xls files OLE2 documents, and this is neither (damaged, or another format renamed)', 'corrupt');
+}
+
+/**
+ * A workbook of Excel 2.x to 4.0 (and some exports in later BIFF versions): the BIFF records
+ * alone, not inside an OLE2 container. It starts with a BOF record: id 0x0009, 0x0209, 0x0409 or
+ * 0x0809, then the record's length.
+ */
+export function isBiffStream(head: Buffer): boolean {
+  if (head.length < 4 || head[0] !== 0x09 || ![0x00, 0x02, 0x04, 0x08].includes(head[1]!)) return false;
+  const length = head.readUInt16LE(2);
+  return length >= 4 && length <= 20;
 }
 
 /** Files read whole (legacy .xls and text workbooks) larger than this are refused: SheetJS holds them in memory several times over. */

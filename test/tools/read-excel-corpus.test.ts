@@ -98,7 +98,7 @@ interface HandSheet {
 }
 
 /** An .xlsx from hand-written parts: what no library here writes (empty <v/>, chart and dialog sheets, hostile parts). */
-function handWorkbook(sheets: HandSheet[], extra: { sharedStrings?: string; styles?: string; workbookPr?: string; parts?: ZipPart[] } = {}): Buffer {
+function handWorkbook(sheets: HandSheet[], extra: { sharedStrings?: string; styles?: string; workbookPr?: string; workbookEnd?: string; parts?: ZipPart[] } = {}): Buffer {
   const sheetEntries = sheets.map((s, i) => `<sheet name="${s.name}" sheetId="${i + 1}" r:id="rId${i + 1}"${s.state ? ` state="${s.state}"` : ''}/>`).join('');
   const rels = sheets.map((s, i) => {
     const type = s.type ?? 'worksheet';
@@ -121,7 +121,7 @@ function handWorkbook(sheets: HandSheet[], extra: { sharedStrings?: string; styl
       data: `<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>${overrides.join('')}</Types>`,
     },
     { name: '_rels/.rels', data: `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="r1" Type="${REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>` },
-    { name: 'xl/workbook.xml', data: `<workbook ${NS}>${extra.workbookPr ?? ''}<sheets>${sheetEntries}</sheets></workbook>` },
+    { name: 'xl/workbook.xml', data: `<workbook ${NS}>${extra.workbookPr ?? ''}<sheets>${sheetEntries}</sheets>${extra.workbookEnd ?? ''}</workbook>` },
     { name: 'xl/_rels/workbook.xml.rels', data: `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${rels.join('')}</Relationships>` },
     ...sheets.map((s, i) => ({ name: `xl/sheets/s${i + 1}.xml`, data: s.xml })),
   ];
@@ -210,7 +210,74 @@ async function buildCorpus(): Promise<void> {
   await exceljsInline(join(dir, 'exceljs-inline.xlsx'));
   producers.set('exceljs-inline.xlsx', 'exceljs');
   writeFileSync(join(dir, 'hand-cells.xlsx'), handCells());
-  producers.set('hand-cells.xlsx', 'hand-written parts');
+  writeFileSync(join(dir, 'excel-1904.xlsx'), excel1904());
+  writeFileSync(join(dir, 'hand-zero-negative.xlsx'), zeroAndNegativeSerials());
+  writeFileSync(join(dir, 'poi-merged.xlsx'), valuesUnderMerges());
+  writeFileSync(join(dir, 'hyperlinks.xlsx'), hyperlinkOnEmptyCell());
+  producers.set('hyperlinks.xlsx', 'hand-written parts');
+  producers.set('hand-cells.xlsx', 'hand-written parts').set('excel-1904.xlsx', 'hand-written parts').set('hand-zero-negative.xlsx', 'hand-written parts');
+  producers.set('poi-merged.xlsx', 'hand-written parts');
+}
+
+/**
+ * A hyperlink on an empty A1 (an Excel-made file in exceljs's tests has one): the cell stays
+ * empty, as in Excel; openpyxl puts the link's target into it, which once read as a missing A1.
+ */
+function hyperlinkOnEmptyCell(): Buffer {
+  const xml =
+    `<worksheet ${NS}><sheetData><row r="1"><c r="A1" s="0"/><c r="B1" t="inlineStr"><is><t>site</t></is></c></row></sheetData>` +
+    '<hyperlinks><hyperlink ref="A1" r:id="rL1" display="mail us"/><hyperlink ref="B1" r:id="rL2"/></hyperlinks></worksheet>';
+  const rels =
+    '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+    `<Relationship Id="rL1" Type="${REL}/hyperlink" Target="mailto:team@example.com" TargetMode="External"/>` +
+    `<Relationship Id="rL2" Type="${REL}/hyperlink" Target="https://example.com/" TargetMode="External"/></Relationships>`;
+  return handWorkbook([{ name: 'Links', xml }], { parts: [{ name: 'xl/sheets/_rels/s1.xml.rels', data: rels }] });
+}
+
+/**
+ * Values stored under a merge outside its top-left cell, as Apache POI lets programs write them:
+ * Excel shows only the top-left value. The merges follow 1,500 rows, so that a read of the first
+ * rows stops before them and has to look them up.
+ */
+function valuesUnderMerges(): Buffer {
+  let rows =
+    '<row r="1"><c r="A1" t="inlineStr"><is><t>Title</t></is></c><c r="B1" t="inlineStr"><is><t>under the merge</t></is></c><c r="C1"><v>7</v></c></row>' +
+    '<row r="2"><c r="A2"><v>1</v></c><c r="B2"><v>2</v></c></row><row r="3"><c r="A3"><v>3</v></c><c r="B3"><v>5</v></c></row>';
+  for (let r = 4; r <= 1500; r++) rows += `<row r="${r}"><c r="A${r}"><v>${r}</v></c></row>`;
+  const xml = `<worksheet ${NS}><dimension ref="A1:C1500"/><sheetData>${rows}</sheetData><mergeCells count="2"><mergeCell ref="A1:C1"/><mergeCell ref="B2:B3"/></mergeCells></worksheet>`;
+  return handWorkbook([{ name: 'Merged', xml }]);
+}
+
+/** Styles whose cellXfs 1.. carry the given number formats (custom ids from 164). */
+function stylesWith(...codes: string[]): string {
+  const numFmts = codes.map((code, i) => `<numFmt numFmtId="${164 + i}" formatCode="${code.replace(/"/g, '&quot;')}"/>`).join('');
+  const xfs = ['<xf numFmtId="0"/>', ...codes.map((_, i) => `<xf numFmtId="${164 + i}" applyNumberFormat="1"/>`)].join('');
+  return `<styleSheet ${NS}><numFmts count="${codes.length}">${numFmts}</numFmts><cellXfs count="${codes.length + 1}">${xfs}</cellXfs></styleSheet>`;
+}
+
+/**
+ * A 1904 workbook as Excel 2013 and later save it (Mac Excel's default system): after the real
+ * <workbookPr date1904="1"/>, the extensions hold <x15:workbookPr chartTrackingRefBase="1"/>,
+ * which once reset the date system to 1900 (every date 4 years and a day early).
+ */
+function excel1904(): Buffer {
+  const workbookPr = '<fileVersion appName="xl" lastEdited="7" lowestEdited="7" rupBuild="10520"/><workbookPr date1904="1" defaultThemeVersion="166925"/>';
+  const workbookEnd =
+    '<calcPr calcId="191029"/><extLst><ext uri="{140A7094-0E35-4892-8432-C4D2E57EDEB5}" xmlns:x15="http://schemas.microsoft.com/office/spreadsheetml/2010/11/main">' +
+    '<x15:workbookPr chartTrackingRefBase="1"/></ext></extLst>';
+  const rows =
+    '<row r="1"><c r="A1" t="inlineStr"><is><t>serial</t></is></c><c r="B1" t="inlineStr"><is><t>date</t></is></c><c r="C1" t="inlineStr"><is><t>when</t></is></c></row>' +
+    '<row r="2"><c r="A2"><v>1</v></c><c r="B2" s="1"><v>1</v></c><c r="C2" s="2"><v>0.5</v></c></row>' +
+    '<row r="3"><c r="A3"><v>43830</v></c><c r="B3" s="1"><v>43830</v></c><c r="C3" s="2"><v>43830.75</v></c></row>';
+  return handWorkbook([{ name: 'Mac', xml: worksheet(rows) }], { styles: stylesWith('yyyy\\-mm\\-dd;@', 'dd/mm/yyyy hh:mm'), workbookPr, workbookEnd });
+}
+
+/** Serial 0 in a date format (Excel shows 1900-01-00) and negative serials, which Excel shows as #####, in lone-part and elapsed formats. */
+function zeroAndNegativeSerials(): Buffer {
+  const rows =
+    '<row r="1"><c r="A1" s="1"><v>0</v></c><c r="B1" s="2"><v>0</v></c><c r="C1" s="1"><v>0.25</v></c><c r="D1" s="5"><v>12.3</v></c></row>' +
+    '<row r="2"><c r="A2" s="3"><v>-1.2</v></c><c r="B2" s="4"><v>-0.5</v></c><c r="C2" s="3"><v>2</v></c><c r="D2" s="6"><v>0.75</v></c><c r="E2" s="7"><v>12.3</v></c></row>';
+  return handWorkbook([{ name: 'Zero', xml: worksheet(rows) }], { styles: stylesWith('yyyy/mm/dd;@', 'dd/mm/yyyy hh:mm', 'yy', '[h]:mm:ss', 'h', 'h AM/PM', 'A/P') });
 }
 
 /** The cells that once came out wrong: an empty <v/> on a shared-string cell, <is> without t, a <dxfs> numFmt reusing an id, 1904. */
@@ -261,6 +328,7 @@ for path in sys.argv[1:]:
                 elif isinstance(v, datetime.date): cells.append([c.row, c.column, "datetime", v.isoformat() + "T00:00:00", c.number_format])
                 elif isinstance(v, datetime.time): cells.append([c.row, c.column, "time", v.isoformat(), c.number_format])
                 elif isinstance(v, datetime.timedelta): cells.append([c.row, c.column, "timedelta", v.total_seconds(), c.number_format])
+                elif c.hyperlink is not None and v in (c.hyperlink.target, c.hyperlink.display): cells.append([c.row, c.column, "linkstr", str(v), c.number_format])
                 else: cells.append([c.row, c.column, "str", str(v), c.number_format])
         sheets.append({"name": ws.title, "cells": cells})
     out[path] = {"sheets": sheets}
@@ -292,13 +360,16 @@ async function grid(file: string, sheet: string): Promise<Map<string, string>> {
 }
 
 const seconds = (hms: string) => hms.split(':').reduce((total, part) => total * 60 + Number(part), 0);
-/** A format showing only one part of a date ("d", "yy", "mmmm"): read_excel shows what Excel shows, openpyxl a number or a date. */
-const lonePart = (format: string) => /^(\[\$-[0-9A-F]+\])?(d+|y+|m+|e+)$/i.test(format.replace(/\\/g, ''));
+/** A format showing only one part of a date or time ("d", "yy", "mmmm", "h AM/PM"): read_excel shows what Excel shows, openpyxl a number or a date. */
+const lonePart = (format: string) => /^(\[\$-[0-9A-F]+\])?(d+|y+|m+|e+|h+|s+)?( ?(AM\/PM|A\/P))?(;@)?$/i.test(format.replace(/\\/g, ''));
 
 /** Whether read_excel's text for a cell says the same as openpyxl's value. */
 function agrees(shown: string | undefined, cell: DumpCell): boolean {
   const [, , type, value, format] = cell;
   switch (type) {
+    case 'linkstr':
+      // openpyxl fills an empty cell that has a hyperlink with the link's target; Excel shows it empty.
+      return shown === undefined || shown === escapeCellText(String(value));
     case 'str':
       return shown === escapeCellText(String(value)) || (String(value) === '' && shown === undefined);
     case 'bool':
@@ -318,8 +389,13 @@ function agrees(shown: string | undefined, cell: DumpCell): boolean {
       return lonePart(format);
     }
     case 'time':
+      if (lonePart(format)) return shown !== undefined;
+      // openpyxl reads serials under 1 as times of day; in a date format Excel shows day 0 (1900-01-00, or 1904-01-01) with them.
+      if (/^(1900-01-00|1904-01-01)/.test(shown ?? '')) return shown!.length === 10 || Math.abs(seconds(shown!.slice(11)) - Math.round(seconds(String(value).slice(0, 8)))) <= 1;
       return shown !== undefined && Math.abs(seconds(shown) - Math.round(seconds(String(value).slice(0, 8)))) <= 1;
     case 'timedelta':
+      // A negative elapsed time (##### in Excel) is shown as its number of days.
+      if (shown !== undefined && /^-[\d.]+$/.test(shown)) return Number(shown) * 86_400 === Number(value);
       // [h]:mm:ss shows whole seconds, rounded; [mm]:ss likewise.
       return shown !== undefined && Math.abs(seconds(shown) - Number(value)) <= 0.5 + 1e-9;
     case 'nocache':
@@ -419,6 +495,48 @@ describe('values users see, exactly', () => {
     );
   });
 
+  it('a 1904 workbook saved by Excel 2013 or later (an <x15:workbookPr> among its extensions) keeps the 1904 dates', async () => {
+    expect(await output({ path: 'excel-1904.xlsx', action: 'read_sheet' })).toBe(
+      lines('sheet "Mac"', 'row\tA\tB\tC', '1\tserial\tdate\twhen', '2\t1\t1904-01-02\t1904-01-01 12:00:00', '3\t43830\t2024-01-01\t2024-01-01 18:00:00', '[rows 1-3 of 3]'),
+    );
+  });
+
+  it('serial 0 in a date format shows as Excel shows it (1900-01-00); negative serials, ##### in Excel, show as numbers, not as nothing; a lone hour shows as Excel shows it', async () => {
+    expect(await output({ path: 'hand-zero-negative.xlsx', action: 'read_sheet' })).toBe(
+      lines('sheet "Zero"', 'row\tA\tB\tC\tD\tE', '1\t1900-01-00\t1900-01-00 00:00:00\t1900-01-00\t7\t', '2\t-1.2\t-0.5\t00\t6 PM\tA', '[rows 1-2 of 2]'),
+    );
+  });
+
+  it('Excel 2.x-4.0 workbooks (BIFF records without an OLE2 container) are read, their text in the workbook\'s code page', async () => {
+    // SheetJS writes BIFF2 as Excel 2.x did: a bare record stream.
+    saveSheetJs(sheetJsFormats(false), join(dir, 'biff2.xls'), { bookType: 'biff2' });
+    expect((await output({ path: 'biff2.xls', action: 'read_sheet', end_row: 2 })).split('\n').slice(2, 4)).toEqual(['1\tformat\tvalue', '2\tyyyy-mm-dd\t2024-01-15']);
+    // A BIFF4 sheet by hand: BOF, CODEPAGE 1253 (Greek), one LABEL in that code page, EOF.
+    const record = (id: number, payload: Buffer) => Buffer.concat([Buffer.from([id & 0xff, id >> 8, payload.length & 0xff, payload.length >> 8]), payload]);
+    const words = (...values: number[]) => Buffer.from(new Uint16Array(values).buffer);
+    const greek = Buffer.from([0xcf, 0xea, 0xf4, 0x20, 0x85, 0x20, 0x80]); // "Οκτ … €" in code page 1253
+    const biff4 = Buffer.concat([record(0x0409, words(0, 0x10, 0)), record(0x0042, words(1253)), record(0x0204, Buffer.concat([words(0, 0, 0, greek.length), greek])), record(0x000a, Buffer.alloc(0))]);
+    writeFileSync(join(dir, 'greek-biff4.xls'), biff4);
+    expect(await output({ path: 'greek-biff4.xls', action: 'read_sheet' })).toBe(lines('sheet "Sheet1"', 'row\tA', '1\tΟκτ … €', '[rows 1-1 of 1]'));
+  });
+
+  it('values stored under a merge outside its top-left cell are hidden, as in Excel, also when reading stops before the merges (.xlsx and .xls)', async () => {
+    for (const end_row of [4, 2000]) {
+      const text = (await output({ path: 'poi-merged.xlsx', action: 'read_sheet', end_row })).split('\n');
+      expect(text.slice(0, 6)).toEqual(['sheet "Merged"', 'row\tA\tB', '1\tTitle\t', '2\t1\t2', '3\t3\t', '4\t4\t']);
+    }
+    const ws = XLSX.utils.aoa_to_sheet([['Title', 'under the merge', 7], [1, 2], [3, 5]]);
+    ws['!merges'] = [XLSX.utils.decode_range('A1:C1'), XLSX.utils.decode_range('B2:B3')];
+    const wb = XLSX.utils.book_new();
+    XLSX.utils.book_append_sheet(wb, ws, 'Merged');
+    saveSheetJs(wb, join(dir, 'merged.xls'));
+    expect(await output({ path: 'merged.xls', action: 'read_sheet' })).toBe(lines('sheet "Merged"', 'row\tA\tB', '1\tTitle\t', '2\t1\t2', '3\t3\t', '[rows 1-3 of 3]'));
+  });
+
+  it('a hyperlink on an empty cell leaves it empty; on a value, the value shows', async () => {
+    expect(await output({ path: 'hyperlinks.xlsx', action: 'read_sheet' })).toBe(lines('sheet "Links"', 'row\tA\tB', '1\t\tsite', '[rows 1-1 of 1]'));
+  });
+
   it('exceljs files: rich text joined, 1904 dates, a formula with and without its result', async () => {
     for (const system of ['1900', '1904']) {
       expect(await output({ path: `exceljs-${system}.xlsx`, action: 'read_sheet' })).toBe(
@@ -465,7 +583,7 @@ describe('values users see, exactly', () => {
     expect(await output({ path: 'kinds.xlsm', action: 'get_info', sheet: '1' })).toBe(lines('sheet 1 "Chart1" (visible)', '  a chart sheet: no cells'));
   });
 
-  it('SpreadsheetML 2003, HTML and CSV named .xls are read and named; as .xlsx they are refused with what they are', async () => {
+  it('SpreadsheetML 2003, HTML and CSV named .xls are read and named; as .xlsx they are refused with what they are, and so is Excel\'s ~$ lock file', async () => {
     const wb = sheetJsFormats(false);
     saveSheetJs(wb, join(dir, 'xml2003.xls'), { bookType: 'xlml' });
     saveSheetJs(wb, join(dir, 'table.xls'), { bookType: 'html' });
@@ -480,6 +598,11 @@ describe('values users see, exactly', () => {
     // Delimited text is shown as written: no guessed numbers or dates (007 stays 007).
     expect(await output({ path: 'export.xls', action: 'read_sheet' })).toBe(
       lines('sheet "Sheet1"', 'row\tA\tB\tC', '1\tid\tname\twhen', '2\t007\tAna\t1/2/2020', '3\t8\tBo; Jr\t2020-01-03', '[rows 1-3 of 3]'),
+    );
+    // Excel's lock file beside an open workbook: a length byte, the user's name, spaces.
+    writeFileSync(join(dir, '~$port.xlsx'), Buffer.concat([Buffer.from([8]), Buffer.from('Ana Lima'), Buffer.alloc(156, 0x20)]));
+    expect((await run({ path: '~$port.xlsx', action: 'list_sheets' })).output).toBe(
+      '~$port.xlsx: not a workbook: a file named ~$… is the lock file Excel keeps while someone has the workbook open; read "port.xlsx" (its name may be cut at the start)',
     );
     writeFileSync(join(dir, 'page.xlsx'), '<html><body><table><tr><td>1</td></tr></table></body></html>');
     const refused = await run({ path: 'page.xlsx', action: 'list_sheets' });
@@ -508,7 +631,7 @@ describe.skipIf(python === null || soffice === null)('LibreOffice-written workbo
   it('LibreOffice converts the corpus (.xls and .xlsx) to .xlsx and .xls; each reads the same as openpyxl reads the .xlsx', async () => {
     const out = join(dir, 'libreoffice');
     mkdirSync(out, { recursive: true });
-    const sources = ['sheetjs-1900.xls', 'sheetjs-1904.xls', 'exceljs-1900.xlsx', 'exceljs-1904.xlsx', 'hand-cells.xlsx'].map((f) => join(dir, f));
+    const sources = ['sheetjs-1900.xls', 'sheetjs-1904.xls', 'exceljs-1900.xlsx', 'exceljs-1904.xlsx', 'hand-cells.xlsx', 'excel-1904.xlsx', 'poi-merged.xlsx'].map((f) => join(dir, f));
     const profile = `-env:UserInstallation=file://${join(dir, 'lo-profile')}`;
     for (const target of ['xlsx', 'xls']) {
       const converted = spawnSync(soffice!, [profile, '--headless', '--convert-to', target, '--outdir', join(out, target), ...sources], { encoding: 'utf8', timeout: 240_000 });
@@ -529,6 +652,8 @@ describe.skipIf(python === null || soffice === null)('LibreOffice-written workbo
     const comparison = await compareAll(names);
     console.log(`read_excel vs openpyxl on LibreOffice files: ${comparison.files} workbooks, ${comparison.identical} identical, ${comparison.cells} cells, ${comparison.differences.length} differences`);
     expect(comparison.differences).toEqual([]);
+    // The 1904 workbook stays in its date system through LibreOffice, as .xlsx (date1904) and .xls (DATEMODE).
+    for (const name of ['lo-excel-1904.xlsx', 'lo-excel-1904.xls']) expect((await output({ path: name, action: 'read_sheet' })).split('\n')[3], name).toBe('2\t1\t1904-01-02\t1904-01-01 12:00:00');
     // LibreOffice's .xls of the same workbook shows what its .xlsx shows.
     for (const source of sources) {
       const stem = source.split('/').pop()!.replace(/\.xlsx?$/, '');
@@ -594,6 +719,13 @@ describe('zip bombs and hostile parts end with a clear error in bounded memory a
     writeFileSync(join(dir, 'many-runs.xlsx'), handWorkbook([{ name: 'S', xml: worksheet('<row r="1"><c r="A1" t="s"><v>0</v></c></row>') }], { sharedStrings: `<sst ${NS}><si>${runs}</si></sst>` }));
     const text = await output({ path: 'many-runs.xlsx', action: 'read_sheet' });
     expect(text.split('\n')[2]).toBe(`1\t${'abcdefghij'.repeat(30)}…[1048576 chars]`);
+  });
+
+  it('a zip with two parts of one name is refused (readers disagree on which one counts)', async () => {
+    const sheet = (value: string) => ({ name: 'xl/sheets/s1.xml', data: worksheet(`<row r="1"><c r="A1" t="inlineStr"><is><t>${value}</t></is></c></row>`) });
+    writeFileSync(join(dir, 'twin-parts.xlsx'), handWorkbook([{ name: 'S', xml: worksheet('') }], { parts: [sheet('second'), sheet('third')] }));
+    const result = await run({ path: 'twin-parts.xlsx', action: 'read_sheet' });
+    expect(result.output).toBe('twin-parts.xlsx: the zip holds two parts named xl/sheets/s1.xml (a damaged or crafted file: readers disagree on which one counts); not read');
   });
 
   it('a row of 20,000 cells is refused as damaged', async () => {

@@ -17,8 +17,8 @@ const MAX_DATE_SERIAL = 2_958_465;
 
 /**
  * How a number format shows a number. date/datetime/time: as ISO text (unambiguous whatever the
- * file's locale); elapsed ([h]:mm:ss, [mm]:ss) and a lone date part ("d", "yy", "mmmm", which
- * LibreOffice puts on plain numbers): exactly as Excel shows them, through SheetJS's formatter;
+ * file's locale); elapsed ([h]:mm:ss, [mm]:ss) and a lone date or time part ("d", "yy", "mmmm",
+ * "h", which LibreOffice puts on plain numbers): exactly as Excel shows them, through SheetJS's formatter;
  * percent: the number times 100 with a %; general: the number itself, full precision.
  */
 export type FormatKind = 'date' | 'datetime' | 'time' | 'elapsed' | 'excelText' | 'percent' | 'general';
@@ -73,6 +73,9 @@ function dateKind(letters: string): FormatKind {
   // m next to h (h:mm) or before s (mm:ss) is minutes, any other m the month.
   const months = plain.replace(/h+[^a-z]*m+/g, 'h').replace(/m+([^a-z]*s)/g, '$1');
   const parts = Number(/[ye]/.test(plain)) + Number(/m/.test(months)) + Number(/d/.test(plain));
+  // A lone hour, second or half-day ("h", "hh AM/PM", "ss", "A/P"), which LibreOffice also puts on plain numbers, is shown as Excel shows it ("7", "7 AM", "A").
+  const timeParts = Number(/h/.test(plain)) + Number(/m/.test(plain) && !/m/.test(months)) + Number(/s/.test(plain));
+  if (parts === 0 && timeParts <= 1) return 'excelText';
   if (parts === 0) return hasTime ? 'time' : 'excelText';
   if (parts === 1 && !hasTime) return 'excelText';
   return hasTime ? 'datetime' : 'date';
@@ -124,7 +127,9 @@ export function serialToIso(serial: number, kind: 'date' | 'datetime' | 'time', 
   const time = `${pad(Math.floor(seconds / 3600))}:${pad(Math.floor((seconds % 3600) / 60))}:${pad(seconds % 60)}`;
   if (kind === 'time') return time;
   let date: string;
-  if (!date1904 && days === 60) date = '1900-02-29'; // Excel's fictitious leap day, kept as Excel shows it
+  // Excel's fictitious leap day and its day 0 (what a zero, such as an empty lookup's result, shows in a date format), kept as Excel shows them.
+  if (!date1904 && days === 60) date = '1900-02-29';
+  else if (!date1904 && days === 0) date = '1900-01-00';
   else {
     const epoch = date1904 ? EPOCH_1904 : days < 60 ? EPOCH_1900 + MS_PER_DAY : EPOCH_1900;
     const d = new Date(epoch + days * MS_PER_DAY);
@@ -143,7 +148,8 @@ function formatNumber(value: number, format: string, date1904: boolean): string 
     case 'elapsed':
     case 'excelText':
       try {
-        return formatter().format(format, value, { date1904 });
+        // SSF gives "" where Excel shows ##### (a negative or too large serial): the number is shown instead.
+        return formatter().format(format, value, { date1904 }) || cleanNumber(value);
       } catch {
         return cleanNumber(value);
       }

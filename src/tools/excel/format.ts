@@ -156,6 +156,7 @@ export function renderSheetInfo(info: SheetInfo): string {
   const hiddenColumns = info.hiddenColumns.reduce((sum, r) => sum + r.max - r.min + 1, 0);
   lines.push(`  hidden columns: ${hiddenColumns === 0 ? 'none' : `${formatCount(hiddenColumns)} (${info.hiddenColumns.map(rangeText).join(', ')})`}`);
   lines.push(`  merged ranges: ${info.mergedRanges.length === 0 ? 'none' : info.mergedRanges.join(', ')}`);
-  lines.push(`  formulas: ${info.formulas === 0 ? 'none' : `${formatCount(info.formulas)}${info.formulasWithoutValue > 0 ? ` (${formatCount(info.formulasWithoutValue)} without a cached value)` : ''}`}`);
+  if (info.formulas === null) lines.push('  formulas: unknown (the file\'s formulas could not be parsed; their cached values are shown)');
+  else lines.push(`  formulas: ${info.formulas === 0 ? 'none' : `${formatCount(info.formulas)}${info.formulasWithoutValue > 0 ? ` (${formatCount(info.formulasWithoutValue)} without a cached value)` : ''}`}`);
   return lines.join('\n');
 }

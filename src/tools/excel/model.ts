@@ -81,7 +81,8 @@ export interface SheetInfo {
   /** Hidden columns within A..lastColumn. */
   hiddenColumns: ColumnRange[];
   mergedRanges: string[];
-  formulas: number;
+  /** null when the file's formulas could not be parsed (the cached values still were). */
+  formulas: number | null;
   formulasWithoutValue: number;
 }
 
@@ -101,3 +102,41 @@ export interface OpenWorkbook {
 
 /** Hidden row numbers get_info keeps (it shows 20 ranges of them): a sheet of millions of hidden rows stays small in memory. */
 export const MAX_HIDDEN_ROWS_KEPT = 100_000;
+
+/** A merged range, 1-based and inclusive. */
+export interface MergedRange {
+  firstRow: number;
+  firstColumn: number;
+  lastRow: number;
+  lastColumn: number;
+}
+
+/**
+ * Rows without the values stored under a merge outside its top-left cell: Excel shows only the
+ * top-left value across the merged range and hides the others (Apache POI and other generators
+ * write such values; Excel itself clears them when it merges).
+ */
+export function withoutHiddenMergeValues<Row extends { row: number; cells: Array<{ column: number }> }>(rows: Row[], merges: MergedRange[]): Row[] {
+  if (merges.length === 0 || rows.length === 0) return rows;
+  const first = rows[0]!.row;
+  const last = rows[rows.length - 1]!.row;
+  const byRow = new Map<number, MergedRange[]>();
+  for (const merge of merges) {
+    for (let row = Math.max(first, merge.firstRow); row <= Math.min(last, merge.lastRow); row++) {
+      const list = byRow.get(row);
+      if (list) list.push(merge);
+      else byRow.set(row, [merge]);
+    }
+  }
+  if (byRow.size === 0) return rows;
+  return rows
+    .map((row) => {
+      const covering = byRow.get(row.row);
+      if (!covering) return row;
+      const cells = row.cells.filter(
+        (cell) => !covering.some((m) => cell.column >= m.firstColumn && cell.column <= m.lastColumn && (row.row !== m.firstRow || cell.column !== m.firstColumn)),
+      );
+      return cells.length === row.cells.length ? row : { ...row, cells };
+    })
+    .filter((row) => row.cells.length > 0);
+}

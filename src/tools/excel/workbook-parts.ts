@@ -46,15 +46,27 @@ export function parseRelationships(text: string, sourcePart: string): Relationsh
 export function parseWorkbook(text: string): { sheets: WorkbookSheet[]; date1904: boolean } {
   const sheets: WorkbookSheet[] = [];
   let date1904 = false;
-  scanStartTags(text, (name, a) => {
-    if (name === 'workbookPr') {
-      const value = attributeValue(a, 'date1904');
-      date1904 = value === '1' || value === 'true';
-    } else if (name === 'sheet') {
-      const state = attributeValue(a, 'state');
-      const visibility: Visibility = state === 'hidden' ? 'hidden' : state === 'veryHidden' ? 'veryHidden' : 'visible';
-      sheets.push({ name: attributeValue(a, 'name') ?? `Sheet${sheets.length + 1}`, visibility, relationshipId: attributeValue(a, 'id') ?? '' });
-    }
+  // Extensions (<extLst>) hold elements of the same local names: Excel 2013 and later write
+  // <x15:workbookPr chartTrackingRefBase="1"/> there, after the real <workbookPr date1904="1"/>,
+  // and reading it as the workbook's properties put every date of a 1904 workbook 4 years early.
+  let inExtensions = 0;
+  scanXml(text, {
+    open(name, a) {
+      if (name === 'extLst') inExtensions++;
+      if (inExtensions > 0) return;
+      if (name === 'workbookPr') {
+        const value = attributeValue(a, 'date1904')?.trim().toLowerCase();
+        date1904 = value === '1' || value === 'true';
+      } else if (name === 'sheet') {
+        const state = attributeValue(a, 'state');
+        const visibility: Visibility = state === 'hidden' ? 'hidden' : state === 'veryHidden' ? 'veryHidden' : 'visible';
+        sheets.push({ name: attributeValue(a, 'name') ?? `Sheet${sheets.length + 1}`, visibility, relationshipId: attributeValue(a, 'id') ?? '' });
+      }
+    },
+    close(name) {
+      if (name === 'extLst') inExtensions--;
+    },
+    text() {},
   });
   return { sheets, date1904 };
 }

@@ -1,8 +1,8 @@
 import type { Backend } from '../../backends/types.js';
 import { decodeOoxmlEscapes } from './cell-values.js';
 import { WorkbookError } from './errors.js';
-import { MAX_HIDDEN_ROWS_KEPT, sheetHasCells, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary } from './model.js';
-import { SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
+import { MAX_HIDDEN_ROWS_KEPT, sheetHasCells, withoutHiddenMergeValues, type CellValue, type MergedRange, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary } from './model.js';
+import { columnOfReference, SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
 import { parseRelationships, parseStyles, parseWorkbook, relationshipsPartOf, SharedStringsHandler, type Relationship } from './workbook-parts.js';
 import { XmlScanner, type XmlHandler } from './xml-scanner.js';
 import { ZipArchive, type ReadLimits } from './zip-archive.js';
@@ -62,9 +62,11 @@ class XlsxWorkbook implements OpenWorkbook {
     let declaredLastRow = 0;
     let seenLastRow = 0;
     let stoppedEarly = false;
+    const merges: MergedRange[] = [];
     const events: SheetEvents = {
       dimension: (ref) => { declaredLastRow = lastRowOfRange(ref); },
       column: (min, max, hidden) => { if (hidden) hiddenColumns.push({ min, max }); },
+      merge: (ref) => { addMerge(merges, ref); },
       row: (row) => {
         seenLastRow = Math.max(seenLastRow, row.row);
         if (row.row > lastRow) {
@@ -83,6 +85,9 @@ class XlsxWorkbook implements OpenWorkbook {
     };
     // The sheet first, so that only the strings its rows use are kept (wherever the table lies).
     await scanPart(this.archive, part, new SheetXmlHandler(events));
+    // Merged ranges follow the rows: when reading stopped early, they are looked up in the rest of the part.
+    if (stoppedEarly && rows.length > 0 && mergesWorthScanning(this.archive.declaredSizes(part))) await scanMergeRefs(this.archive, part, (ref) => addMerge(merges, ref));
+    rows.splice(0, rows.length, ...withoutHiddenMergeValues(rows, merges));
     const strings = new SharedStringsHandler(neededStrings);
     if (this.sharedStringsPart && neededStrings.size > 0) await scanPart(this.archive, this.sharedStringsPart, strings);
     const styles = this.stylesPart ? parseStyles(await this.archive.readText(this.stylesPart)) : [];
@@ -142,6 +147,47 @@ class XlsxWorkbook implements OpenWorkbook {
       formulasWithoutValue,
     };
   }
+}
+
+/**
+ * When the rows asked for end before the sheet does, the rest of a sheet part stored in at most
+ * 1 MB (tens of thousands of rows; inflated and searched in well under a second) is read for its
+ * merged ranges. Larger sheets keep their promise that the first rows cost only the start of the
+ * part: values stored under a merge are then shown as stored.
+ */
+export const MAX_MERGE_SCAN_STORED_BYTES = 1024 * 1024;
+const MAX_MERGE_SCAN_INFLATED_BYTES = 64 * 1024 * 1024;
+
+function mergesWorthScanning(sizes: { stored: number; inflated: number }): boolean {
+  return sizes.stored <= MAX_MERGE_SCAN_STORED_BYTES && sizes.inflated <= MAX_MERGE_SCAN_INFLATED_BYTES;
+}
+
+function addMerge(merges: MergedRange[], ref: string): void {
+  const [start, end = start] = ref.split(':');
+  const firstRow = lastRowOfRange(start!);
+  const lastRow = lastRowOfRange(end!);
+  const firstColumn = columnOfReference(start!);
+  const lastColumn = columnOfReference(end!);
+  if (firstRow > 0 && firstColumn > 0 && lastRow >= firstRow && lastColumn >= firstColumn) merges.push({ firstRow, firstColumn, lastRow, lastColumn });
+}
+
+const MERGE_TAG = /<(?:[\w.-]+:)?mergeCell\b[^>]*?\bref="([^"]*)"[^>]*>/g;
+
+/**
+ * The merged ranges of a sheet part without parsing its rows: a text search for <mergeCell> tags
+ * (they follow <sheetData>), stopping at </mergeCells>.
+ */
+async function scanMergeRefs(archive: ZipArchive, part: string, found: (ref: string) => void): Promise<void> {
+  let carry = '';
+  await archive.streamText(part, (chunk) => {
+    const text = carry + chunk;
+    let end = text.lastIndexOf('<');
+    if (end < 0 || text.indexOf('>', end) >= 0) end = text.length;
+    carry = text.length - end > 4096 ? '' : text.slice(end);
+    const complete = text.slice(0, end);
+    if (complete.includes('mergeCell')) for (const match of complete.matchAll(MERGE_TAG)) found(match[1]!);
+    return !/<\/(?:[\w.-]+:)?mergeCells>/.test(complete);
+  });
 }
 
 /** Hidden column ranges cut to A..lastColumn (Excel often hides everything right of the data). */

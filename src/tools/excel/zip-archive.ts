@@ -75,7 +75,11 @@ export class ZipArchive {
       const reader = await BackendRangeReader.open(backend, path, size);
       const zip = await fromRandomAccessReaderPromise(reader, size, { lazyEntries: true, autoClose: false });
       const entries = new Map<string, Entry>();
-      for await (const entry of zip.eachEntry()) entries.set(entry.fileName, entry);
+      for await (const entry of zip.eachEntry()) {
+        // Two parts of one name: readers disagree on which counts (one shows what another hides), so neither is trusted.
+        if (entries.has(entry.fileName)) throw new WorkbookError(`the zip holds two parts named ${entry.fileName} (a damaged or crafted file: readers disagree on which one counts); not read`, 'corrupt');
+        entries.set(entry.fileName, entry);
+      }
       return new ZipArchive(zip, entries, limits);
     } catch (error) {
       throw asWorkbookError(error);
@@ -84,6 +88,12 @@ export class ZipArchive {
 
   has(name: string): boolean {
     return this.entries.has(name);
+  }
+
+  /** The stored and inflated sizes the zip directory declares for a part (0 when there is no such part). */
+  declaredSizes(name: string): { stored: number; inflated: number } {
+    const entry = this.entries.get(name);
+    return { stored: entry?.compressedSize ?? 0, inflated: entry?.uncompressedSize ?? 0 };
   }
 
   /**
