@@ -122,7 +122,12 @@ async function precompileValidators() {
     if (!runtimes.includes(specifier)) runtimes.push(specifier);
     return `quarryAjvRuntime${runtimes.indexOf(specifier)}`;
   });
-  const imports = runtimes.map((specifier, index) => `import quarryAjvRuntime${index} from '${specifier}.js';\n`).join('');
+  // Ajv's code reads `.default` of each helper's CommonJS exports. A default import is those
+  // exports under Node, but the helper itself where a loader honours __esModule (esbuild's
+  // bundle, vitest): either way the helper is passed on as `.default`.
+  const imports = runtimes
+    .map((specifier, index) => `import quarryAjvRuntimeImport${index} from '${specifier}.js';\nconst quarryAjvRuntime${index} = { default: typeof quarryAjvRuntimeImport${index} === 'function' ? quarryAjvRuntimeImport${index} : quarryAjvRuntimeImport${index}.default };\n`)
+    .join('');
   const table = keys.map((key, index) => `  ${JSON.stringify(key)}: validate_${index},`).join('\n');
   writeFileSync(
     `${root}dist/tools/precompiled-validators.js`,
