@@ -1,4 +1,4 @@
-import { closeSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { UsageError } from '../cli/errors.js';
@@ -118,7 +118,7 @@ export function acquireSessionLock(dir: string, describe: (holder: LockHolder | 
   if (held.has(dir)) return false;
   const path = join(dir, LOCK_FILE);
   const me: LockHolder = { pid: process.pid, ...(ownStart ? { started: ownStart } : {}), host: hostname(), nonce: nodeCrypto().randomBytes(8).toString('hex'), at: new Date().toISOString() };
-  for (let attempt = 0; attempt < 20; attempt++) {
+  for (let attempt = 0; attempt < 400; attempt++) {
     let fd: number;
     try {
       fd = openSync(path, 'wx');
@@ -133,7 +133,7 @@ export function acquireSessionLock(dir: string, describe: (holder: LockHolder | 
       } else if (holderAlive(holder)) {
         throw new SessionLockedError(describe(holder), holder);
       }
-      takeOverStale(path, holder);
+      takeOverStale(dir, path, holder);
       continue;
     }
     try {
@@ -148,30 +148,48 @@ export function acquireSessionLock(dir: string, describe: (holder: LockHolder | 
   throw new SessionLockedError(describe(readLockHolder(dir)), readLockHolder(dir));
 }
 
-function takeOverStale(path: string, stale: LockHolder | undefined): void {
-  const aside = `${path}.stale.${process.pid}.${nodeCrypto().randomBytes(4).toString('hex')}`;
+/** A takeover mutex older than this was left by a process that died in the middle of one. */
+const TAKEOVER_STALE_MS = 10_000;
+/** How long a process waits for another's takeover to finish before it looks again. */
+const TAKEOVER_WAIT_MS = 5;
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Removes a stale lock, at most one process at a time: the remover holds `lock.takeover`
+ * (created with O_EXCL) and removes the lock only when it still is the stale one it saw (same
+ * nonce; or still unreadable and older than the grace). While the mutex is held nothing else
+ * removes a lock (its dead owner cannot), so the lock read is the lock removed. Renaming the
+ * lock aside, as before, could move a new owner's lock that was created but not yet written,
+ * and two processes then both held the session (seen under load in CI).
+ */
+function takeOverStale(dir: string, path: string, stale: LockHolder | undefined): void {
+  const mutex = `${path}.takeover`;
+  let fd: number;
   try {
-    renameSync(path, aside);
+    fd = openSync(mutex, 'wx');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
-  }
-  let moved: LockHolder | undefined;
-  try {
-    moved = JSON.parse(readFileSync(aside, 'utf8')) as LockHolder;
-  } catch {
-    moved = undefined;
-  }
-  if (moved && stale && moved.nonce !== stale.nonce && holderAlive(moved)) {
-    // Between our look and the rename, another process replaced the stale lock with its own:
-    // put that one back (a link never replaces a file: if a third process got in, its lock stands).
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     try {
-      linkSync(aside, path);
+      if (Date.now() - statSync(mutex).mtimeMs > TAKEOVER_STALE_MS) rmSync(mutex, { force: true });
     } catch {
-      // EEXIST: a third process holds the lock now
+      // Gone already: the other takeover finished.
     }
+    sleepSync(TAKEOVER_WAIT_MS);
+    return;
   }
-  rmSync(aside, { force: true });
+  try {
+    closeSync(fd);
+    const current = readLockHolder(dir);
+    const same = stale
+      ? current?.nonce === stale.nonce
+      : current === undefined && lockExists(dir).exists && lockExists(dir).ageMs >= UNREADABLE_LOCK_GRACE_MS;
+    if (same) rmSync(path, { force: true });
+  } finally {
+    rmSync(mutex, { force: true });
+  }
 }
 
 /** Lets go of the session if this process holds it (and the file is still ours). */
