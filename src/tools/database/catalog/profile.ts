@@ -171,7 +171,9 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
     const value = attempt === 'binary' ? null : ordered && attempt === category ? column : dialect.asText(column);
     const parts = ['COUNT(*)', `COUNT(${column})`];
     if (value) parts.push(`COUNT(DISTINCT ${value})`, `MIN(${value})`, `MAX(${value})`);
-    if (attempt === 'number') parts.push(`AVG(${dialect.asDouble(column)})`, `AVG(${dialect.asDouble(column)} * ${dialect.asDouble(column)})`);
+    const double = dialect.asDouble(column);
+    // Never AVG(x²) − AVG(x)²: on large values with a small spread (epoch times, ids) it cancels to 0.
+    if (attempt === 'number') parts.push(`AVG(${double})`, dialect.stddev ? dialect.stddev(double) : 'NULL');
     if (attempt === 'text') parts.push(`MIN(${dialect.length(column)})`, `MAX(${dialect.length(column)})`);
     try {
       const [row = []] = await driver.catalog(`SELECT ${parts.join(', ')} FROM ${source.from}`, source.params, options);
@@ -188,9 +190,14 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
       }
       if (attempt === 'number' && nonNull > 0) {
         const mean = toNumber(row[5] ?? null);
-        const meanSquare = toNumber(row[6] ?? null);
         profile.mean = mean;
-        if (mean !== null && meanSquare !== null && nonNull > 1) profile.stddev = Math.sqrt(Math.max(0, meanSquare - mean * mean) * (nonNull / (nonNull - 1)));
+        if (dialect.stddev) profile.stddev = toNumber(row[6] ?? null);
+        else if (mean !== null && nonNull > 1) {
+          // SQLite has no STDDEV: a second pass over the same rows, centred on the mean (its two ? come before the source's own).
+          const [[square] = []] = await driver.catalog(`SELECT AVG((${double} - ?) * (${double} - ?)) FROM ${source.from}`, [mean, mean, ...source.params], options);
+          const meanSquare = toNumber(square ?? null);
+          if (meanSquare !== null) profile.stddev = Math.sqrt(meanSquare * (nonNull / (nonNull - 1)));
+        }
       }
       if (attempt === 'text') {
         profile.minLength = toNumber(row[5] ?? null);
@@ -218,7 +225,9 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
 function figure(value: number | null, digits = 4): string {
   if (value === null) return '';
   if (Number.isInteger(value)) return value.toLocaleString('en-US');
-  return Number(value.toPrecision(digits + 2)).toString();
+  // Every integer digit and two decimals at least: 1000000000.5 is not shown as 1000000000.
+  const whole = Math.floor(Math.log10(Math.abs(value))) + 1;
+  return Number(value.toPrecision(Math.min(17, Math.max(digits + 2, whole + 2)))).toString();
 }
 
 function percent(part: number, whole: number): string {

@@ -1,0 +1,69 @@
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { makeTempDir } from '../../support/context.js';
+import { configsFor, directoryFingerprint, makeRunner, requireEnv } from './helpers.js';
+
+/**
+ * Red-team cases for the schema operations (README "Knowing the data") on SQLite: figures checked
+ * against an independent computation of the same values, and everyday read-only calls that must
+ * not be refused.
+ */
+
+const dir = makeTempDir();
+const path = join(dir, 'figures.db');
+let run: ReturnType<typeof makeRunner>['run'];
+
+/** Sample standard deviation computed here, centred on the mean. */
+function stddev(values: number[]): number {
+  const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
+  return Math.sqrt(values.reduce((sum, value) => sum + (value - mean) ** 2, 0) / (values.length - 1));
+}
+
+beforeAll(() => {
+  const db = new Database(path);
+  db.exec(`CREATE TABLE events (id INTEGER PRIMARY KEY, epoch_ms INTEGER, big_id INTEGER, label TEXT);
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+    INSERT INTO events SELECT i, 1700000000000 + i % 3, 1000000000 + i % 2, 'e' || i FROM n;`);
+  db.close();
+  run = makeRunner(configsFor([`f=${path}`], dir), dir).run;
+});
+
+describe('profile figures against an independent computation', () => {
+  test('standard deviation of large values with a small spread is not cancelled to 0; the mean keeps its decimals', async () => {
+    const values = Array.from({ length: 1000 }, (_, index) => index + 1);
+    const epoch = stddev(values.map((i) => 1700000000000 + (i % 3)));
+    const big = stddev(values.map((i) => 1000000000 + (i % 2)));
+    const result = await run('sqlite', { operation: 'profile', table_name: 'events', columns: ['epoch_ms', 'big_id'] });
+    expect(result.ok).toBe(true);
+    expect(result.output).toMatch(new RegExp(`│ epoch_ms +│ INTEGER │ 0% +│ 3 +│ 1700000000000 +│ 1700000000002 +│ 1,700,000,000,001 +│ ${epoch.toPrecision(6)} `));
+    expect(result.output).toMatch(new RegExp(`│ big_id +│ INTEGER │ 0% +│ 2 +│ 1000000000 +│ 1000000001 +│ 1000000000\\.5 +│ ${big.toPrecision(6).replace(/0+$/, '')} `));
+  });
+});
+
+describe.each([
+  ['postgres', 'QUARRY_TEST_PG_URL', 'SELECT 1700000000000::bigint + i % 3 AS epoch_ms FROM generate_series(1, 1000) AS i'],
+  ['mysql', 'QUARRY_TEST_MYSQL_URL', 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT 1700000000000 + i % 3 AS epoch_ms FROM n'],
+])('%s profile of large values with a small spread', (engine, variable, sql) => {
+  test('the standard deviation is the engine\'s own STDDEV_SAMP, not cancelled to 0', async () => {
+    const expected = stddev(Array.from({ length: 1000 }, (_, index) => 1700000000000 + ((index + 1) % 3)));
+    const server = makeRunner(configsFor([`srv=${requireEnv(variable)}`], dir), dir).run;
+    const result = await server(engine, { operation: 'profile', sql });
+    expect(result.ok).toBe(true);
+    expect(result.output).toMatch(new RegExp(`│ epoch_ms +│ number[^│]*│ 0% +│ 3 +│ 1700000000000 +│ 1700000000002 +│ 1,700,000,000,001 +│ ${expected.toPrecision(6)} `));
+  });
+});
+
+describe('everyday read-only calls', () => {
+  test('describe, sample and profile take schema.table as list_tables and profile show it (main.events)', async () => {
+    const before = directoryFingerprint(dir);
+    const described = await run('sqlite', { operation: 'describe', table_name: 'main.events' });
+    expect(described.output).toMatch(/^main\.events: 4 columns\nprimary key: id/);
+    const sampled = await run('sqlite', { operation: 'sample', table_name: 'main.events', row_limit: 3 });
+    expect(sampled.output).toMatch(/\(3 rows: /);
+    const profiled = await run('sqlite', { operation: 'profile', table_name: 'main.events', columns: ['label'] });
+    expect(profiled.output).toMatch(/│ label +│ TEXT +│ 0% +│ 1,000 +│ e1 +│ e999 /);
+    expect((await run('sqlite', { operation: 'describe', table_name: 'nowhere.events' })).output).toBe('no such table or view: nowhere.events; use operation list_tables to see the tables');
+    expect(directoryFingerprint(dir)).toBe(before);
+  });
+});
