@@ -1,6 +1,10 @@
 import Database from 'better-sqlite3';
+import pg from 'pg';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { estimateRows } from '../../../src/tools/database/catalog/explain.js';
+import { driverFor } from '../../../src/tools/database/connections.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, directoryFingerprint, makeRunner, requireEnv } from './helpers.js';
 
@@ -41,6 +45,16 @@ describe('profile figures against an independent computation', () => {
   });
 });
 
+describe('duckdb profile of doubles near the top of their range', () => {
+  test('a standard deviation that overflows leaves the column\'s other figures; the mean is shown in exponent form, not as 300 digits', async () => {
+    const csv = join(dir, 'huge.csv');
+    writeFileSync(csv, 'id,amt\n1,10.5\n2,\n3,1e300\n');
+    const duck = makeRunner(configsFor([`huge=${csv}`], dir), dir).run;
+    const result = await duck('duckdb', { operation: 'profile', table_name: 'huge', columns: ['amt'] });
+    expect(result.output).toMatch(/│ amt +│ DOUBLE │ 33\.3% │ 2 +│ 10\.5 │ 1e\+300 │ 5e\+299 │ +│ +│ 10\.5 \(1\), 1e\+300 \(1\) │/);
+  });
+});
+
 describe.each([
   ['postgres', 'QUARRY_TEST_PG_URL', 'SELECT 1700000000000::bigint + i % 3 AS epoch_ms FROM generate_series(1, 1000) AS i'],
   ['mysql', 'QUARRY_TEST_MYSQL_URL', 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT 1700000000000 + i % 3 AS epoch_ms FROM n'],
@@ -65,5 +79,31 @@ describe('everyday read-only calls', () => {
     expect(profiled.output).toMatch(/│ label +│ TEXT +│ 0% +│ 1,000 +│ e1 +│ e999 /);
     expect((await run('sqlite', { operation: 'describe', table_name: 'nowhere.events' })).output).toBe('no such table or view: nowhere.events; use operation list_tables to see the tables');
     expect(directoryFingerprint(dir)).toBe(before);
+  });
+});
+
+describe('postgres query guard', () => {
+  test('a sequential scan of a table outside the search path is judged by that table\'s own estimate, not the filter\'s or a same-named table\'s', async () => {
+    const adminUrl = requireEnv('QUARRY_TEST_PG_ADMIN_URL');
+    const setup = new pg.Client({ connectionString: adminUrl });
+    await setup.connect();
+    await setup.query('DROP DATABASE IF EXISTS quarry_hred');
+    await setup.query('CREATE DATABASE quarry_hred OWNER quarry_test');
+    await setup.end();
+    const url = new URL(adminUrl);
+    url.pathname = '/quarry_hred';
+    const admin = new pg.Client({ connectionString: url.toString() });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA hidden; CREATE TABLE hidden.facts AS SELECT i AS id, md5(i::text) AS label FROM generate_series(1, 300000) AS i;
+      CREATE TABLE public.facts (id int); INSERT INTO public.facts VALUES (1); ANALYZE hidden.facts; ANALYZE public.facts;
+      GRANT USAGE ON SCHEMA hidden TO quarry_test; GRANT SELECT ON ALL TABLES IN SCHEMA hidden, public TO quarry_test;`);
+    await admin.end();
+    const testUrl = new URL(requireEnv('QUARRY_TEST_PG_URL'));
+    testUrl.pathname = '/quarry_hred';
+    const driver = await driverFor(configsFor([`pgh=${testUrl.toString()}`], dir)[0]!, true);
+    const options = { readOnly: true, signal: new AbortController().signal };
+    await driver.connect(options.signal);
+    const estimate = await estimateRows('postgres', driver, "SELECT * FROM hidden.facts WHERE md5(label) = 'x'", options);
+    expect(estimate).toEqual({ rows: 300_000, table: 'hidden.facts' });
   });
 });

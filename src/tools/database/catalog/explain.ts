@@ -84,23 +84,25 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
   };
   switch (engine) {
     case 'postgres': {
-      const [[plan] = []] = await driver.catalog(`EXPLAIN (FORMAT JSON) ${sql}`, [], options);
+      // VERBOSE: only then does each scan name its schema (a bare name may be another table, or none, on the search path).
+      const [[plan] = []] = await driver.catalog(`EXPLAIN (FORMAT JSON, VERBOSE) ${sql}`, [], options);
       const parsed = typeof plan === 'string' ? JSON.parse(plan) : plan;
-      const seqScans: string[] = [];
+      const seqScans: [string, string, string][] = [];
       const walk = (node: Record<string, unknown>) => {
-        const relation = typeof node['Relation Name'] === 'string' ? `${String(node['Schema'] ?? '')}${node['Schema'] ? '.' : ''}${node['Relation Name']}` : null;
+        const schema = typeof node['Schema'] === 'string' ? node['Schema'] : '';
+        const relation = typeof node['Relation Name'] === 'string' ? `${schema && schema !== 'public' ? `${schema}.` : ''}${node['Relation Name']}` : null;
         // Only table accesses: a join's own estimate is not rows read, and on tables never
         // analysed it can be wildly high (a 200,000-row export estimated at a billion).
         if (relation) consider(Number(node['Plan Rows']), relation);
-        if (node['Node Type'] === 'Seq Scan' && relation) seqScans.push(relation);
+        if (node['Node Type'] === 'Seq Scan' && relation) seqScans.push([relation, schema, String(node['Relation Name'])]);
         for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) walk(child);
       };
       for (const entry of Array.isArray(parsed) ? parsed : [parsed]) if (entry?.Plan) walk(entry.Plan);
       if (seqScans.length) {
-        // Schema is only in VERBOSE plans; to_regclass resolves the bare name on the search path (pg sends the array as text[]).
+        // pg sends each array as text[]; the schema-qualified name finds the very table scanned.
         const rows = await driver.catalog(
-          `SELECT name, reltuples::bigint FROM unnest(?::text[]) AS name JOIN pg_class c ON c.oid = to_regclass(quote_ident(name)) WHERE c.reltuples >= 0`,
-          [seqScans],
+          `SELECT s.shown, c.reltuples::bigint FROM unnest(?::text[], ?::text[], ?::text[]) AS s(shown, nsp, rel) JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', s.nsp, s.rel)) WHERE c.reltuples >= 0`,
+          [seqScans.map((scan) => scan[0]), seqScans.map((scan) => scan[1]), seqScans.map((scan) => scan[2])],
           options,
         );
         for (const [name, count] of rows) consider(Number(count), String(name));
