@@ -69,6 +69,14 @@ describe.each([
 });
 
 describe('everyday read-only calls', () => {
+  test('explain of a plan longer than 1,000 rows says that it is cut (it ended silently at row 1,000)', async () => {
+    const sql = `SELECT ${Array.from({ length: 700 }, (_, i) => `(SELECT max(epoch_ms) FROM events WHERE label = 'v${i}') AS c${i}`).join(', ')}`;
+    const plan = await run('sqlite', { operation: 'explain', sql });
+    expect(plan.ok).toBe(true);
+    expect(plan.output.split('\n').filter((line) => line.includes('SCALAR SUBQUERY'))).toHaveLength(500);
+    expect(plan.output).toMatch(/\n└─ SCALAR SUBQUERY 500\n\(plan cut at its first 1,000 rows: explain a smaller part of the statement to see the rest\)$/);
+  });
+
   test('describe, sample and profile take schema.table as list_tables and profile show it (main.events)', async () => {
     const before = directoryFingerprint(dir);
     const described = await run('sqlite', { operation: 'describe', table_name: 'main.events' });

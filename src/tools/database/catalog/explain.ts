@@ -34,14 +34,18 @@ export async function explainStatement(engine: Engine, driver: DatabaseDriver, s
     const rows = await driver.catalog(`SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY(NULL, 'quarry'))`, [], options);
     return bounded(rows.map((row) => String(row[0] ?? '')).join('\n'));
   }
-  const result = await driver.query(`${EXPLAIN_PREFIX[engine]}${sql}`, 1000, options);
-  if (engine === 'sqlite') return bounded(sqlitePlanTree(result.rows));
+  const result = await driver.query(`${EXPLAIN_PREFIX[engine]}${sql}`, PLAN_ROWS, options);
+  // A plan longer than PLAN_ROWS rows says so (it was cut silently at 1,000 lines).
+  const more = result.more ? `\n(plan cut at its first ${PLAN_ROWS.toLocaleString('en-US')} rows: explain a smaller part of the statement to see the rest)` : '';
+  if (engine === 'sqlite') return bounded(sqlitePlanTree(result.rows)) + more;
   if (result.columns.length === 1 || engine === 'duckdb') {
     const text = result.rows.map((row) => row.map((value) => String(value ?? '')).join('\n')).join('\n');
-    return bounded(`${engine === 'duckdb' ? text.replace(/^physical_plan\n/, '') : text}`);
+    return bounded(`${engine === 'duckdb' ? text.replace(/^physical_plan\n/, '') : text}`) + more;
   }
-  return formatTable(result.columns, result.rows).text;
+  return formatTable(result.columns, result.rows).text + more;
 }
+
+const PLAN_ROWS = 1000;
 
 /** SQLite's EXPLAIN QUERY PLAN rows (id, parent, notused, detail) as an indented tree. */
 function sqlitePlanTree(rows: CellValue[][]): string {
