@@ -41,6 +41,9 @@ describe('profile figures against an independent computation', () => {
     const result = await run('sqlite', { operation: 'profile', table_name: 'events', columns: ['epoch_ms', 'big_id'] });
     expect(result.ok).toBe(true);
     expect(result.output).toMatch(new RegExp(`│ epoch_ms +│ INTEGER │ 0% +│ 3 +│ 1700000000000 +│ 1700000000002 +│ 1,700,000,000,001 +│ ${epoch.toPrecision(6)} `));
+    // Beyond 2^53 a double holds no exact integer: exponent form, checked against Python's statistics (4.61619e+18, 6.51554e+18).
+    const huge = await run('sqlite', { operation: 'profile', sql: 'SELECT 9007199254741993 AS big UNION ALL SELECT 9223372036854775000' });
+    expect(huge.output).toMatch(/│ big +│ number │ 0% +│ 2 +│ 9007199254741993 │ 9223372036854775000 │ 4\.61619e\+18 │ 6\.51554e\+18 │/);
     expect(result.output).toMatch(new RegExp(`│ big_id +│ INTEGER │ 0% +│ 2 +│ 1000000000 +│ 1000000001 +│ 1000000000\\.5 +│ ${big.toPrecision(6).replace(/0+$/, '')} `));
   });
 });
