@@ -116,5 +116,10 @@ describe('postgres query guard', () => {
     await driver.connect(options.signal);
     const estimate = await estimateRows('postgres', driver, "SELECT * FROM hidden.facts WHERE md5(label) = 'x'", options);
     expect(estimate).toEqual({ rows: 300_000, table: 'hidden.facts' });
+    // A LIMIT reads a few pages, not the table: the everyday first look is not refused; a sort before the LIMIT still reads it all.
+    const limited = await estimateRows('postgres', driver, 'SELECT * FROM hidden.facts LIMIT 10', options);
+    expect(limited!.rows).toBeLessThan(100);
+    expect(await estimateRows('postgres', driver, 'SELECT * FROM hidden.facts ORDER BY label LIMIT 10', options)).toEqual({ rows: 300_000, table: 'hidden.facts' });
+    expect(await estimateRows('postgres', driver, 'SELECT count(*) FROM (SELECT * FROM hidden.facts LIMIT 200000) AS s', options)).toEqual({ rows: 200_000, table: 'hidden.facts' });
   });
 });

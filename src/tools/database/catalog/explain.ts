@@ -81,10 +81,13 @@ export const GUARDED_ENGINES: readonly Engine[] = ['postgres', 'mysql', 'vertica
  * small while every row is still read); MySQL/MariaDB: the rows each table access examines;
  * Vertica: the rows of each storage access.
  */
+/** PostgreSQL plan nodes that read all of their input before returning a row. */
+const BLOCKING = new Set(['Sort', 'Aggregate', 'Hash', 'WindowAgg', 'SetOp', 'Materialize']);
+
 export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: string, options: RunOptions): Promise<RowEstimate | null> {
   let best: RowEstimate | null = null;
   const consider = (rows: number, table: string | null) => {
-    if (Number.isFinite(rows) && (!best || rows > best.rows)) best = { rows, table };
+    if (Number.isFinite(rows) && (!best || rows > best.rows)) best = { rows: Math.round(rows), table };
   };
   switch (engine) {
     case 'postgres': {
@@ -92,14 +95,24 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
       const [[plan] = []] = await driver.catalog(`EXPLAIN (FORMAT JSON, VERBOSE) ${sql}`, [], options);
       const parsed = typeof plan === 'string' ? JSON.parse(plan) : plan;
       const seqScans: [string, string, string][] = [];
-      const walk = (node: Record<string, unknown>) => {
+      // The share of each scan that runs: under a Limit, the Limit's cost over its input's (PostgreSQL's own
+      // assumption), so SELECT * FROM big LIMIT 10 is not judged by every row of big; below a node that
+      // reads all its input before its first row (a sort, an aggregate, a hash), the scan is whole again.
+      const shares = new Map<string, number>();
+      const walk = (node: Record<string, unknown>, share = 1) => {
         const schema = typeof node['Schema'] === 'string' ? node['Schema'] : '';
         const relation = typeof node['Relation Name'] === 'string' ? `${schema && schema !== 'public' ? `${schema}.` : ''}${node['Relation Name']}` : null;
         // Only table accesses: a join's own estimate is not rows read, and on tables never
         // analysed it can be wildly high (a 200,000-row export estimated at a billion).
-        if (relation) consider(Number(node['Plan Rows']), relation);
-        if (node['Node Type'] === 'Seq Scan' && relation) seqScans.push([relation, schema, String(node['Relation Name'])]);
-        for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) walk(child);
+        if (relation) consider(Number(node['Plan Rows']) * share, relation);
+        if (node['Node Type'] === 'Seq Scan' && relation) {
+          seqScans.push([relation, schema, String(node['Relation Name'])]);
+          shares.set(relation, Math.max(shares.get(relation) ?? 0, share));
+        }
+        for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) {
+          const part = node['Node Type'] === 'Limit' ? Math.min(1, Number(node['Total Cost']) / Number(child['Total Cost'])) : 1;
+          walk(child, BLOCKING.has(String(node['Node Type'])) ? 1 : share * (Number.isFinite(part) ? part : 1));
+        }
       };
       for (const entry of Array.isArray(parsed) ? parsed : [parsed]) if (entry?.Plan) walk(entry.Plan);
       if (seqScans.length) {
@@ -109,7 +122,7 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
           [seqScans.map((scan) => scan[0]), seqScans.map((scan) => scan[1]), seqScans.map((scan) => scan[2])],
           options,
         );
-        for (const [name, count] of rows) consider(Number(count), String(name));
+        for (const [name, count] of rows) consider(Number(count) * (shares.get(String(name)) ?? 1), String(name));
       }
       return best;
     }
