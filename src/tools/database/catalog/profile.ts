@@ -230,9 +230,9 @@ function figure(value: number | null, digits = 4): string {
   // Integers beyond 2^53 are not exact in a double: shown in exponent form, never as 300 digits.
   if (Number.isInteger(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER) return value.toLocaleString('en-US');
   if (Math.abs(value) > Number.MAX_SAFE_INTEGER) return value.toExponential(digits + 1).replace(/\.?0+e/, 'e');
-  // Every integer digit and two decimals at least: 1000000000.5 is not shown as 1000000000.
+  // Every integer digit and two decimals at least (1000000000.5 is not shown as 1000000000), within the 15 digits a double holds.
   const whole = Math.floor(Math.log10(Math.abs(value))) + 1;
-  return Number(value.toPrecision(Math.min(17, Math.max(digits + 2, whole + 2)))).toString();
+  return Number(value.toPrecision(Math.min(15, Math.max(digits + 2, whole + 2)))).toString();
 }
 
 function percent(part: number, whole: number): string {
