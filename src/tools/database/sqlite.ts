@@ -152,16 +152,19 @@ export class SqliteDriver implements DatabaseDriver {
   }
 
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
-    const exists = this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table) as { schema: string; name: string } | undefined;
+    // The name as given, else schema.table (list_tables and profile show main.t).
+    const dot = table.indexOf('.');
+    const exists = (this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table)
+      ?? (dot > 0 ? this.prepare(`SELECT schema, name FROM pragma_table_list WHERE schema = ? AND name = ?`, options).get(table.slice(0, dot), table.slice(dot + 1)) : undefined)) as { schema: string; name: string } | undefined;
     if (!exists) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
-    const columns = this.prepare(`SELECT name, type, "notnull" AS not_null, dflt_value, pk FROM pragma_table_xinfo(?) WHERE hidden = 0 ORDER BY cid`, options)
-      .all(table) as { name: string; type: string; not_null: number; dflt_value: string | null; pk: number }[];
-    const foreignKeys = this.prepare(`SELECT "from" AS source, "table" AS target, "to" AS target_column, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq`, options)
-      .all(table) as { source: string; target: string; target_column: string | null; on_delete: string }[];
+    const columns = this.prepare(`SELECT name, type, "notnull" AS not_null, dflt_value, pk FROM pragma_table_xinfo(?, ?) WHERE hidden = 0 ORDER BY cid`, options)
+      .all(exists.name, exists.schema) as { name: string; type: string; not_null: number; dflt_value: string | null; pk: number }[];
+    const foreignKeys = this.prepare(`SELECT "from" AS source, "table" AS target, "to" AS target_column, on_delete FROM pragma_foreign_key_list(?, ?) ORDER BY id, seq`, options)
+      .all(exists.name, exists.schema) as { source: string; target: string; target_column: string | null; on_delete: string }[];
     const indexes = this.prepare(
-      `SELECT il.name, il."unique" AS is_unique, group_concat(ii.name, ', ') AS columns FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii GROUP BY il.name ORDER BY il.name`,
+      `SELECT il.name, il."unique" AS is_unique, group_concat(ii.name, ', ') AS columns FROM pragma_index_list(?, ?) AS il, pragma_index_info(il.name, ?) AS ii GROUP BY il.name ORDER BY il.name`,
       options,
-    ).all(table) as { name: string; is_unique: number; columns: string }[];
+    ).all(exists.name, exists.schema, exists.schema) as { name: string; is_unique: number; columns: string }[];
     return {
       schema: exists.schema,
       name: exists.name,

@@ -33,6 +33,11 @@ export interface Dialect {
   asDouble(expression: string): string;
   /** Random order, for picking sample rows among a small sampled set. */
   random: string;
+  /**
+   * The sample standard deviation of a double-precision expression, by the engine's own (numerically
+   * stable) aggregate; null where the engine has none (SQLite), and profile.ts centres on the mean.
+   */
+  stddev: ((expression: string) => string) | null;
 }
 
 const standardQuote = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -58,6 +63,7 @@ const sqlite: Dialect = {
   length: (expression) => `length(${expression})`,
   asDouble: (expression) => `CAST(${expression} AS REAL)`,
   random: 'random()',
+  stddev: null,
 };
 
 const postgres: Dialect = {
@@ -87,6 +93,7 @@ const postgres: Dialect = {
   length: (expression) => `length((${expression})::text)`,
   asDouble: (expression) => `(${expression})::double precision`,
   random: 'random()',
+  stddev: (expression) => `STDDEV_SAMP(${expression})`,
 };
 
 const mysql: Dialect = {
@@ -109,6 +116,7 @@ const mysql: Dialect = {
   length: (expression) => `CHAR_LENGTH(${expression})`,
   asDouble: (expression) => `(${expression}) + 0E0`,
   random: 'RAND()',
+  stddev: (expression) => `STDDEV_SAMP(${expression})`,
 };
 
 const oracle: Dialect = {
@@ -133,6 +141,7 @@ const oracle: Dialect = {
   length: (expression) => `LENGTH(${expression})`,
   asDouble: (expression) => `TO_BINARY_DOUBLE(${expression})`,
   random: 'DBMS_RANDOM.VALUE',
+  stddev: (expression) => `STDDEV_SAMP(${expression})`,
 };
 
 const vertica: Dialect = {
@@ -159,6 +168,7 @@ const vertica: Dialect = {
   length: (expression) => `LENGTH((${expression})::varchar)`,
   asDouble: (expression) => `(${expression})::float`,
   random: 'RANDOM()',
+  stddev: (expression) => `STDDEV_SAMP(${expression})`,
 };
 
 const DUCKDB_SCHEMA = `CASE WHEN database_name = current_database() THEN schema_name ELSE database_name || '.' || schema_name END`;
@@ -178,6 +188,7 @@ const duckdb: Dialect = {
   length: (expression) => `length(CAST(${expression} AS VARCHAR))`,
   asDouble: (expression) => `CAST(${expression} AS DOUBLE)`,
   random: 'random()',
+  stddev: (expression) => `STDDEV_SAMP(${expression})`,
 };
 
 export const DIALECTS: Record<Engine, Dialect> = { sqlite, postgres, mysql, oracle, vertica, duckdb };

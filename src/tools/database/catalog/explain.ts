@@ -34,14 +34,18 @@ export async function explainStatement(engine: Engine, driver: DatabaseDriver, s
     const rows = await driver.catalog(`SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY(NULL, 'quarry'))`, [], options);
     return bounded(rows.map((row) => String(row[0] ?? '')).join('\n'));
   }
-  const result = await driver.query(`${EXPLAIN_PREFIX[engine]}${sql}`, 1000, options);
-  if (engine === 'sqlite') return bounded(sqlitePlanTree(result.rows));
+  const result = await driver.query(`${EXPLAIN_PREFIX[engine]}${sql}`, PLAN_ROWS, options);
+  // A plan longer than PLAN_ROWS rows says so (it was cut silently at 1,000 lines).
+  const more = result.more ? `\n(plan cut at its first ${PLAN_ROWS.toLocaleString('en-US')} rows: explain a smaller part of the statement to see the rest)` : '';
+  if (engine === 'sqlite') return bounded(sqlitePlanTree(result.rows)) + more;
   if (result.columns.length === 1 || engine === 'duckdb') {
     const text = result.rows.map((row) => row.map((value) => String(value ?? '')).join('\n')).join('\n');
-    return bounded(`${engine === 'duckdb' ? text.replace(/^physical_plan\n/, '') : text}`);
+    return bounded(`${engine === 'duckdb' ? text.replace(/^physical_plan\n/, '') : text}`) + more;
   }
-  return formatTable(result.columns, result.rows).text;
+  return formatTable(result.columns, result.rows).text + more;
 }
+
+const PLAN_ROWS = 1000;
 
 /** SQLite's EXPLAIN QUERY PLAN rows (id, parent, notused, detail) as an indented tree. */
 function sqlitePlanTree(rows: CellValue[][]): string {
@@ -77,33 +81,48 @@ export const GUARDED_ENGINES: readonly Engine[] = ['postgres', 'mysql', 'vertica
  * small while every row is still read); MySQL/MariaDB: the rows each table access examines;
  * Vertica: the rows of each storage access.
  */
+/** PostgreSQL plan nodes that read all of their input before returning a row. */
+const BLOCKING = new Set(['Sort', 'Aggregate', 'Hash', 'WindowAgg', 'SetOp', 'Materialize']);
+
 export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: string, options: RunOptions): Promise<RowEstimate | null> {
   let best: RowEstimate | null = null;
   const consider = (rows: number, table: string | null) => {
-    if (Number.isFinite(rows) && (!best || rows > best.rows)) best = { rows, table };
+    if (Number.isFinite(rows) && (!best || rows > best.rows)) best = { rows: Math.round(rows), table };
   };
   switch (engine) {
     case 'postgres': {
-      const [[plan] = []] = await driver.catalog(`EXPLAIN (FORMAT JSON) ${sql}`, [], options);
+      // VERBOSE: only then does each scan name its schema (a bare name may be another table, or none, on the search path).
+      const [[plan] = []] = await driver.catalog(`EXPLAIN (FORMAT JSON, VERBOSE) ${sql}`, [], options);
       const parsed = typeof plan === 'string' ? JSON.parse(plan) : plan;
-      const seqScans: string[] = [];
-      const walk = (node: Record<string, unknown>) => {
-        const relation = typeof node['Relation Name'] === 'string' ? `${String(node['Schema'] ?? '')}${node['Schema'] ? '.' : ''}${node['Relation Name']}` : null;
+      const seqScans: [string, string, string][] = [];
+      // The share of each scan that runs: under a Limit, the Limit's cost over its input's (PostgreSQL's own
+      // assumption), so SELECT * FROM big LIMIT 10 is not judged by every row of big; below a node that
+      // reads all its input before its first row (a sort, an aggregate, a hash), the scan is whole again.
+      const shares = new Map<string, number>();
+      const walk = (node: Record<string, unknown>, share = 1) => {
+        const schema = typeof node['Schema'] === 'string' ? node['Schema'] : '';
+        const relation = typeof node['Relation Name'] === 'string' ? `${schema && schema !== 'public' ? `${schema}.` : ''}${node['Relation Name']}` : null;
         // Only table accesses: a join's own estimate is not rows read, and on tables never
         // analysed it can be wildly high (a 200,000-row export estimated at a billion).
-        if (relation) consider(Number(node['Plan Rows']), relation);
-        if (node['Node Type'] === 'Seq Scan' && relation) seqScans.push(relation);
-        for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) walk(child);
+        if (relation) consider(Number(node['Plan Rows']) * share, relation);
+        if (node['Node Type'] === 'Seq Scan' && relation) {
+          seqScans.push([relation, schema, String(node['Relation Name'])]);
+          shares.set(relation, Math.max(shares.get(relation) ?? 0, share));
+        }
+        for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) {
+          const part = node['Node Type'] === 'Limit' ? Math.min(1, Number(node['Total Cost']) / Number(child['Total Cost'])) : 1;
+          walk(child, BLOCKING.has(String(node['Node Type'])) ? 1 : share * (Number.isFinite(part) ? part : 1));
+        }
       };
       for (const entry of Array.isArray(parsed) ? parsed : [parsed]) if (entry?.Plan) walk(entry.Plan);
       if (seqScans.length) {
-        // Schema is only in VERBOSE plans; to_regclass resolves the bare name on the search path (pg sends the array as text[]).
+        // pg sends each array as text[]; the schema-qualified name finds the very table scanned.
         const rows = await driver.catalog(
-          `SELECT name, reltuples::bigint FROM unnest(?::text[]) AS name JOIN pg_class c ON c.oid = to_regclass(quote_ident(name)) WHERE c.reltuples >= 0`,
-          [seqScans],
+          `SELECT s.shown, c.reltuples::bigint FROM unnest(?::text[], ?::text[], ?::text[]) AS s(shown, nsp, rel) JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', s.nsp, s.rel)) WHERE c.reltuples >= 0`,
+          [seqScans.map((scan) => scan[0]), seqScans.map((scan) => scan[1]), seqScans.map((scan) => scan[2])],
           options,
         );
-        for (const [name, count] of rows) consider(Number(count), String(name));
+        for (const [name, count] of rows) consider(Number(count) * (shares.get(String(name)) ?? 1), String(name));
       }
       return best;
     }

@@ -166,12 +166,17 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
   const ordered = category === 'number' || category === 'text' || category === 'temporal';
   // Numbers told apart only by their text (a query's values) are tried as numbers first, then as text.
   const attempts: Category[] = category === 'number' && / \(from its values\)$/.test(type) ? ['number', 'text'] : [category];
+  // A number column whose standard deviation overflows (values near 1e300) is tried again without it.
+  if (category === 'number' && dialect.stddev) attempts.splice(1, 0, 'number');
   let lastError: unknown;
-  for (const attempt of attempts) {
+  for (const [index, attempt] of attempts.entries()) {
+    const spread = attempt === 'number' && index === 0;
     const value = attempt === 'binary' ? null : ordered && attempt === category ? column : dialect.asText(column);
     const parts = ['COUNT(*)', `COUNT(${column})`];
     if (value) parts.push(`COUNT(DISTINCT ${value})`, `MIN(${value})`, `MAX(${value})`);
-    if (attempt === 'number') parts.push(`AVG(${dialect.asDouble(column)})`, `AVG(${dialect.asDouble(column)} * ${dialect.asDouble(column)})`);
+    const double = dialect.asDouble(column);
+    // Never AVG(x²) − AVG(x)²: on large values with a small spread (epoch times, ids) it cancels to 0.
+    if (attempt === 'number') parts.push(`AVG(${double})`, spread && dialect.stddev ? dialect.stddev(double) : 'NULL');
     if (attempt === 'text') parts.push(`MIN(${dialect.length(column)})`, `MAX(${dialect.length(column)})`);
     try {
       const [row = []] = await driver.catalog(`SELECT ${parts.join(', ')} FROM ${source.from}`, source.params, options);
@@ -188,9 +193,14 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
       }
       if (attempt === 'number' && nonNull > 0) {
         const mean = toNumber(row[5] ?? null);
-        const meanSquare = toNumber(row[6] ?? null);
         profile.mean = mean;
-        if (mean !== null && meanSquare !== null && nonNull > 1) profile.stddev = Math.sqrt(Math.max(0, meanSquare - mean * mean) * (nonNull / (nonNull - 1)));
+        if (dialect.stddev) profile.stddev = toNumber(row[6] ?? null);
+        else if (spread && mean !== null && nonNull > 1) {
+          // SQLite has no STDDEV: a second pass over the same rows, centred on the mean (its two ? come before the source's own).
+          const [[square] = []] = await driver.catalog(`SELECT AVG((${double} - ?) * (${double} - ?)) FROM ${source.from}`, [mean, mean, ...source.params], options);
+          const meanSquare = toNumber(square ?? null);
+          if (meanSquare !== null) profile.stddev = Math.sqrt(meanSquare * (nonNull / (nonNull - 1)));
+        }
       }
       if (attempt === 'text') {
         profile.minLength = toNumber(row[5] ?? null);
@@ -217,8 +227,12 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
 
 function figure(value: number | null, digits = 4): string {
   if (value === null) return '';
-  if (Number.isInteger(value)) return value.toLocaleString('en-US');
-  return Number(value.toPrecision(digits + 2)).toString();
+  // Integers beyond 2^53 are not exact in a double: shown in exponent form, never as 300 digits.
+  if (Number.isInteger(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER) return value.toLocaleString('en-US');
+  if (Math.abs(value) > Number.MAX_SAFE_INTEGER) return value.toExponential(digits + 1).replace(/\.?0+e/, 'e');
+  // Every integer digit and two decimals at least (1000000000.5 is not shown as 1000000000), within the 15 digits a double holds.
+  const whole = Math.floor(Math.log10(Math.abs(value))) + 1;
+  return Number(value.toPrecision(Math.min(15, Math.max(digits + 2, whole + 2)))).toString();
 }
 
 function percent(part: number, whole: number): string {
