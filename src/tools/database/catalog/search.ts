@@ -58,6 +58,8 @@ ORDER BY quarry_rank, schema_name, table_name, kind DESC, column_name`,
 
 /** list_tables: the total, then at most 200 tables with row estimates and comments. */
 export async function listTables(engine: Engine, driver: DatabaseDriver, pattern: string | undefined, options: RunOptions): Promise<{ text: string; tables: number }> {
+  // SQLite would match up to the NUL and PostgreSQL refuses the byte: one message for all.
+  if (pattern?.includes('\0')) throw new ToolError('list_tables: table_pattern contains a NUL character', { error: 'invalid_arguments' });
   const dialect = DIALECTS[engine];
   const statistics = engine === 'sqlite'
     ? (await driver.catalog(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_stat1'`, [], options)).length > 0
