@@ -30,7 +30,12 @@ export function approvalReason(profile: Profile, tool: Tool, args: Record<string
     case 'all':
       return `profile "${profile.name}" asks before every tool call`;
     case 'dangerous':
-      return isReadOnlyUnderProfile(profile, tool, args) ? null : `${tool.name} can change things, and profile "${profile.name}" asks before such calls`;
+      if (isReadOnlyUnderProfile(profile, tool, args)) return null;
+      // A read that writes its result to a file (export_query, profile with output_path) says so.
+      if (typeof args.output_path === 'string' && typeof args.operation === 'string') {
+        return `${tool.name} ${args.operation} writes a new file (${args.output_path}), and profile "${profile.name}" asks before such calls`;
+      }
+      return `${tool.name} can change things, and profile "${profile.name}" asks before such calls`;
     case 'granular': {
       if (tools.includes(tool.name)) return `profile "${profile.name}" asks before every ${tool.name} call`;
       const text = argumentText(args);

@@ -5,6 +5,8 @@ import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { approvalReason } from '../../src/agent/approval.js';
 import { listProfileNames, loadProfile } from '../../src/profiles/load.js';
 import { ProfileError } from '../../src/profiles/schema.js';
+import { loadDatabaseConfigs } from '../../src/tools/database/config.js';
+import { REPO_ROOT } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 
 let home: string;
@@ -124,6 +126,10 @@ describe('approval rules', () => {
     const p = loadProfile('readonly');
     expect(approvalReason(p, read, { path: 'x' })).toBeNull();
     expect(approvalReason(p, write, { path: 'x', content: '' })).toMatch(/write can change things/);
+    const databases = loadDatabaseConfigs({ dbFlags: [join(REPO_ROOT, 'fixtures', 'sample.db')], env: {}, cwd: REPO_ROOT });
+    const database = buildToolRegistry(p, { databases }).get('sqlite')!;
+    expect(approvalReason(p, database, { operation: 'profile', table_name: 't', output_path: 'p.md' })).toBe('sqlite profile writes a new file (p.md), and profile "readonly" asks before such calls');
+    expect(approvalReason(p, database, { operation: 'profile', table_name: 't' })).toBeNull();
   });
 
   it('granular asks for listed tools and for arguments matching a pattern', () => {
