@@ -375,6 +375,11 @@ describe('mariadb', () => {
     expect(refused.output).toMatch(/^refused by the query guard: the plan estimates [\d,]+ rows read from big/);
     const pointed = await runnerFor([config], refusing)('mysql', { operation: 'query', sql: 'SELECT label FROM big WHERE id = 9' });
     expect(pointed.output).toContain('row 9');
+    // A LIMIT without a sort stops the scan early: judged at the rows it needs, not the table's.
+    const limited = await runnerFor([config], refusing)('mysql', { operation: 'query', sql: 'SELECT * FROM big LIMIT 10' });
+    expect(limited.ok, String(limited.output)).toBe(true);
+    const sorted = await runnerFor([config], refusing)('mysql', { operation: 'query', sql: 'SELECT * FROM big ORDER BY label LIMIT 10' });
+    expect(sorted.output).toMatch(/^refused by the query guard: the plan estimates [\d,]+ rows read from big/);
   });
 });
 

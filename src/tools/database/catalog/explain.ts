@@ -135,8 +135,9 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
         if (typeof record.table_name === 'string') consider(Number(record.rows_examined_per_scan ?? record.rows ?? NaN), record.table_name);
         for (const value of Object.values(record)) walk(value);
       };
-      walk(JSON.parse(String(plan)));
-      return best;
+      const parsed = JSON.parse(String(plan)) as unknown;
+      walk(parsed);
+      return mysqlLimitShare(sql, parsed, best);
     }
     case 'vertica': {
       const rows = await driver.catalog(`EXPLAIN ${sql}`, [], options);
@@ -150,4 +151,25 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
     default:
       return null;
   }
+}
+
+/** A LIMIT at the end of the statement: the rows it needs (offset included), or null. */
+const TRAILING_LIMIT = /\bLIMIT\s+(\d+)(?:\s*(?:,|OFFSET)\s*(\d+))?\s*$/i;
+
+/**
+ * MySQL/MariaDB: a one-table plan with no sort, temporary table or grouping stops reading once
+ * its LIMIT is met, so it reads about LIMIT / filtered share of rows, not the table's estimate
+ * (`SELECT * FROM big LIMIT 10` was judged at every row of big). Anything else keeps the full estimate.
+ */
+function mysqlLimitShare(sql: string, plan: unknown, best: RowEstimate | null): RowEstimate | null {
+  const limit = TRAILING_LIMIT.exec(sql.trim().replace(/;+$/, ''));
+  if (!best || !limit) return best;
+  const text = JSON.stringify(plan);
+  const tables = text.match(/"table_name"/g)?.length ?? 0;
+  if (tables !== 1 || /filesort|temporary_table|group_by|grouping_operation|duplicates_removal|window_functions/i.test(text)) return best;
+  // "LIMIT a, b" is an offset and a count; "LIMIT b OFFSET a" the other way round.
+  const needed = limit[2] === undefined ? Number(limit[1]) : Number(limit[1]) + Number(limit[2]);
+  const filtered = Number(/"filtered"\s*:\s*([\d.]+)/.exec(text)?.[1] ?? 100);
+  const reads = Math.ceil((needed * 100) / Math.max(filtered, 0.01));
+  return reads < best.rows ? { rows: reads, table: best.table } : best;
 }
