@@ -221,7 +221,7 @@ async function sampleTable(engine: Engine, driver: DatabaseDriver, table: string
 async function profileOperation(engine: Engine, driver: DatabaseDriver, args: DatabaseArgs, sql: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
   if ((args.table_name === undefined) === (args.sql === undefined)) throw new ToolError('operation profile needs exactly one of "table_name" or "sql"', { error: 'invalid_arguments' });
   // Checked before any work, so a refused path costs nothing.
-  const target = args.output_path !== undefined ? await profileTarget(args.output_path, context) : null;
+  const target = args.output_path !== undefined ? await createOnlyTarget(args.output_path, context) : null;
   const input = { engine, driver, options, budgetSeconds: context.profile.profile_budget_seconds, ...(args.columns ? { columns: args.columns } : {}) };
   const result = args.sql !== undefined ? await profileQuery(input, sql) : await profileTable(input, await driver.describe(requireArg(args, 'table_name'), options));
   const metadata = { columns: result.columns.length, rows: result.rowsRead, sampled: result.sampled !== null };
@@ -232,7 +232,12 @@ async function profileOperation(engine: Engine, driver: DatabaseDriver, args: Da
 The whole profile (${formatBytes(markdown.length)}) is in ${target.shown}.`, { ...metadata, path: target.path });
 }
 
-async function profileTarget(outputPath: string, context: ToolContext): Promise<{ path: string; shown: string; backend: Backend }> {
+/**
+ * Where a database operation's file goes (export_query's CSV, profile's Markdown): a new file,
+ * checked by the create-only rules. Database tools run on this machine (README "Daytona
+ * backend"), so the file is written here whatever the backend.
+ */
+async function createOnlyTarget(outputPath: string, context: ToolContext): Promise<{ path: string; shown: string; backend: Backend }> {
   const backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
   const requested = await resolveToolPath(backend, context.workingDir, outputPath);
   const path = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots });
@@ -260,10 +265,7 @@ async function checkQueryGuard(engine: Engine, driver: DatabaseDriver, sql: stri
 }
 
 async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
-  // Database tools run on this machine (README "Daytona backend"), so the file is written here whatever the backend.
-  const backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
-  const requested = await resolveToolPath(backend, context.workingDir, outputPath);
-  const target = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots });
+  const { path: target, shown } = await createOnlyTarget(outputPath, context);
   const file = await CsvExportFile.create(target, { showProgress: process.stderr.isTTY === true, onProgress: context.onProgress });
   let summary;
   try {
@@ -274,7 +276,6 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`refused: ${outputPath} appeared while exporting; nothing was overwritten (choose a new name)`);
     throw error;
   }
-  const shown = shownPath(context.workingDir, requested);
   const table = summary.preview.length ? formatTable(summary.columns, summary.preview) : null;
   const cut = table ? tableCutNote(table, 'preview row', summary.columns) : '';
   const preview = table ? `\nfirst ${plural(summary.preview.length, 'row')}:\n${table.text}${cut ? `\n(${cut})` : ''}` : '';

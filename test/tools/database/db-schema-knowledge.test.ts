@@ -15,7 +15,7 @@ import { MAX_TOOL_OUTPUT_BYTES } from '../../../src/tools/sanitize.js';
 import type { ToolContext } from '../../../src/tools/types.js';
 import { cliEnv, collect, spawnCli } from '../../support/agent-cli.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
-import { configsFor, requireEnv } from './helpers.js';
+import { configsFor, freshPostgresDatabase, requireEnv } from './helpers.js';
 
 /**
  * The schema operations (README "Knowing the data") against real engines: a 20,000-table schema
@@ -181,16 +181,8 @@ describe('postgres', () => {
   let run: ReturnType<typeof runnerFor>;
 
   beforeAll(async () => {
-    const adminUrl = requireEnv('QUARRY_TEST_PG_ADMIN_URL');
-    const setup = new pg.Client({ connectionString: adminUrl });
-    await setup.connect();
-    await setup.query('DROP DATABASE IF EXISTS quarry_schema');
-    await setup.query('CREATE DATABASE quarry_schema OWNER quarry_test');
-    await setup.end();
-    const schemaUrl = new URL(adminUrl);
-    schemaUrl.pathname = '/quarry_schema';
-    admin = new pg.Client({ connectionString: schemaUrl.toString() });
-    await admin.connect();
+    const fresh = await freshPostgresDatabase('quarry_schema');
+    admin = fresh.admin;
     await admin.query(`
       CREATE TABLE customer_accounts (id int PRIMARY KEY, email_address text NOT NULL, region text);
       COMMENT ON TABLE customer_accounts IS 'One row per paying customer';
@@ -207,9 +199,7 @@ describe('postgres', () => {
       await admin.query(`DO $$ BEGIN FOR i IN ${start}..${start + 499} LOOP EXECUTE format('CREATE TABLE t%s_facts (id int, amount float8)', lpad(i::text, 5, '0')); END LOOP; END $$`);
     }
     await admin.query('GRANT SELECT ON ALL TABLES IN SCHEMA public TO quarry_test');
-    const url = new URL(requireEnv('QUARRY_TEST_PG_URL'));
-    url.pathname = '/quarry_schema';
-    config = configsFor([`pgs=${url.toString()}`], dir)[0]!;
+    config = configsFor([`pgs=${fresh.url}`], dir)[0]!;
     run = runnerFor([config!], loadProfile('readonly'));
   }, 300_000);
 

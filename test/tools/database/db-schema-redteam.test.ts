@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { estimateRows } from '../../../src/tools/database/catalog/explain.js';
 import { driverFor } from '../../../src/tools/database/connections.js';
 import { makeTempDir } from '../../support/context.js';
-import { configsFor, directoryFingerprint, makeRunner, requireEnv } from './helpers.js';
+import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 
 /**
  * Red-team cases for the schema operations (README "Knowing the data") on SQLite: figures checked
@@ -95,23 +95,12 @@ describe('everyday read-only calls', () => {
 
 describe('postgres query guard', () => {
   test('a sequential scan of a table outside the search path is judged by that table\'s own estimate, not the filter\'s or a same-named table\'s', async () => {
-    const adminUrl = requireEnv('QUARRY_TEST_PG_ADMIN_URL');
-    const setup = new pg.Client({ connectionString: adminUrl });
-    await setup.connect();
-    await setup.query('DROP DATABASE IF EXISTS quarry_hred');
-    await setup.query('CREATE DATABASE quarry_hred OWNER quarry_test');
-    await setup.end();
-    const url = new URL(adminUrl);
-    url.pathname = '/quarry_hred';
-    const admin = new pg.Client({ connectionString: url.toString() });
-    await admin.connect();
+    const { admin, url } = await freshPostgresDatabase('quarry_hred');
     await admin.query(`CREATE SCHEMA hidden; CREATE TABLE hidden.facts AS SELECT i AS id, md5(i::text) AS label FROM generate_series(1, 300000) AS i;
       CREATE TABLE public.facts (id int); INSERT INTO public.facts VALUES (1); ANALYZE hidden.facts; ANALYZE public.facts;
       GRANT USAGE ON SCHEMA hidden TO quarry_test; GRANT SELECT ON ALL TABLES IN SCHEMA hidden, public TO quarry_test;`);
     await admin.end();
-    const testUrl = new URL(requireEnv('QUARRY_TEST_PG_URL'));
-    testUrl.pathname = '/quarry_hred';
-    const driver = await driverFor(configsFor([`pgh=${testUrl.toString()}`], dir)[0]!, true);
+    const driver = await driverFor(configsFor([`pgh=${url}`], dir)[0]!, true);
     const options = { readOnly: true, signal: new AbortController().signal };
     await driver.connect(options.signal);
     const estimate = await estimateRows('postgres', driver, "SELECT * FROM hidden.facts WHERE md5(label) = 'x'", options);

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -43,4 +44,29 @@ export function requireEnv(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set: the database servers were not started (run the database tests through vitest with the repo's vitest.config.ts)`);
   return value;
+}
+
+/**
+ * A PostgreSQL database of the test's own on the suite's server, recreated empty and owned by the
+ * test user, so that what a test creates (say 20,000 tables) never shows in other files' listings.
+ * Returns an open admin client on it and the test user's URL for it.
+ */
+export async function freshPostgresDatabase(name: string): Promise<{ admin: pg.Client; url: string }> {
+  const adminUrl = requireEnv('QUARRY_TEST_PG_ADMIN_URL');
+  const setup = new pg.Client({ connectionString: adminUrl });
+  await setup.connect();
+  try {
+    await setup.query(`DROP DATABASE IF EXISTS ${name}`);
+    await setup.query(`CREATE DATABASE ${name} OWNER quarry_test`);
+  } finally {
+    await setup.end();
+  }
+  const onDatabase = (base: string) => {
+    const url = new URL(base);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
+  const admin = new pg.Client({ connectionString: onDatabase(adminUrl) });
+  await admin.connect();
+  return { admin, url: onDatabase(requireEnv('QUARRY_TEST_PG_URL')) };
 }
