@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -79,6 +79,26 @@ describe('a full disk', () => {
       expect(readdirSync(full)).toEqual([]);
     }, 40_000);
   }
+
+  test('profile: a Markdown profile that does not fit fails with one line, exit 1, and leaves no file', async (context) => {
+    if (!mounted) context.skip('mounting a tmpfs needs root; this machine refused it');
+    const filler = join(full, 'filler');
+    try {
+      writeFileSync(filler, Buffer.alloc(4 * 1024 * 1024));
+    } catch {
+      // ENOSPC: the disk is full now, which is the point.
+    }
+    try {
+      const child = spawnCli(['tool', 'sqlite', '--db', `d=${sqlitePath}`, '-w', full, '--yes', '--args', JSON.stringify({ operation: 'profile', table_name: 'disk_rows', output_path: 'profile.md' })]);
+      const result = await collect(child, 30_000);
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toMatch(/could not write profile\.md: no space left on device; no file was changed/);
+      expect(readdirSync(full)).toEqual(['filler']);
+    } finally {
+      rmSync(filler, { force: true });
+    }
+  }, 40_000);
 
   test('write: a file that does not fit says no file was changed and leaves no temporary file', async (context) => {
     if (!mounted) context.skip('mounting a tmpfs needs root; this machine refused it');
