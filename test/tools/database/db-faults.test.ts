@@ -201,6 +201,26 @@ describe('postgres: the server restarts', () => {
     expect(next.output).toContain('1000');
   }, 60_000);
 
+  test('during a spawned `quarry tool` profile: it exits on its own and says what it could not profile, writing nothing half-done', async () => {
+    const dir = makeTempDir();
+    const marker = `quarry_marker_${++markers}`;
+    const profiler = spawnCli(['tool', 'postgres', '--db', `cli=${server.url}`, '-w', dir, '--yes', '--args', JSON.stringify({ operation: 'profile', table_name: 'faults', output_path: 'p.md' })]);
+    const slow = spawnCli(['tool', 'postgres', '--db', `cli=${server.url}`, '-w', dir, '--args', JSON.stringify({ operation: 'profile', sql: `SELECT id, pg_sleep(CASE WHEN id = 1 THEN 30 ELSE 0 END) AS "${marker}" FROM faults WHERE id <= 2` })]);
+    const done = Promise.all([collect(profiler, SPAWN_LIMIT_MS), collect(slow, SPAWN_LIMIT_MS)]);
+    await pgBackend(marker);
+    server.restart!();
+    await reconnectPgAdmin();
+    const [first, second] = await done;
+    // The first ran before the restart (or after it, reconnecting): a whole profile either way.
+    expect(first.code, first.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'p.md'), 'utf8')).toMatch(/^# Profile of public\.faults: 2 of 2 columns, from all 1,000 rows/);
+    // The one cut by the restart ends on its own with one clear line, exit 1.
+    expect(second.code, second.stdout).toBe(1);
+    expect(second.stderr.trim().split('\n')).toHaveLength(1);
+    expect(leftovers(dir)).toEqual([]);
+    expect(readdirSync(dir)).toEqual(['p.md']);
+  }, 60_000);
+
   test('during a spawned `quarry tool` query and export: each exits 1 on its own, leaving nothing', async () => {
     const dir = makeTempDir();
     const queryMarker = `quarry_marker_${++markers}`;
