@@ -206,10 +206,10 @@ for (const name of IMPORT_ONLY) {
 }
 writeFileSync(bundlePath, bundled);
 
-// The SQLite export's worker thread (src/tools/database/sqlite-export.ts finds it beside the bundle).
+// The SQLite export's worker thread (src/tools/database/drivers/sqlite-export.ts finds it beside the bundle).
 await build({
   ...shared,
-  entryPoints: { 'sqlite-export-worker': 'dist/tools/database/sqlite-export-worker.js' },
+  entryPoints: { 'sqlite-export-worker': 'dist/tools/database/drivers/sqlite-export-worker.js' },
   format: 'esm',
   // CommonJS packages inside an ES module bundle still call require() for Node's own modules.
   banner: { js: "import { createRequire as quarryCreateRequire } from 'node:module'; const require = quarryCreateRequire(import.meta.url);" },

@@ -6,7 +6,7 @@
  * SQLite's sqllogictest, Spider/BIRD gold SQL); the script reads them where they are.
  *
  *   npm run build
- *   node scripts/sql-check-corpus.mjs --engine postgres DIR [DIR...] [--check dist/tools/database/statement-check.js] [--per-file N] [--show N]
+ *   node scripts/sql-check-corpus.mjs --engine postgres DIR [DIR...] [--check dist/tools/database/sql/statement-check.js] [--per-file N] [--show N]
  *   node scripts/sql-check-corpus.mjs --engine sqlite --spider-tables tables.json dev.json
  *
  * With --spider-tables (Spider's or BIRD's schema file), each record's statement is also prepared
@@ -32,7 +32,7 @@ const option = (name, fallback) => {
   return value;
 };
 const engine = option('--engine');
-const checkPath = resolve(option('--check', new URL('../dist/tools/database/statement-check.js', import.meta.url).pathname));
+const checkPath = resolve(option('--check', new URL('../dist/tools/database/sql/statement-check.js', import.meta.url).pathname));
 const perFile = Number(option('--per-file', '1000'));
 const spiderTables = option('--spider-tables');
 const show = Number(option('--show', '3'));
@@ -191,7 +191,7 @@ if (spiderTables) {
 /** Spider/BIRD records ({db_id, query}) prepared against empty databases with their schemas. */
 async function prepareSpider(tablesPath, recordFiles) {
   const { default: Database } = await import('better-sqlite3');
-  const { withDoubleQuotedStrings } = await import(new URL('../dist/tools/database/sqlite-dqs.js', import.meta.url).href);
+  const { withDoubleQuotedStrings } = await import(new URL('../dist/tools/database/drivers/sqlite-dqs.js', import.meta.url).href);
   const schemas = new Map();
   for (const schema of JSON.parse(readFileSync(tablesPath, 'utf8'))) {
     const db = new Database(':memory:');

@@ -2,20 +2,20 @@ import { createDaytonaBackend } from '../backends/daytona.js';
 import { LocalBackend } from '../backends/local.js';
 import type { Backend } from '../backends/types.js';
 import type { Profile } from '../profiles/schema.js';
-import { bashTool } from '../tools/bash.js';
+import { bashTool } from '../tools/bash/tool.js';
 import { createChartTool } from '../tools/chart/tool.js';
 import { createDatabaseTools } from '../tools/database/tool.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
-import { delegateTool } from '../tools/delegate.js';
-import { editTool } from '../tools/edit.js';
-import { globTool } from '../tools/glob.js';
-import { grepTool } from '../tools/grep.js';
-import { listTool } from '../tools/list.js';
-import { readTool } from '../tools/read.js';
-import { readExcelTool } from '../tools/read-excel.js';
+import { delegateTool } from '../tools/delegate/tool.js';
+import { editTool } from '../tools/edit/tool.js';
+import { globTool } from '../tools/files/glob.js';
+import { grepTool } from '../tools/grep/tool.js';
+import { listTool } from '../tools/files/list.js';
+import { readTool } from '../tools/files/read.js';
+import { readExcelTool } from '../tools/excel/tool.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { Tool } from '../tools/types.js';
-import { writeTool } from '../tools/write.js';
+import { writeTool } from '../tools/files/write.js';
 
 /**
  * The one place that knows every tool: which of them a profile gets. The registry below stays
@@ -56,7 +56,7 @@ export function toolAvailability(profile: Profile): ToolAvailability[] {
 export interface ToolRegistryOptions {
   /** Configured databases: each engine with at least one gets its database tool. */
   databases?: readonly DatabaseConfig[];
-  /** Tools of the MCP servers started for this session (src/mcp/servers.ts). */
+  /** Tools of the MCP servers started for this session (src/tools/mcp/servers.ts). */
   mcpTools?: readonly Tool[];
 }
 

@@ -55,7 +55,7 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   const databases = databaseConfigs(options, cwd);
   const mcpConfigs = options.mcp === false ? [] : mcpServerConfigs(options.configFile, cwd);
   // Loaded only when servers are configured: the MCP SDK costs about 0.25 s to import.
-  const mcp = mcpConfigs.length > 0 ? await (await import('../mcp/servers.js')).startMcpServers(mcpConfigs) : undefined;
+  const mcp = mcpConfigs.length > 0 ? await (await import('../tools/mcp/servers.js')).startMcpServers(mcpConfigs) : undefined;
   let backend: Backend;
   let registry: ToolRegistry;
   try {

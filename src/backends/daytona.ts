@@ -5,7 +5,7 @@ import { createSdkSandbox, sandboxSpecFromEnv, type SandboxFactory, type Sandbox
 import { globOverListing, listingArgv, parseListing } from './remote-glob.js';
 import type { Backend, ByteRange, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
 import { BackendUnavailableError } from './types.js';
-import { escapeName } from '../tools/sanitize.js';
+import { escapeName } from './names.js';
 
 const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 const STDERR_LIMIT_BYTES = 1024 * 1024;
@@ -320,7 +320,7 @@ export class DaytonaBackend implements Backend {
       .filter((record) => record !== '')
       .map((record) => {
         const fields = record.split(' ');
-        // Shown escaped like the local backend's names (escapeName in src/tools/sanitize.ts).
+        // Shown escaped like the local backend's names (escapeName in src/backends/names.ts).
         return { ...parseStatFields(fields.slice(0, 4)), name: escapeName(fields.slice(4).join(' ')) };
       });
   }

@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs';
 import type { FileSystemAdapter } from 'tinyglobby';
-import { escapeName, unescapeName } from '../tools/sanitize.js';
+import { escapeName, unescapeName } from './names.js';
 import type { GlobOptions, GlobResult } from './types.js';
 
 /**

@@ -4,7 +4,7 @@ import { chmod, link, lstat, mkdir, opendir, readdir, readFile, realpath, rename
 import type { Stats } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join } from 'node:path';
-import { escapeName, hasNameEscapes, unescapeName } from '../tools/sanitize.js';
+import { escapeName, hasNameEscapes, unescapeName } from './names.js';
 import { globFiles, localNameAdapter } from './glob-files.js';
 import { tempPathFor } from './temp-files.js';
 import type { Backend, ByteRange, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
@@ -22,7 +22,7 @@ async function exists(path: string | Buffer): Promise<boolean> {
 
 /**
  * The path to give `fs` for a path as the tools show it. File names that are not valid UTF-8
- * or hold control characters are shown escaped (escapeName in src/tools/sanitize.ts), and a path
+ * or hold control characters are shown escaped (escapeName in src/backends/names.ts), and a path
  * holding such escapes names the unescaped file when that exists (or its directory does, and the
  * path taken literally does not). Bytes that are not UTF-8 can only be passed as a Buffer.
  */

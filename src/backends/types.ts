@@ -102,7 +102,7 @@ export interface Backend {
   readStream(path: string, range?: ByteRange): AsyncIterable<Buffer>;
   /** Atomic: a temporary file beside the target, then a rename (or a link when exclusive). Creates parents. */
   writeFileAtomic(path: string, data: Buffer, options: WriteOptions): Promise<void>;
-  /** Every entry with its lstat; names as the tools show them (escapeName in src/tools/sanitize.ts). */
+  /** Every entry with its lstat; names as the tools show them (escapeName in src/backends/names.ts). */
   listDir(path: string): Promise<DirEntry[]>;
   /**
    * Optional, for huge directories: the entry names one at a time (no stat), and then the lstat

@@ -15,7 +15,7 @@ import { checkDatabaseTargets, planRun, setupRecord } from './resume.js';
 import type { RunCommandOptions } from './run.js';
 import { combinePromptWithStdin, readPromptFromStdin, writeAnswerFile } from './run-io.js';
 import { ENGINES } from '../tools/database/types.js';
-import { DUCKDB_PROMPT_NOTE } from '../tools/database/duckdb-files.js';
+import { DUCKDB_PROMPT_NOTE } from '../tools/database/drivers/duckdb-files.js';
 
 /** Everything a run (one-shot or REPL) is built from. */
 export interface RunSetup {

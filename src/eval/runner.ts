@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { DUCKDB_PROMPT_NOTE } from '../tools/database/duckdb-files.js';
+import { DUCKDB_PROMPT_NOTE } from '../tools/database/drivers/duckdb-files.js';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Agent, type AgentEvent } from '../agent/loop.js';
@@ -12,7 +12,7 @@ import { createProvider, knownContextWindow, type ModelChoice } from '../model/r
 import { retryPolicyFromEnv } from '../model/retry.js';
 import { usageJson } from '../model/types.js';
 import { queryInTurn } from '../tools/database/connections.js';
-import { checkReadOnlyStatement } from '../tools/database/statement-check.js';
+import { checkReadOnlyStatement } from '../tools/database/sql/statement-check.js';
 import { ENGINES, type DatabaseConfig } from '../tools/database/types.js';
 import { compareResults, resultSignature, type CompareRule } from './compare.js';
 import type { EvalQuestion, Suite } from './suite.js';

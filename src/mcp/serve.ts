@@ -15,7 +15,7 @@ import type { Workspace } from '../agent/workspace.js';
 import type { Profile } from '../profiles/schema.js';
 import { ENGINES } from '../tools/database/types.js';
 import type { Tool } from '../tools/types.js';
-import { MCP_TOOL_PREFIX } from './names.js';
+import { MCP_TOOL_PREFIX } from '../tools/mcp/names.js';
 
 /**
  * `quarry mcp` (README "quarry mcp"): quarry's own tools served to any MCP client. Every call goes

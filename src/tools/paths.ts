@@ -1,5 +1,5 @@
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { escapeName } from './sanitize.js';
+import { escapeName } from '../backends/names.js';
 import type { Backend } from '../backends/types.js';
 import { ToolError } from './types.js';
 

@@ -1,7 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { processesMatching } from '../support/processes.js';
 import { cliEnv, collect, runCli, spawnCli, waitForOutput } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer, type ReplySource } from '../support/fake-openai.js';
@@ -33,14 +33,6 @@ function onlySession(home: string): { meta: Record<string, unknown>; trace: Reco
   };
 }
 
-/** Processes whose command line contains the marker (pgrep exits 1 when there are none). */
-function processesMatching(marker: string): string[] {
-  try {
-    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-  } catch {
-    return [];
-  }
-}
 
 describe('cancelling a run', () => {
   it('SIGINT during a running bash sleep kills its process group and answers every call (exit 130)', async () => {

@@ -1,7 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { processesMatching } from '../support/processes.js';
 import { cliEnv } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { runOnPty } from '../support/pty.js';
@@ -53,7 +53,7 @@ describe('the REPL', () => {
     // The process ended on its own after Ctrl+D, with the turn cancelled and nothing left running.
     expect(result.code).toBe(0);
     expect(result.transcript).not.toContain('never shown');
-    expect(() => execFileSync('pgrep', ['-f', marker])).toThrow();
+    expect(processesMatching(marker)).toEqual([]);
     const [id] = readdirSync(join(home, 'sessions'));
     expect(userMessages(home, id!)).toEqual(['first', 'second', 'third']);
     const ends = readFileSync(join(home, 'sessions', id!, 'trace.jsonl'), 'utf8').trim().split('\n')

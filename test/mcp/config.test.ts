@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadMcpServers, McpConfigError, parseMcpServers } from '../../src/mcp/config.js';
-import { mcpToolName } from '../../src/mcp/names.js';
+import { mcpToolName } from '../../src/tools/mcp/names.js';
 import { makeTempDir } from '../support/context.js';
 
 const FILE = '/home/u/.quarry/config.yaml';

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { escapeName, unescapeName } from '../../src/tools/sanitize.js';
+import { escapeName, unescapeName } from '../../src/backends/names.js';
 import { runQuarry } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 

@@ -3,7 +3,7 @@ import { basename, extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { checkConfigKeys, ConfigError, interpolateEnv, readConfigText } from '../../config.js';
 import { ENGINES, type DatabaseConfig, type Engine } from './types.js';
-import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './duckdb-config.js';
+import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './drivers/duckdb-config.js';
 
 export { ConfigError };
 

@@ -14,17 +14,17 @@ const turns = new Map<string, Promise<void>>();
 async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
   switch (config.engine) {
     case 'sqlite':
-      return new (await import('./sqlite.js')).SqliteDriver(config, readOnly);
+      return new (await import('./drivers/sqlite.js')).SqliteDriver(config, readOnly);
     case 'postgres':
-      return new (await import('./postgres.js')).PostgresDriver(config, readOnly);
+      return new (await import('./drivers/postgres.js')).PostgresDriver(config, readOnly);
     case 'mysql':
-      return new (await import('./mysql.js')).MysqlDriver(config, readOnly);
+      return new (await import('./drivers/mysql.js')).MysqlDriver(config, readOnly);
     case 'oracle':
-      return new (await import('./oracle.js')).OracleDriver(config, readOnly);
+      return new (await import('./drivers/oracle.js')).OracleDriver(config, readOnly);
     case 'vertica':
-      return new (await import('./vertica.js')).VerticaDriver(config, readOnly);
+      return new (await import('./drivers/vertica.js')).VerticaDriver(config, readOnly);
     case 'duckdb':
-      return new (await import('./duckdb.js')).DuckdbDriver(config, readOnly);
+      return new (await import('./drivers/duckdb.js')).DuckdbDriver(config, readOnly);
   }
 }
 

@@ -15,8 +15,8 @@ import { cutForDisplay } from './values.js';
 import { writeFileClearly } from '../file-write-support.js';
 import type { Backend } from '../../backends/types.js';
 import { scrubSecrets } from './secrets.js';
-import { checkReadOnlyStatement, ReadOnlyViolation } from './statement-check.js';
-import { checkDuckdbFileAccess } from './duckdb-check.js';
+import { checkReadOnlyStatement, ReadOnlyViolation } from './sql/statement-check.js';
+import { checkDuckdbFileAccess } from './sql/duckdb-check.js';
 import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type RunOptions } from './types.js';
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parseCsvRecords } from '../../../src/tools/database/csv.js';
 import { loadDatabaseConfigs } from '../../../src/tools/database/config.js';
-import { DuckdbDriver } from '../../../src/tools/database/duckdb.js';
+import { DuckdbDriver } from '../../../src/tools/database/drivers/duckdb.js';
 import type { DatabaseConfig, RunOptions } from '../../../src/tools/database/types.js';
 import { makeTempDir } from '../../support/context.js';
 import { directoryFingerprint, makeRunner } from './helpers.js';

@@ -2,7 +2,7 @@ import mysql from 'mysql2/promise';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { appendLimit, MysqlDriver } from '../../../src/tools/database/mysql.js';
+import { appendLimit, MysqlDriver } from '../../../src/tools/database/drivers/mysql.js';
 import { TEST_DB_PASSWORD } from '../../support/servers.js';
 import { makeTempDir } from '../../support/context.js';
 import { benignCorpus, mutationCorpus } from './corpus.js';

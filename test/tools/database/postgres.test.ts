@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PostgresDriver } from '../../../src/tools/database/postgres.js';
+import { PostgresDriver } from '../../../src/tools/database/drivers/postgres.js';
 import { TEST_DB_PASSWORD } from '../../support/servers.js';
 import { makeTempDir } from '../../support/context.js';
 import { benignCorpus, mutationCorpus } from './corpus.js';

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { csvLine } from '../../../src/tools/database/csv.js';
-import { exportInWorker } from '../../../src/tools/database/sqlite-export.js';
+import { exportInWorker } from '../../../src/tools/database/drivers/sqlite-export.js';
 import type { CellValue, CsvSink } from '../../../src/tools/database/types.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, makeRunner } from './helpers.js';

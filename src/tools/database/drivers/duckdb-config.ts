@@ -1,0 +1,79 @@
+import { existsSync, statSync } from 'node:fs';
+import { ConfigError, interpolateEnv } from '../../../config.js';
+import type { Draft } from '../config.js';
+import { absoluteDataPath, defaultViewName, DUCKDB_DATABASE_EXTENSION, duckdbReaderFor, globRoot, isDuckdbDataFile, isGlob } from './duckdb-files.js';
+
+/**
+ * How a duckdb database is configured (README "DuckDB: SQL over files"):
+ * `--db data.duckdb`, `--db sales.csv` / `events.parquet` / `logs.jsonl` (a view named after the
+ * file), `--db 'duckdb:exports/*.csv'` (a glob as one view), and YAML `type: duckdb` with `path`
+ * and/or `files: {view: path_or_glob}`.
+ */
+
+const VIEW_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** True for `duckdb:...` and for paths whose extension is a DuckDB database or a CSV, Parquet or JSON file. */
+export function isDuckdbTarget(target: string): boolean {
+  if (target.toLowerCase().startsWith('duckdb:')) return true;
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(target)) return false;
+  return DUCKDB_DATABASE_EXTENSION.test(target) || isDuckdbDataFile(target);
+}
+
+export function duckdbDraft(target: string, cwd: string, source: string): Draft {
+  const prefixed = target.toLowerCase().startsWith('duckdb:');
+  let rest = prefixed ? target.slice('duckdb:'.length) : target;
+  if (rest.startsWith('//')) rest = rest.slice(2);
+  if (!rest) throw new ConfigError(`${source}: missing path after "duckdb:"; expected a .duckdb file, a CSV, Parquet or JSON file, or a glob such as 'exports/*.csv'`);
+  if (isGlob(rest) || isDuckdbDataFile(rest)) {
+    const path = dataPath(rest, cwd, source);
+    return { engine: 'duckdb', files: { [defaultViewName(path)]: path }, source };
+  }
+  return { engine: 'duckdb', path: databasePath(rest, cwd, source), source };
+}
+
+export function duckdbYamlDraft(path: string | undefined, files: unknown, dir: string, where: string, source: string, env: NodeJS.ProcessEnv): Draft {
+  const draft: Draft = { engine: 'duckdb', source };
+  if (path !== undefined) draft.path = databasePath(path, dir, where);
+  if (files !== undefined && files !== null) {
+    if (typeof files !== 'object' || Array.isArray(files)) throw new ConfigError(`${where}.files must be a mapping of view name to file path or glob, e.g. files: {sales: data/sales.csv}`);
+    draft.files = {};
+    for (const [view, value] of Object.entries(files as Record<string, unknown>)) {
+      if (!VIEW_NAME.test(view)) throw new ConfigError(`${where}.files: invalid view name "${view}"; use letters, digits and "_", starting with a letter or "_"`);
+      if (typeof value !== 'string' || value.trim() === '') throw new ConfigError(`${where}.files.${view} must be a file path or glob`);
+      draft.files[view] = dataPath(interpolateEnv(value, env, `${where}.files.${view}`), dir, `${where}.files.${view}`);
+    }
+  }
+  if (draft.path === undefined && !Object.keys(draft.files ?? {}).length) {
+    throw new ConfigError(`${where}: a duckdb database needs "path" (a DuckDB database file) and/or "files" (view: CSV, Parquet or JSON file or glob)`);
+  }
+  return draft;
+}
+
+function databasePath(path: string, cwd: string, where: string): string {
+  const absolute = absoluteDataPath(path, cwd);
+  if (!existsSync(absolute)) throw new ConfigError(`${where}: no such DuckDB database file: ${absolute}`);
+  if (!statSync(absolute).isFile()) throw new ConfigError(`${where}: not a file: ${absolute}`);
+  return absolute;
+}
+
+function dataPath(path: string, cwd: string, where: string): string {
+  const absolute = absoluteDataPath(path, cwd);
+  if (!duckdbReaderFor(absolute)) {
+    throw new ConfigError(`${where}: ${absolute} is not a CSV, Parquet or JSON file by its extension (.csv, .tsv, .parquet, .json, .jsonl, .ndjson, optionally .gz)`);
+  }
+  if (isGlob(absolute)) {
+    const root = globRoot(absolute);
+    if (!existsSync(root) || !statSync(root).isDirectory()) throw new ConfigError(`${where}: the folder of the glob does not exist: ${root}`);
+    return absolute;
+  }
+  if (!existsSync(absolute)) throw new ConfigError(`${where}: no such file: ${absolute}`);
+  if (!statSync(absolute).isFile()) throw new ConfigError(`${where}: not a file: ${absolute}`);
+  return absolute;
+}
+
+/** `--db sales=data/2024.csv`: the one view of a file or glob takes the alias as its name. */
+export function renameSingleView(draft: Draft, alias: string): Draft {
+  const entries = Object.entries(draft.files ?? {});
+  if (draft.engine !== 'duckdb' || draft.path !== undefined || entries.length !== 1) return draft;
+  return { ...draft, files: { [defaultViewName(`${alias.replace(/[^A-Za-z0-9_]/g, '_')}.csv`)]: entries[0]![1] } };
+}
