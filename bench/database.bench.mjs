@@ -120,7 +120,7 @@ export async function run({ root, workDir, measure }) {
   const small = join(dir, `events-${SMALL_ROWS}.db`);
   createSqliteTable(root, big, BIG_ROWS);
   createSqliteTable(root, small, SMALL_ROWS);
-  const cli = join(root, 'dist/cli.js');
+  const cli = join(root, 'dist/cli.cjs');
   const out = join(dir, 'out.csv');
   const quarryTool = (tool, db, args) =>
     ['bash', '-c', `rm -f ${shellQuote(out)} && exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool ${tool} --yes -w ${shellQuote(dir)} --db ${shellQuote(db)} --args ${shellQuote(JSON.stringify(args))} > /dev/null`];

@@ -28,7 +28,7 @@ export async function run({ root, workDir }) {
   connection.closeSync();
   instance.closeSync();
 
-  const cli = join(root, 'dist/cli.js');
+  const cli = join(root, 'dist/cli.cjs');
   const out = join(dir, 'out.csv');
   const copyScript = join(root, 'bench/duckdb-copy.mjs');
   const sh = (command) => ['bash', '-c', `rm -f '${out}' && ${command} > /dev/null`];

@@ -10,7 +10,7 @@ const RUNS = 3;
 export async function run({ root, workDir, measure }) {
   process.stderr.write('bench: excel: making the 200,000-row workbook (once) ...\n');
   const file = await ensureBenchWorkbook(join(workDir, 'excel-200k.xlsx'));
-  const cli = (args) => [process.execPath, join(root, 'dist', 'cli.js'), 'tool', 'read_excel', '--args', JSON.stringify({ path: file, ...args })];
+  const cli = (args) => [process.execPath, join(root, 'dist', 'cli.cjs'), 'tool', 'read_excel', '--args', JSON.stringify({ path: file, ...args })];
   const reference = (limit) => [process.execPath, join(root, 'bench', 'excel-reference.mjs'), file, String(limit)];
 
   const first = measure(cli({ action: 'read_sheet' }), { runs: RUNS, cwd: root });

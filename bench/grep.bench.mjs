@@ -26,7 +26,7 @@ export async function run({ root, workDir, measure, median }) {
   const { rgPath } = await import('@vscode/ripgrep');
   const plan = { cwd: tree, operand: '.', glob: null };
   const args = { pattern: NEEDLE };
-  const cli = [process.execPath, join(root, 'dist', 'cli.js'), 'tool', 'grep', '--args', JSON.stringify({ pattern: NEEDLE, path: tree })];
+  const cli = [process.execPath, join(root, 'dist', 'cli.cjs'), 'tool', 'grep', '--args', JSON.stringify({ pattern: NEEDLE, path: tree })];
 
   const rg = measure(ripgrepArgv(rgPath, args, plan), { runs: RUNS, cwd: tree });
   const quarry = measure(cli, { runs: RUNS, cwd: root });

@@ -44,7 +44,7 @@ export async function run({ root }) {
   try {
     makeDatabases(root, dir);
     makeFiles(dir);
-    const cli = join(root, 'dist/cli.js');
+    const cli = join(root, 'dist/cli.cjs');
     const quarry = (tool, args, db) =>
       ['bash', '-c', `exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool ${tool} -w ${shellQuote(dir)}${db ? ` --db ${shellQuote(db)}` : ''} --args ${shellQuote(JSON.stringify(args))} > /dev/null`];
     const shell = (command) => ['bash', '-c', `${command} > /dev/null`];

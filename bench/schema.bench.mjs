@@ -31,7 +31,7 @@ export async function run({ root }) {
   const dir = mkdtempSync(join(tmpdir(), 'quarry-bench-schema-'));
   try {
     makeDatabases(root, dir);
-    const cli = join(root, 'dist/cli.js');
+    const cli = join(root, 'dist/cli.cjs');
     const quarry = (args, db) => ['bash', '-c', `exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool sqlite -w ${shellQuote(dir)} --db ${shellQuote(db)} --args ${shellQuote(JSON.stringify(args))} > /dev/null`];
     const sqlite3 = (db, sql) => ['bash', '-c', `sqlite3 ${shellQuote(db)} ${shellQuote(sql)} > /dev/null`];
     const rows = [];

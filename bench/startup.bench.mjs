@@ -6,7 +6,7 @@ import { measurePair } from './support.mjs';
 export async function run({ root }) {
   const runs = 11;
   const node = [process.execPath, '-e', '0'];
-  const cli = (...args) => [process.execPath, join(root, 'dist', 'cli.js'), ...args];
+  const cli = (...args) => [process.execPath, join(root, 'dist', 'cli.cjs'), ...args];
   const commands = [
     ['quarry --version', cli('--version')],
     ['quarry profiles', cli('profiles')],

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const [bundlePath, cachePath] = process.argv.slice(2);
-const { loadBundle } = await import(new URL('../dist/cli/load-bundle.js', import.meta.url).href);
+const { loadBundle } = await import(new URL('../dist/cli/load-bundle.cjs', import.meta.url).href);
 const home = mkdtempSync(join(tmpdir(), 'quarry-code-cache-'));
 try {
   writeFileSync(join(home, 'notes.txt'), 'one\ntwo\nthree\n');

@@ -18,7 +18,7 @@ if (!existsSync(database)) {
 // A fresh folder for the CSV, so the demo can run again (exports never overwrite).
 const workDir = mkdtempSync(join(tmpdir(), 'quarry-demo-'));
 const args = [
-  join(root, 'dist', 'cli.js'),
+  join(root, 'dist', 'cli.cjs'),
   '--model', `script:${script}`,
   '--db', `sales=${database}`,
   '--working-dir', workDir,
@@ -36,7 +36,7 @@ if (run.status === 0 && existsSync(csv)) {
   // The session as one self-contained HTML page, to open in a browser or send to someone.
   const report = join(workDir, 'report.html');
   console.error(`\n$ quarry report latest -o ${report}`);
-  const made = spawnSync(process.execPath, [join(root, 'dist', 'cli.js'), 'report', 'latest', '-o', report], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const made = spawnSync(process.execPath, [join(root, 'dist', 'cli.cjs'), 'report', 'latest', '-o', report], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (made.status !== 0) process.exit(made.status ?? 1);
   console.error(`${report}: the session report`);
 }

@@ -1,8 +1,8 @@
 // Runs after tsc. Bundles the CLI into dist/bundle/main.cjs, so that a command reads one file
 // instead of about 280 modules (ours, yargs, ajv, yaml, ...): Node 20 spends about 1 ms per ES
 // module and 0.3 ms per CommonJS file just finding, reading and compiling them; and saves V8's
-// code cache for it (main.cjs.cache), so that it is not compiled either. dist/cli.js (the bin,
-// compiled by tsc) loads it through dist/cli/load-bundle.js.
+// code cache for it (main.cjs.cache), so that it is not compiled either. dist/cli.cjs (the bin,
+// compiled by tsc) loads it through dist/cli/load-bundle.cjs.
 //
 // Bundled modules that are imported lazily still run only when first imported (model SDKs,
 // database drivers, MCP, Daytona and the bash tool's parser load only when used). Packages with
@@ -49,7 +49,8 @@ const nodeOnlyPg = {
  * loads ICU's segmentation data (about 13 ms) in every command, and then segments every text it
  * measures, also plain ASCII: yargs' help measured its words one by one for about 60 ms. The
  * bundled copies create the segmenter on first use and answer a text of printable ASCII
- * (U+0020-U+007E, one column each, as string-width itself counts them) by its length. If either
+ * (U+0020-U+007E, one column each, as string-width itself counts them) by its length; its regular
+ * expressions with Unicode properties are created on first use too. If either
  * line is not found, the build says so and bundles string-width unchanged.
  */
 const lazySegmenter = {
@@ -64,8 +65,15 @@ const lazySegmenter = {
         return { contents: source, loader: 'js' };
       }
       const lazy = 'let quarrySegmenter;\nconst segmenter = { segment: (text) => (quarrySegmenter ??= new Intl.Segmenter()).segment(text) }; // scripts/postbuild.mjs';
-      const ascii = `${entry[0]}\n\tif (typeof ${entry[1]} === 'string' && /^[\\x20-\\x7E]*$/.test(${entry[1]})) return ${entry[1]}.length; // scripts/postbuild.mjs`;
-      return { contents: source.replace(marker, lazy).replace(entry[0], ascii), loader: 'js' };
+      // Regular expressions with Unicode properties load ICU's property data when they are created
+      // (about 10 ms for yargs' copy): they are created on the first text that is not plain ASCII.
+      const lazyRegexes = [];
+      const deferred = source.replace(/^const (\w+) = (\/.*\\p\{.*\/[a-z]*);$/gm, (_line, name, literal) => {
+        lazyRegexes.push(`${name} ??= ${literal};`);
+        return `let ${name}; // created on first use (scripts/postbuild.mjs)`;
+      });
+      const ascii = `${entry[0]}\n\tif (typeof ${entry[1]} === 'string' && /^[\\x20-\\x7E]*$/.test(${entry[1]})) return ${entry[1]}.length; // scripts/postbuild.mjs\n\t${lazyRegexes.join(' ')}`;
+      return { contents: deferred.replace(marker, lazy).replace(entry[0], ascii), loader: 'js' };
     });
   },
 };
@@ -159,7 +167,7 @@ precompileBuiltinProfiles();
 /**
  * Packages that can only be imported (ES modules without a CommonJS entry). Every other package
  * is loaded through require() by the bundle below, statically or for a dynamic import(), so each
- * loads exactly one way; these go through an import() in dist/cli/load-bundle.js (`quarryImport`), since a
+ * loads exactly one way; these go through an import() in dist/cli/load-bundle.cjs (`quarryImport`), since a
  * script compiled by node:vm cannot import() without an experimental flag on Node 20.
  */
 const IMPORT_ONLY = ['vega', 'vega-lite', '@vscode/ripgrep'];
@@ -179,7 +187,7 @@ const shared = {
 
 /**
  * Everything the CLI can run, one CommonJS file (dist/bundle/main.cjs) wrapped in a function
- * expression, so that dist/cli.js compiles it with node:vm and V8's code cache
+ * expression, so that dist/cli.cjs compiles it with node:vm and V8's code cache
  * (dist/bundle/main.cjs.cache, made below): Node 20 compiles ES modules from source on every run
  * and has no compile cache (module.enableCompileCache is Node 22), which cost 40-60 ms per command.
  * Lazily imported modules stay lazy: esbuild runs a bundled module's top level only on first import.
@@ -225,10 +233,10 @@ await build({
 const { NODE_OPTIONS: _nodeOptions, ...trainingEnv } = process.env;
 const training = spawnSync(process.execPath, [`${root}scripts/code-cache.mjs`, bundlePath, `${bundlePath}.cache`], { stdio: ['ignore', 'ignore', 'inherit'], env: trainingEnv });
 if (training.status !== 0) {
-  // The CLI works without the cache (dist/cli/load-bundle.js compiles from source), only slower.
+  // The CLI works without the cache (dist/cli/load-bundle.cjs compiles from source), only slower.
   rmSync(`${bundlePath}.cache`, { force: true });
   console.warn(`postbuild: scripts/code-cache.mjs exited ${training.status}; dist/bundle/main.cjs has no code cache (start-up about 50 ms slower)`);
 }
 
 // The bin must be executable when linked by npm.
-chmodSync(`${root}dist/cli.js`, 0o755);
+chmodSync(`${root}dist/cli.cjs`, 0o755);

@@ -2,8 +2,6 @@ import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { quarryHome } from '../config.js';
 import { ConfigError, describeDatabase, loadDatabaseConfigs } from '../tools/database/config.js';
-import { closeAllDatabaseConnections, driverFor } from '../tools/database/connections.js';
-import { scrubSecrets } from '../tools/database/secrets.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
 import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
 import { databaseOptions, withDatabaseOptions } from './options.js';
@@ -61,6 +59,7 @@ function listDatabases(configs: DatabaseConfig[], format: 'text' | 'json'): void
 }
 
 async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; text: string }> {
+  const [{ driverFor }, { scrubSecrets }] = await Promise.all([import('../tools/database/connections.js'), import('../tools/database/secrets.js')]);
   const started = Date.now();
   const signal = AbortSignal.timeout(config.connectTimeoutMs + config.statementTimeoutMs);
   try {
@@ -97,7 +96,7 @@ export function registerDbCommand(parser: Argv, setExit: (code: number) => void)
             (result.ok ? process.stdout : process.stderr).write(`${result.text}\n`);
           }
         } finally {
-          await closeAllDatabaseConnections();
+          await (await import('../tools/database/connections.js')).closeAllDatabaseConnections();
         }
         setExit(failed ? EXIT_FAILED : EXIT_OK);
       })

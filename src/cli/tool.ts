@@ -1,8 +1,5 @@
 import type { Argv } from 'yargs';
-import { approvalReason } from '../agent/approval.js';
-import { profileAllowsTool, toolAvailability } from '../agent/toolset.js';
 import { DATABASE_TOOL_NAMES } from '../profiles/schema.js';
-import { openWorkspace } from '../agent/workspace.js';
 import { MCP_TOOL_PREFIX } from '../tools/mcp/names.js';
 import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
@@ -81,6 +78,10 @@ function print(format: 'text' | 'json', ok: boolean, output: string, metadata: R
 
 export async function runToolCommand(options: ToolCommandOptions): Promise<number> {
   const args = parseArgsJson(options.argsJson);
+  // Loaded here, not at start-up: `quarry --help` and other commands do not need the tools.
+  const [{ approvalReason }, { profileAllowsTool, toolAvailability }, { openWorkspace }] = await Promise.all([
+    import('../agent/approval.js'), import('../agent/toolset.js'), import('../agent/workspace.js'),
+  ]);
   const workspace = await openWorkspace({
     profile: options.profile,
     ...(options.workingDir ? { workingDir: options.workingDir } : {}),

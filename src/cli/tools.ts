@@ -1,6 +1,4 @@
 import type { Argv } from 'yargs';
-import { toolAvailability } from '../agent/toolset.js';
-import { openWorkspace } from '../agent/workspace.js';
 import type { Tool } from '../tools/types.js';
 import { EXIT_OK } from './errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
@@ -24,6 +22,8 @@ export function registerToolsCommand(parser: Argv, setExit: (code: number) => vo
         .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
         .option('all', { type: 'boolean', default: false, describe: 'Also list tools the profile does not offer, and why' }),
     async (argv) => {
+      // Loaded here, not at start-up: `quarry --help` and other commands do not need the tools.
+      const [{ toolAvailability }, { openWorkspace }] = await Promise.all([import('../agent/toolset.js'), import('../agent/workspace.js')]);
       const workspace = await openWorkspace({
         profile: argv.profile,
         ...(argv['working-dir'] ? { workingDir: argv['working-dir'] } : {}),

@@ -525,7 +525,7 @@ describe('a torn trace line', () => {
     for (let i = 0; i < 8; i++) writeFileSync(join(work, `big${i}.txt`), `${'x'.repeat(100)}\n`.repeat(3000));
     const script = writeScript(work, 'reads.json', [...Array.from({ length: 8 }, (_, i) => ({ tool_calls: [{ name: 'read', arguments: { path: `big${i}.txt` } }] })), { text: 'done' }]);
     const answer = writeScript(work, 'answer.json', [{ text: 'resumed after the disk filled' }]);
-    const cli = join(REPO_ROOT, 'dist', 'cli.js');
+    const cli = join(REPO_ROOT, 'dist', 'cli.cjs');
     const q = (value: string) => `'${value.replace(/'/g, "'\\''")}'`;
     // 160 KB of session space: the third 53 KB tool result does not fit.
     const shell = [

@@ -59,7 +59,7 @@ describe('set-up and packaging', () => {
     for (const entry of readdirSync(join(REPO_ROOT, 'node_modules'))) {
       if (entry !== '@daytonaio') symlinkSync(join(REPO_ROOT, 'node_modules', entry), join(pkg, 'node_modules', entry));
     }
-    const cli = join(pkg, 'dist', 'cli.js');
+    const cli = join(pkg, 'dist', 'cli.cjs');
     const node = (args: string[], extra: Record<string, string> = {}) => {
       try {
         return { code: 0, out: execFileSync(process.execPath, [cli, ...args], { cwd: work, env: env(extra) as NodeJS.ProcessEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) };

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const CLI_PATH = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+export const CLI_PATH = fileURLToPath(new URL('../../dist/cli.cjs', import.meta.url));
 
 export interface CliResult {
   code: number | null;

@@ -1,12 +1,13 @@
 // Loads the build's CommonJS bundle of the CLI (dist/bundle/main.cjs, made by scripts/postbuild.mjs)
 // with V8's code cache beside it, so that a command deserializes compiled bytecode instead of
-// compiling about 2 MB of JavaScript. Used by dist/cli.js and, to make the cache, scripts/code-cache.mjs.
+// compiling about 2 MB of JavaScript. Used by dist/cli.cjs and, to make the cache, scripts/code-cache.mjs.
+// CommonJS like the entry point, which requires it.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Script } from 'node:vm';
 
-type CliModule = typeof import('./main.js');
+type CliModule = typeof import('./main.js', { with: { 'resolution-mode': 'import' } });
 type BundleFunction = (
   module: { exports: unknown },
   exports: unknown,
