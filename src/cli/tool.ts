@@ -4,7 +4,7 @@ import { profileAllowsTool, toolAvailability } from '../agent/toolset.js';
 import { DATABASE_TOOL_NAMES } from '../profiles/schema.js';
 import { openWorkspace } from '../agent/workspace.js';
 import { MCP_TOOL_PREFIX } from '../tools/mcp/names.js';
-import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
+import { EXIT_FAILED, EXIT_OK, UsageError } from '../errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
 /**

@@ -2,7 +2,7 @@ import type { Argv } from 'yargs';
 import { toolAvailability } from '../agent/toolset.js';
 import { openWorkspace } from '../agent/workspace.js';
 import type { Tool } from '../tools/types.js';
-import { EXIT_OK } from './errors.js';
+import { EXIT_OK } from '../errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
 interface ListedTool {
