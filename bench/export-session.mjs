@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { buildToolRegistry } from '../dist/agent/toolset.js';
 import { LocalBackend } from '../dist/backends/local.js';
 import { loadProfile } from '../dist/profiles/load.js';
-import { loadDatabaseConfigs } from '../dist/tools/database/config.js';
+import { loadDatabaseConfigs } from '../dist/config/databases.js';
 import { closeAllDatabaseConnections } from '../dist/tools/database/connections.js';
 
 const [dbFlag, workingDir, engine, sql] = process.argv.slice(2);

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { UsageError } from '../cli/errors.js';
-import { quarryHome } from '../config.js';
+import { UsageError } from '../errors.js';
+import { quarryHome } from '../config/home.js';
 import type { Profile } from '../profiles/schema.js';
 
 /**

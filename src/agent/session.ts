@@ -1,8 +1,8 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { UsageError } from '../cli/errors.js';
-import { quarryHome } from '../config.js';
+import { UsageError } from '../errors.js';
+import { quarryHome } from '../config/home.js';
 import type { Message, ToolCall, Usage } from '../model/types.js';
 import { addUsage, emptyUsage, usageJson } from '../model/types.js';
 import { nodeCrypto } from '../node-crypto.js';

@@ -1,12 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Backend } from '../backends/types.js';
-import { UsageError } from '../cli/errors.js';
-import { quarryHome } from '../config.js';
-import { loadMcpServers, McpConfigError, type McpServerConfig } from '../mcp/config.js';
+import { readConfigFile } from '../config/config-file.js';
+import { loadDatabaseConfigs } from '../config/databases.js';
+import { configFileLocation } from '../config/home.js';
+import { mcpServersOf } from '../config/mcp-servers.js';
+import { UsageError } from '../errors.js';
 import { loadProfile } from '../profiles/load.js';
 import type { Profile } from '../profiles/schema.js';
-import { ConfigError, loadDatabaseConfigs } from '../tools/database/config.js';
 import { closeAllDatabaseConnections } from '../tools/database/connections.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
@@ -33,7 +34,7 @@ export interface WorkspaceOptions {
   profile?: string | Profile;
   workingDir?: string;
   cwd?: string;
-  /** `--config FILE`; default `$QUARRY_HOME/config.yaml` (MCP servers). */
+  /** `--config FILE`; default `$QUARRY_HOME/config.yaml` (databases and MCP servers; src/config/home.ts). */
   configFile?: string;
   /** Start the configured MCP servers (default true; `quarry tool` skips them unless it runs an MCP tool). */
   mcp?: boolean;
@@ -52,8 +53,10 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   const cwd = options.cwd ?? process.cwd();
   const profile = typeof options.profile === 'object' ? options.profile : loadProfile(options.profile, cwd);
   const workingDir = resolveWorkingDir(options.workingDir, cwd);
-  const databases = databaseConfigs(options, cwd);
-  const mcpConfigs = options.mcp === false ? [] : mcpServerConfigs(options.configFile, cwd);
+  // config.yaml is read once, for its databases and its MCP servers.
+  const config = readConfigFile(configFileLocation(options.configFile, process.env, cwd));
+  const databases = loadDatabaseConfigs({ ...options.databases, config, env: process.env, cwd });
+  const mcpConfigs = options.mcp === false ? [] : mcpServersOf(config, process.env);
   // Loaded only when servers are configured: the MCP SDK costs about 0.25 s to import.
   const mcp = mcpConfigs.length > 0 ? await (await import('../tools/mcp/servers.js')).startMcpServers(mcpConfigs) : undefined;
   let backend: Backend;
@@ -75,28 +78,4 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
     // Stops MCP servers, closes database connections and deletes a sandbox; safe to call twice.
     close: () => (closing ??= Promise.all([mcp?.close(), backend.dispose?.(), closeAllDatabaseConnections()]).then(() => undefined)),
   };
-}
-
-function mcpServerConfigs(configFile: string | undefined, cwd: string): McpServerConfig[] {
-  try {
-    return loadMcpServers(configFile, process.env, cwd);
-  } catch (error) {
-    if (error instanceof McpConfigError) throw new UsageError(error.message);
-    throw error;
-  }
-}
-
-function databaseConfigs(options: WorkspaceOptions, cwd: string): DatabaseConfig[] {
-  try {
-    return loadDatabaseConfigs({
-      ...options.databases,
-      configFile: options.configFile ? resolve(cwd, options.configFile) : join(quarryHome(), 'config.yaml'),
-      configFileGiven: Boolean(options.configFile),
-      env: process.env,
-      cwd,
-    });
-  } catch (error) {
-    if (error instanceof ConfigError) throw new UsageError(error.message);
-    throw error;
-  }
 }

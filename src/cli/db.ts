@@ -1,9 +1,9 @@
-import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { quarryHome } from '../config.js';
-import { ConfigError, describeDatabase, loadDatabaseConfigs } from '../tools/database/config.js';
+import { readConfigFile } from '../config/config-file.js';
+import { describeDatabase, loadDatabaseConfigs } from '../config/databases.js';
+import { configFileLocation } from '../config/home.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
-import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
+import { EXIT_FAILED, EXIT_OK, UsageError } from '../errors.js';
 import { databaseOptions, withDatabaseOptions } from './options.js';
 
 /**
@@ -20,19 +20,8 @@ interface DbArgv {
 
 function loadConfigs(argv: DbArgv, listing: boolean): DatabaseConfig[] {
   const cwd = process.cwd();
-  try {
-    return loadDatabaseConfigs({
-      ...databaseOptions(argv),
-      configFile: argv.config ? resolve(cwd, argv.config) : join(quarryHome(), 'config.yaml'),
-      configFileGiven: Boolean(argv.config),
-      passwordsOptional: listing,
-      env: process.env,
-      cwd,
-    });
-  } catch (error) {
-    if (error instanceof ConfigError) throw new UsageError(error.message);
-    throw error;
-  }
+  const config = readConfigFile(configFileLocation(argv.config, process.env, cwd));
+  return loadDatabaseConfigs({ ...databaseOptions(argv), config, passwordsOptional: listing, env: process.env, cwd });
 }
 
 function listDatabases(configs: DatabaseConfig[], format: 'text' | 'json'): void {

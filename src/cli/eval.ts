@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { packageRoot, quarryHome } from '../config.js';
-import { EXIT_CANCELLED, EXIT_OK, UsageError } from './errors.js';
+import { readConfigFile } from '../config/config-file.js';
+import { configFileLocation, packageRoot, quarryHome } from '../config/home.js';
+import { EXIT_CANCELLED, EXIT_OK, UsageError } from '../errors.js';
 import { databaseOptions, withDatabaseOptions } from './options.js';
 
 /**
@@ -123,6 +124,9 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
     throw error;
   }
   if (options.resume && !options.out) throw new UsageError('--resume needs --out DIR: the output directory of the run to continue');
+  // config.yaml is read by each question's workspace; read here first, so a missing --config or a
+  // mistake in the file stops the command before anything is written, as for every other command.
+  readConfigFile(configFileLocation(options.configFile, process.env, cwd));
   let selection = suite.questions;
   if (options.only) {
     const ids = options.only.split(',').map((id) => id.trim()).filter(Boolean);

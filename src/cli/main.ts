@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yargs from 'yargs';
-import { packageRoot } from '../config.js';
-import { ProfileError } from '../profiles/schema.js';
-import { EXIT_FAILED, EXIT_USAGE, UsageError } from './errors.js';
+import { packageRoot } from '../config/home.js';
+import { exitCodeForError, EXIT_USAGE, UsageError } from '../errors.js';
 import { registerDbCommand } from './db.js';
 import { registerEvalCommand } from './eval.js';
 import { registerMcpCommand } from './mcp.js';
@@ -22,9 +21,10 @@ import { hideProcessSecrets } from './process-secrets.js';
  * `"type":"result"`), so a JSON consumer is never left with empty output.
  */
 export function reportError(error: unknown, verbose: boolean, args: readonly string[] = []): number {
-  const isUsage = error instanceof UsageError || error instanceof ProfileError;
+  // The one place an error becomes an exit code: every kind of UsageError (configuration, profile) is 2.
+  const exitCode = exitCodeForError(error);
+  const isUsage = exitCode === EXIT_USAGE;
   const message = error instanceof Error ? error.message : String(error);
-  const exitCode = isUsage ? EXIT_USAGE : EXIT_FAILED;
   process.stderr.write(`quarry: ${message}\n`);
   if (verbose && error instanceof Error && error.stack && !isUsage) process.stderr.write(`${error.stack}\n`);
   const format = requestedFormat(args);

@@ -3,9 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Argv } from 'yargs';
-import { packageRoot } from '../config.js';
+import { packageRoot } from '../config/home.js';
 import { nodeCrypto } from '../node-crypto.js';
-import { EXIT_OK, UsageError } from './errors.js';
+import { EXIT_OK, UsageError } from '../errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
 /**

@@ -5,7 +5,7 @@ export function withCommonOptions<T>(argv: Argv<T>) {
   return argv
     .option('profile', { alias: 'p', type: 'string', describe: 'Profile name or YAML path (env QUARRY_PROFILE)', default: process.env.QUARRY_PROFILE || 'readonly', defaultDescription: 'readonly' })
     .option('working-dir', { alias: 'w', type: 'string', describe: 'Directory every relative path resolves against (default: the current directory)' })
-    .option('config', { type: 'string', describe: 'Config file with mcp_servers (default: $QUARRY_HOME/config.yaml)' });
+    .option('config', { type: 'string', describe: 'Config file with databases and mcp_servers (default: $QUARRY_HOME/config.yaml)' });
 }
 
 /** `--db [ALIAS=]TARGET` (repeatable) and `--databases FILE` (README "Running the agent" and "Databases"). */

@@ -1,7 +1,8 @@
 import type { Argv } from 'yargs';
 import { listProfileNames, loadProfile } from '../profiles/load.js';
-import { ProfileError, type Profile } from '../profiles/schema.js';
-import { EXIT_OK, EXIT_USAGE } from './errors.js';
+import { ProfileError } from '../errors.js';
+import type { Profile } from '../profiles/schema.js';
+import { EXIT_OK, EXIT_USAGE } from '../errors.js';
 
 function describeProfile(profile: Profile): string {
   const approval = profile.approval.mode === 'granular'

@@ -5,11 +5,11 @@ import { parseApprovalAnswer, type ApprovalAnswer } from '../agent/approver.js';
 import { NOTHING_TO_COMPACT } from '../agent/loop.js';
 import { listSessionIds, readSessionMeta, Session } from '../agent/session.js';
 import { checkResumableUnder } from './resume.js';
-import { quarryHome } from '../config.js';
+import { quarryHome } from '../config/home.js';
 import type { Message } from '../model/types.js';
 import type { RunSetup } from './run-session.js';
-import { exitCodeFor } from './errors.js';
-import { EXIT_OK, UsageError } from './errors.js';
+import { exitCodeFor } from '../errors.js';
+import { EXIT_OK, UsageError } from '../errors.js';
 
 /**
  * The interactive REPL (README "Running the agent"): line editing and history, slash commands, Ctrl+C cancels the

@@ -2,7 +2,7 @@ import { existsSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { dirname, join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { resolveSessionId, sessionsDir } from '../agent/session.js';
-import { EXIT_OK, UsageError } from './errors.js';
+import { EXIT_OK, UsageError } from '../errors.js';
 
 /**
  * `quarry report SESSION [-o FILE.html] [--force]` (README "quarry report"): the session as one

@@ -4,9 +4,10 @@ import type { Session, SessionSetupRecord, StoredDatabases, StoredProfile } from
 import type { Workspace } from '../agent/workspace.js';
 import { findTemplateFile } from '../agent/prompts.js';
 import { resolveProfile } from '../profiles/load.js';
-import { ProfileError, type Profile } from '../profiles/schema.js';
-import { describeDatabase, parseDbFlag, redactUrl } from '../tools/database/config.js';
-import { UsageError } from './errors.js';
+import { ProfileError } from '../errors.js';
+import type { Profile } from '../profiles/schema.js';
+import { describeDatabase, parseDbFlag, redactUrl } from '../config/databases.js';
+import { UsageError } from '../errors.js';
 import type { RunCommandOptions } from './run.js';
 
 /**

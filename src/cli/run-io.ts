@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 
 /** Where a run's prompt comes from and where its answer goes (`quarry [PROMPT]`, `-o FILE`): used by run-session.ts. */
 

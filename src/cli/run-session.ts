@@ -9,7 +9,7 @@ import { chooseModel, createProvider, knownContextWindow, type ModelChoice } fro
 import { retryPolicyFromEnv } from '../model/retry.js';
 import type { Message, ModelProvider } from '../model/types.js';
 import { ModelError } from '../model/types.js';
-import { EXIT_CANCELLED, exitCodeFor, UsageError } from './errors.js';
+import { EXIT_CANCELLED, exitCodeFor, UsageError } from '../errors.js';
 import { createRenderer, type Renderer, type RunInfo } from './render.js';
 import { checkDatabaseTargets, planRun, setupRecord } from './resume.js';
 import type { RunCommandOptions } from './run.js';

@@ -1,7 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { withCommonOptions } from './options.js';
 
 /**

@@ -3,7 +3,7 @@ import {
   childSessions, conversationFromTrace, effectiveStatus, listSessionIds, readSessionMeta, readTraceChecked, requestCancel, resolveSessionId, sessionsDir, type SessionMeta,
 } from '../agent/session.js';
 import { join } from 'node:path';
-import { EXIT_FAILED, EXIT_OK } from './errors.js';
+import { EXIT_FAILED, EXIT_OK } from '../errors.js';
 
 /** `quarry sessions`, `sessions show ID`, `sessions export ID`, `quarry cancel ID` (README "Sessions and traces"). */
 

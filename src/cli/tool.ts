@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs';
 import { DATABASE_TOOL_NAMES } from '../profiles/schema.js';
 import { MCP_TOOL_PREFIX } from '../tools/mcp/names.js';
-import { EXIT_FAILED, EXIT_OK, UsageError } from './errors.js';
+import { EXIT_FAILED, EXIT_OK, UsageError } from '../errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
 /**

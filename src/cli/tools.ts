@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import type { Tool } from '../tools/types.js';
-import { EXIT_OK } from './errors.js';
+import { EXIT_OK } from '../errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
 interface ListedTool {

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { UsageError } from '../cli/errors.js';
+import { UsageError } from '../errors.js';
 import { readResults, RUN_FILE, type EvalRunConfig, type QuestionResult } from './runner.js';
 
 /**

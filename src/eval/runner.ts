@@ -7,7 +7,7 @@ import { Approver } from '../agent/approver.js';
 import { automaticVariables, buildSystemPrompt, DEFAULT_SYSTEM_PROMPT } from '../agent/prompts.js';
 import { Session } from '../agent/session.js';
 import { openWorkspace, type Workspace } from '../agent/workspace.js';
-import { UsageError } from '../cli/errors.js';
+import { UsageError } from '../errors.js';
 import { createProvider, knownContextWindow, type ModelChoice } from '../model/resolve.js';
 import { retryPolicyFromEnv } from '../model/retry.js';
 import { usageJson } from '../model/types.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, extname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { UsageError } from '../cli/errors.js';
+import { UsageError } from '../errors.js';
 import { parseCsvRecords } from '../tools/database/csv.js';
 import type { CompareRule } from './compare.js';
 

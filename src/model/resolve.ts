@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../config.js';
+import { packageRoot } from '../config/home.js';
 import type { ModelProvider, ProviderQuirks } from './types.js';
 import { ModelError } from './types.js';
 

@@ -1,8 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { packageRoot, quarryHome } from '../config.js';
-import { parseProfile, ProfileError, type Profile } from './schema.js';
+import { packageRoot, quarryHome } from '../config/home.js';
+import { parseYamlDocument } from '../config/yaml.js';
+import { ProfileError } from '../errors.js';
+import { parseProfile, type Profile } from './schema.js';
 
 export const DEFAULT_PROFILE = 'readonly';
 export const BUILTIN_PROFILE_NAMES = ['readonly', 'developer', 'eval', 'daytona'] as const;
@@ -41,12 +42,7 @@ function readProfileFile(path: string, fallbackName: string): Profile {
   }
   let raw: unknown = prebuiltParse(path, text);
   if (raw !== undefined) return parseProfile(raw, path, fallbackName);
-  try {
-    raw = parseYaml(text);
-  } catch (error) {
-    throw new ProfileError(`${path}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
-  return parseProfile(raw, path, fallbackName);
+  return parseProfile(parseYamlDocument(text, path, ProfileError), path, fallbackName);
 }
 
 function looksLikePath(nameOrPath: string): boolean {

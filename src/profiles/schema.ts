@@ -1,3 +1,6 @@
+import { checkKnownKeys, checkYamlMapping } from '../config/yaml.js';
+import { ProfileError } from '../errors.js';
+
 /**
  * What a profile is and how one is checked. Validation is strict: an unknown key or a bad
  * value is an error that names the key and lists what is allowed.
@@ -62,10 +65,6 @@ export interface Profile {
   source: string;
 }
 
-export class ProfileError extends Error {
-  override name = 'ProfileError';
-}
-
 type Raw = Record<string, unknown>;
 
 /**
@@ -117,11 +116,7 @@ function isPlainObject(value: unknown): value is Raw {
 }
 
 function checkKeys(where: string, raw: Raw, allowed: readonly string[]): void {
-  for (const key of Object.keys(raw)) {
-    if (!allowed.includes(key)) {
-      throw new ProfileError(`${where}: unknown key "${key}"; allowed keys: ${allowed.join(', ')}`);
-    }
-  }
+  checkKnownKeys(raw, where, allowed, ProfileError);
 }
 
 function oneOf<T extends string>(where: string, key: string, value: unknown, allowed: readonly T[], fallback: T): T {
@@ -141,13 +136,9 @@ function stringList(where: string, key: string, value: unknown): string[] | unde
 }
 
 /** Checks a parsed YAML document and fills in defaults. `where` names the source in errors. */
-export function parseProfile(raw: unknown, where: string, fallbackName: string): Profile {
+export function parseProfile(document: unknown, where: string, fallbackName: string): Profile {
   // An empty file (YAML null) is a profile that sets nothing: every key has its default.
-  if (raw === null || raw === undefined) raw = {};
-  if (!isPlainObject(raw)) {
-    throw new ProfileError(`${where}: a profile must be a YAML mapping of keys (${TOP_LEVEL_KEYS.join(', ')})`);
-  }
-  checkKeys(where, raw, TOP_LEVEL_KEYS);
+  const raw = checkYamlMapping(document ?? {}, where, { keys: TOP_LEVEL_KEYS, notMapping: `a profile must be a YAML mapping of keys (${TOP_LEVEL_KEYS.join(', ')})`, Kind: ProfileError });
 
   const name = raw.name ?? fallbackName;
   if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) {

@@ -4,8 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { approvalReason } from '../../src/agent/approval.js';
 import { listProfileNames, loadProfile } from '../../src/profiles/load.js';
-import { ProfileError } from '../../src/profiles/schema.js';
-import { loadDatabaseConfigs } from '../../src/tools/database/config.js';
+import { ProfileError } from '../../src/errors.js';
+import { loadDatabaseConfigs } from '../../src/config/databases.js';
 import { REPO_ROOT } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { release } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { quarryHome } from '../../config.js';
+import { quarryHome } from '../../config/home.js';
 
 /**
  * Whether bubblewrap can sandbox commands on this machine, checked once by running a trivial

@@ -1,4 +1,4 @@
-import { redactUrl } from './config.js';
+import { redactUrl } from '../../config/databases.js';
 import type { DatabaseConfig } from './types.js';
 
 /**

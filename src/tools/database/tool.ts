@@ -3,7 +3,7 @@ import type { Profile, QueryGuard } from '../../profiles/schema.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult } from '../types.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
-import { describeDatabase } from './config.js';
+import { describeDatabase } from '../../config/databases.js';
 import { driverFor, takeTurn } from './connections.js';
 import { CsvExportFile, EXPORT_PREVIEW_ROWS, ExportRefused } from './csv.js';
 import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural, tableCutNote } from './format.js';

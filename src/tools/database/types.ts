@@ -1,28 +1,8 @@
 /** Shared database types: engines, configured databases and the per-engine driver interface. */
 
-export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
-export type Engine = (typeof ENGINES)[number];
-
-/** A configured database (README "Databases"). The password is kept apart so it can be scrubbed everywhere. */
-export interface DatabaseConfig {
-  alias: string;
-  engine: Engine;
-  /** sqlite, duckdb: the database file (absolute). */
-  path?: string;
-  /** duckdb: views over files, view name -> absolute file path or glob (CSV, Parquet, JSON). */
-  files?: Record<string, string>;
-  host?: string;
-  port?: number;
-  database?: string;
-  user?: string;
-  password?: string;
-  /** oracle: an Easy Connect string or TNS alias (host:port/service). */
-  dsn?: string;
-  connectTimeoutMs: number;
-  statementTimeoutMs: number;
-  /** Where it was configured, for `quarry db list` and error messages. */
-  source: string;
-}
+// Engines and a configured database are defined with the configuration that makes them (src/config/databases.ts).
+import type { DatabaseConfig, Engine } from '../../config/databases.js';
+export { ENGINES, type DatabaseConfig, type Engine } from '../../config/databases.js';
 
 /** A value as drivers hand it over: already exact (decimals, big integers and dates arrive as strings). */
 export type CellValue = string | number | bigint | boolean | Buffer | Date | null | undefined | object;

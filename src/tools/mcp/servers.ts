@@ -3,7 +3,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Tool } from '../types.js';
-import type { McpServerConfig } from '../../mcp/config.js';
+import type { McpServerConfig } from '../../config/mcp-servers.js';
 import { adaptMcpTool, type McpToolInfo } from './tool-adapter.js';
 
 /**

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parseCsvRecords } from '../../../src/tools/database/csv.js';
-import { loadDatabaseConfigs } from '../../../src/tools/database/config.js';
+import { loadDatabaseConfigs } from '../../../src/config/databases.js';
 import { DuckdbDriver } from '../../../src/tools/database/drivers/duckdb.js';
 import type { DatabaseConfig, RunOptions } from '../../../src/tools/database/types.js';
 import { makeTempDir } from '../../support/context.js';

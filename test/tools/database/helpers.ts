@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { buildToolRegistry } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
-import { loadDatabaseConfigs } from '../../../src/tools/database/config.js';
+import { loadDatabaseConfigs } from '../../../src/config/databases.js';
 import { closeAllDatabaseConnections } from '../../../src/tools/database/connections.js';
 import type { DatabaseConfig } from '../../../src/tools/database/types.js';
 import type { ToolCallResult } from '../../../src/tools/registry.js';

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import oracledb, { type OracleConnection } from 'oracledb';
 import { describe, expect, test } from 'vitest';
-import { loadDatabaseConfigs } from '../../../src/tools/database/config.js';
+import { loadDatabaseConfigs } from '../../../src/config/databases.js';
 import { ORACLE_BEGIN_READ_ONLY, ORACLE_SESSION_SETUP, OracleDriver } from '../../../src/tools/database/drivers/oracle.js';
 import { VERTICA_BEGIN_READ_ONLY, VERTICA_SESSION_READ_ONLY, VerticaDriver } from '../../../src/tools/database/drivers/vertica.js';
 import { explainStatement } from '../../../src/tools/database/catalog/explain.js';

@@ -5,7 +5,7 @@ import { processesMatching } from '../../support/processes.js';
 import { approvalReason } from '../../../src/agent/approval.js';
 import { buildToolRegistry } from '../../../src/agent/toolset.js';
 import { openWorkspace } from '../../../src/agent/workspace.js';
-import type { McpServerConfig } from '../../../src/mcp/config.js';
+import type { McpServerConfig } from '../../../src/config/mcp-servers.js';
 import { startMcpServers, type McpServers } from '../../../src/tools/mcp/servers.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { parseProfile } from '../../../src/profiles/schema.js';

@@ -2,7 +2,8 @@ import { DuckDBInstance, DuckDBTypeId, type DuckDBConnection, type DuckDBDataChu
 import duckdbBindings from '@duckdb/node-bindings';
 import { basename } from 'node:path';
 import { ToolError } from '../../types.js';
-import { duckdbReaderFor, isGlob, sqlIdentifier, sqlString } from './duckdb-files.js';
+import { duckdbReaderFor, isGlob } from '../../../config/duckdb.js';
+import { sqlIdentifier, sqlString } from './duckdb-files.js';
 import { numberedPlaceholders } from './server-support.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';

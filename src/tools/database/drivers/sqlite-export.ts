@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { packageRoot } from '../../../config.js';
+import { packageRoot } from '../../../config/home.js';
 import { ToolError } from '../../types.js';
 import { CHUNK_BYTES, CONTROL_INTS, MAX_IN_FLIGHT, SLOT_FREE, SLOT_STATE, STOP, STOP_CANCEL, STOP_TIMEOUT, wrapStatement, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';

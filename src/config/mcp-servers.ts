@@ -1,6 +1,7 @@
-import { join, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { checkConfigKeys, ConfigError, interpolateEnv, quarryHome, readConfigText } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { parseConfigText, readConfigFile, type ConfigDocument } from './config-file.js';
+import { configFileLocation } from './home.js';
+import { interpolateEnv, isMapping } from './yaml.js';
 
 /**
  * MCP servers from `mcp_servers:` in `$QUARRY_HOME/config.yaml` or the `--config FILE` (README "MCP servers"):
@@ -10,7 +11,7 @@ import { checkConfigKeys, ConfigError, interpolateEnv, quarryHome, readConfigTex
  *     search: {type: http, url: "https://example.com/mcp", headers: {Authorization: "Bearer ${SEARCH_KEY}"}, tool_timeout_secs: 120}
  *
  * Strings may use ${VAR}; an unset variable is an error naming it. The file's other top-level
- * key (databases) is read by src/tools/database/config.ts; any other key is an error.
+ * key (databases) is read by src/config/databases.ts; any other key is an error (src/config/config-file.ts).
  */
 
 export const DEFAULT_STARTUP_TIMEOUT_SECS = 10;
@@ -37,22 +38,15 @@ export interface HttpServerConfig extends CommonServerConfig {
 
 export type McpServerConfig = StdioServerConfig | HttpServerConfig;
 
-/** MCP configuration mistakes are ordinary configuration errors. */
-export { ConfigError as McpConfigError };
-
 const COMMON_KEYS = ['type', 'startup_timeout_secs', 'tool_timeout_secs'];
 const KEYS_BY_TYPE = {
   stdio: [...COMMON_KEYS, 'command', 'env', 'cwd'],
   http: [...COMMON_KEYS, 'url', 'headers'],
 } as const;
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function stringMap(raw: unknown, where: string, env: NodeJS.ProcessEnv): Record<string, string> {
   if (raw === undefined || raw === null) return {};
-  if (!isRecord(raw)) throw new ConfigError(`${where} must be a mapping of names to strings`);
+  if (!isMapping(raw)) throw new ConfigError(`${where} must be a mapping of names to strings`);
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw)) {
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw new ConfigError(`${where}.${key} must be a string`);
@@ -69,7 +63,7 @@ function seconds(raw: unknown, where: string, fallback: number): number {
 
 function parseServer(name: string, raw: unknown, file: string, env: NodeJS.ProcessEnv): McpServerConfig {
   const where = `${file}: mcp_servers.${name}`;
-  if (!isRecord(raw)) throw new ConfigError(`${where} must be a mapping with "type: stdio" or "type: http"`);
+  if (!isMapping(raw)) throw new ConfigError(`${where} must be a mapping with "type: stdio" or "type: http"`);
   const type = raw.type;
   if (type !== 'stdio' && type !== 'http') throw new ConfigError(`${where}.type must be stdio or http (got ${JSON.stringify(type ?? null)})`);
   const allowed: readonly string[] = KEYS_BY_TYPE[type];
@@ -108,25 +102,19 @@ function parseServer(name: string, raw: unknown, file: string, env: NodeJS.Proce
 
 /** Parses the `mcp_servers` key of a config document (YAML text). */
 export function parseMcpServers(text: string, file: string, env: NodeJS.ProcessEnv = process.env): McpServerConfig[] {
-  let document: unknown;
-  try {
-    document = parseYaml(text);
-  } catch (error) {
-    throw new ConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
-  if (document === null || document === undefined) return [];
-  if (!isRecord(document)) throw new ConfigError(`${file}: expected a mapping of settings at the top level`);
-  checkConfigKeys(document, file);
-  const servers = document.mcp_servers;
+  return mcpServersOf(parseConfigText(text, file), env);
+}
+
+/** The `mcp_servers` of a config file already read (src/config/config-file.ts). */
+export function mcpServersOf(config: ConfigDocument, env: NodeJS.ProcessEnv = process.env): McpServerConfig[] {
+  const { file, settings } = config;
+  const servers = settings.mcp_servers;
   if (servers === undefined || servers === null) return [];
-  if (!isRecord(servers)) throw new ConfigError(`${file}: mcp_servers must be a mapping of server name to settings`);
+  if (!isMapping(servers)) throw new ConfigError(`${file}: mcp_servers must be a mapping of server name to settings`);
   return Object.entries(servers).map(([name, raw]) => parseServer(name, raw, file, env));
 }
 
 /** The config file to read: `--config FILE` (must exist) or `$QUARRY_HOME/config.yaml` (optional). */
 export function loadMcpServers(configFile: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): McpServerConfig[] {
-  const file = configFile ? resolve(cwd, configFile) : join(quarryHome(env), 'config.yaml');
-  const text = readConfigText(file, configFile ? '--config' : undefined);
-  if (text === undefined) return [];
-  return parseMcpServers(text, file, env);
+  return mcpServersOf(readConfigFile(configFileLocation(configFile, env, cwd)), env);
 }

@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadMcpServers, McpConfigError, parseMcpServers } from '../../src/mcp/config.js';
+import { loadMcpServers, parseMcpServers } from '../../src/config/mcp-servers.js';
+import { ConfigError as McpConfigError } from '../../src/errors.js';
 import { mcpToolName } from '../../src/tools/mcp/names.js';
 import { makeTempDir } from '../support/context.js';
 

@@ -1,17 +1,39 @@
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { checkConfigKeys, ConfigError, interpolateEnv, readConfigText } from '../../config.js';
-import { ENGINES, type DatabaseConfig, type Engine } from './types.js';
-import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './drivers/duckdb-config.js';
-
-export { ConfigError };
+import { ConfigError } from '../errors.js';
+import { parseConfigText, type ConfigDocument } from './config-file.js';
+import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './duckdb.js';
+import { interpolateEnv, isMapping, readYamlText } from './yaml.js';
 
 /**
  * Where databases come from (README "Databases"): `--db [ALIAS=]TARGET` flags, a YAML file (`--databases`
- * or `QUARRY_DB_CONFIG`), the `databases:` key of `$QUARRY_HOME/config.yaml`, and environment
- * variables. Every mistake is a ConfigError that says what to fix; passwords never appear in one.
+ * or `QUARRY_DB_CONFIG`), the `databases:` key of config.yaml, and environment variables. Every
+ * mistake is a ConfigError that says what to fix; passwords never appear in one.
  */
+
+export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
+export type Engine = (typeof ENGINES)[number];
+
+/** A configured database (README "Databases"). The password is kept apart so it can be scrubbed everywhere. */
+export interface DatabaseConfig {
+  alias: string;
+  engine: Engine;
+  /** sqlite, duckdb: the database file (absolute). */
+  path?: string;
+  /** duckdb: views over files, view name -> absolute file path or glob (CSV, Parquet, JSON). */
+  files?: Record<string, string>;
+  host?: string;
+  port?: number;
+  database?: string;
+  user?: string;
+  password?: string;
+  /** oracle: an Easy Connect string or TNS alias (host:port/service). */
+  dsn?: string;
+  connectTimeoutMs: number;
+  statementTimeoutMs: number;
+  /** Where it was configured, for `quarry db list` and error messages. */
+  source: string;
+}
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
 export const DEFAULT_STATEMENT_TIMEOUT_SECONDS = 120;
@@ -28,10 +50,8 @@ export interface DatabaseConfigSources {
   dbFlags?: readonly string[];
   /** `--databases FILE`; falls back to env QUARRY_DB_CONFIG. */
   databasesFile?: string;
-  /** `$QUARRY_HOME/config.yaml`, whose `databases:` key is read when the file exists. */
-  configFile?: string;
-  /** The user named configFile with `--config`: then a missing file is an error. */
-  configFileGiven?: boolean;
+  /** config.yaml as read by readConfigFile (src/config/config-file.ts): its `databases:` key, if any. */
+  config?: ConfigDocument;
   /**
    * For `db list`, which never shows passwords: a password's `${VAR}` that is not set is left
    * unresolved instead of being an error.
@@ -54,13 +74,10 @@ export function loadDatabaseConfigs(sources: DatabaseConfigSources): DatabaseCon
   const file = sources.databasesFile ?? sources.env.QUARRY_DB_CONFIG;
   if (file) {
     const path = resolve(sources.cwd, file);
-    const text = readConfigText(path, sources.databasesFile ? '--databases' : 'QUARRY_DB_CONFIG') ?? '';
+    const text = readYamlText(path, sources.databasesFile ? '--databases' : 'QUARRY_DB_CONFIG') ?? '';
     drafts.push(...parseDatabasesYaml(text, path, sources.env, options));
   }
-  if (sources.configFile) {
-    const text = readConfigText(sources.configFile, sources.configFileGiven ? '--config' : undefined);
-    if (text !== undefined) drafts.push(...parseDatabasesYaml(text, sources.configFile, sources.env, { ...options, required: false }));
-  }
+  if (sources.config) drafts.push(...databasesOf(sources.config, sources.env, { ...options, required: false }));
   drafts.push(...databasesFromEnv(sources.env, sources.cwd));
   return finish(drafts);
 }
@@ -242,26 +259,30 @@ function parseSeconds(value: unknown, where: string): number {
   return seconds;
 }
 
-export function parseDatabasesYaml(text: string, file: string, env: NodeJS.ProcessEnv, options: { required: boolean; passwordsOptional?: boolean }): Draft[] {
-  let document: unknown;
-  try {
-    document = parseYaml(text);
-  } catch (error) {
-    throw new ConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
-  checkConfigKeys(document, file);
-  const databases = isRecord(document) ? document.databases : undefined;
+interface DatabasesYamlOptions {
+  required: boolean;
+  passwordsOptional?: boolean;
+}
+
+export function parseDatabasesYaml(text: string, file: string, env: NodeJS.ProcessEnv, options: DatabasesYamlOptions): Draft[] {
+  return databasesOf(parseConfigText(text, file), env, options);
+}
+
+/** The `databases:` of a config file already read; `required` for a `--databases` file, which exists for them. */
+function databasesOf(config: ConfigDocument, env: NodeJS.ProcessEnv, options: DatabasesYamlOptions): Draft[] {
+  const { file, settings } = config;
+  const databases = settings.databases;
   if (databases === undefined || databases === null) {
     if (options.required) throw new ConfigError(`${file}: no "databases:" key; expected databases: {alias: {type, ...}}`);
     return [];
   }
-  if (!isRecord(databases)) throw new ConfigError(`${file}: "databases" must be a mapping of alias to settings`);
+  if (!isMapping(databases)) throw new ConfigError(`${file}: "databases" must be a mapping of alias to settings`);
   return Object.entries(databases).map(([alias, raw]) => yamlEntry(alias, raw, file, env, options.passwordsOptional ?? false));
 }
 
 function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.ProcessEnv, passwordsOptional: boolean): Draft {
   const where = `${file}: databases.${alias}`;
-  if (!isRecord(raw)) throw new ConfigError(`${where} must be a mapping with type and connection settings`);
+  if (!isMapping(raw)) throw new ConfigError(`${where} must be a mapping with type and connection settings`);
   const values: Record<string, string | number> = {};
   for (const [key, value] of Object.entries(raw)) {
     if (!(YAML_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${where}: unknown key "${key}"; allowed keys: ${YAML_KEYS.join(', ')}`);
@@ -384,10 +405,6 @@ export function describeDatabase(config: DatabaseConfig): string {
 
 export function defaultPort(engine: Engine): number | undefined {
   return DEFAULT_PORTS[engine];
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function dirOf(file: string): string {

@@ -1,8 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ConfigError, describeDatabase, loadDatabaseConfigs } from '../../../src/tools/database/config.js';
-import { makeTempDir } from '../../support/context.js';
+import { describeDatabase, loadDatabaseConfigs } from '../../src/config/databases.js';
+import { ConfigError } from '../../src/errors.js';
+import { makeTempDir } from '../support/context.js';
 
 const dir = makeTempDir();
 writeFileSync(join(dir, 'sales.db'), '');
@@ -78,7 +79,7 @@ describe('database configuration', () => {
 
 describe('passwords in messages', () => {
   test('are scrubbed as values, never garbling the rest, never hiding the user', async () => {
-    const { scrubSecrets } = await import('../../../src/tools/database/secrets.js');
+    const { scrubSecrets } = await import('../../src/tools/database/secrets.js');
     const message = 'password authentication failed for user "postgres"';
     expect(scrubSecrets(message, { password: 'a', user: 'postgres' })).toBe(message);
     expect(scrubSecrets('password authentication failed for user "alice"', { password: 'alice', user: 'alice' })).toBe('password authentication failed for user "alice"');

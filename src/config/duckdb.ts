@@ -1,14 +1,64 @@
 import { existsSync, statSync } from 'node:fs';
-import { ConfigError, interpolateEnv } from '../../../config.js';
-import type { Draft } from '../config.js';
-import { absoluteDataPath, defaultViewName, DUCKDB_DATABASE_EXTENSION, duckdbReaderFor, globRoot, isDuckdbDataFile, isGlob } from './duckdb-files.js';
+import { basename, dirname, resolve } from 'node:path';
+import { ConfigError } from '../errors.js';
+import type { Draft } from './databases.js';
+import { interpolateEnv } from './yaml.js';
 
 /**
  * How a duckdb database is configured (README "DuckDB: SQL over files"):
  * `--db data.duckdb`, `--db sales.csv` / `events.parquet` / `logs.jsonl` (a view named after the
  * file), `--db 'duckdb:exports/*.csv'` (a glob as one view), and YAML `type: duckdb` with `path`
- * and/or `files: {view: path_or_glob}`.
+ * and/or `files: {view: path_or_glob}`. Also which DuckDB reader each file type takes and the
+ * view name a file or glob gets, shared with the driver; loads no native code.
  */
+
+const READERS: readonly (readonly [RegExp, string])[] = [
+  [/\.(csv|tsv)(\.gz|\.zst)?$/i, 'read_csv'],
+  [/\.(parquet|pq)$/i, 'read_parquet'],
+  [/\.(json|jsonl|ndjson)(\.gz|\.zst)?$/i, 'read_json'],
+];
+
+/** File extensions that make a `--db` path a DuckDB database file. */
+export const DUCKDB_DATABASE_EXTENSION = /\.(duckdb|ddb)$/i;
+
+/** The DuckDB table function that reads this file or glob, or null when its type is not known. */
+export function duckdbReaderFor(path: string): string | null {
+  return READERS.find(([pattern]) => pattern.test(path))?.[1] ?? null;
+}
+
+export function isDuckdbDataFile(path: string): boolean {
+  return duckdbReaderFor(path) !== null;
+}
+
+export function isGlob(path: string): boolean {
+  return /[*?[{]/.test(path);
+}
+
+/** A valid SQL identifier from a file name: `sales-2024.csv` -> `sales_2024`; a glob is named after its folder. */
+export function defaultViewName(path: string): string {
+  let raw: string;
+  if (isGlob(path)) {
+    const parts = path.split('/');
+    const firstWild = parts.findIndex((part) => isGlob(part));
+    raw = parts[firstWild - 1] || 'files';
+  } else {
+    raw = basename(path).replace(/(\.[A-Za-z0-9]+)+$/, '');
+  }
+  const cleaned = raw.replace(/[^A-Za-z0-9_]/g, '_');
+  return /^[A-Za-z_]/.test(cleaned) ? cleaned : `t_${cleaned}`;
+}
+
+/** The absolute form of a configured path or glob (globs keep their wildcards). */
+export function absoluteDataPath(path: string, cwd: string): string {
+  return resolve(cwd, path);
+}
+
+/** The folder a glob lists (the part before the first wildcard). */
+export function globRoot(pattern: string): string {
+  const parts = pattern.split('/');
+  const firstWild = parts.findIndex((part) => isGlob(part));
+  return firstWild < 0 ? dirname(pattern) : parts.slice(0, firstWild).join('/') || '/';
+}
 
 const VIEW_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -1,0 +1,26 @@
+import type { ConfigFileLocation } from './home.js';
+import { readYamlMapping, readYamlText } from './yaml.js';
+
+/** The top-level keys of config.yaml (and of a `--databases` file, which may be the same file). */
+export const CONFIG_KEYS = ['databases', 'mcp_servers'] as const;
+
+/** A config.yaml (or `--databases` file) read and checked: its top-level settings and the file they came from. */
+export interface ConfigDocument {
+  file: string;
+  settings: Record<string, unknown>;
+}
+
+/** Parses the text of a config file: a mapping whose keys are CONFIG_KEYS (README "Databases", files). */
+export function parseConfigText(text: string, file: string): ConfigDocument {
+  return { file, settings: readYamlMapping(text, file, { keys: CONFIG_KEYS, notMapping: 'expected a mapping of settings at the top level' }) };
+}
+
+/**
+ * Reads the config file a command uses (home.ts configFileLocation decides which): a `--config`
+ * file that is missing or a folder is an error naming the flag; the default one may be absent
+ * (then nothing is configured). Every command reads it through here, so each treats it alike.
+ */
+export function readConfigFile(location: ConfigFileLocation): ConfigDocument {
+  const text = readYamlText(location.path, location.flag);
+  return text === undefined ? { file: location.path, settings: {} } : parseConfigText(text, location.path);
+}
