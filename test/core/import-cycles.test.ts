@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.js';
 
 /**
- * src/ reads as layers (README "Development"): no module imports, directly or through others,
- * a module that imports it back. Static imports, re-exports and import() all count; type-only
+ * src/ reads as layers (README "Where things are"): imports go down the layers, and no module
+ * imports, directly or through others, a module that imports it back. Static imports, re-exports and import() all count; type-only
  * imports do not (they vanish when compiled).
  */
 const SRC = join(REPO_ROOT, 'src');
@@ -14,7 +14,7 @@ function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return sources(path);
-    return path.endsWith('.ts') && !path.endsWith('.d.ts') ? [path] : [];
+    return (path.endsWith('.ts') || path.endsWith('.cts')) && !path.endsWith('.d.ts') ? [path] : [];
   });
 }
 
@@ -24,9 +24,44 @@ function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of sources(SRC)) {
     const text = readFileSync(file, 'utf8');
-    graph.set(file, [...text.matchAll(IMPORT)].map((match) => resolve(dirname(file), match[1]!.replace(/\.js$/, '.ts'))));
+    graph.set(file, [...text.matchAll(IMPORT)].map((match) => resolve(dirname(file), match[1]!.replace(/\.js$/, '.ts').replace(/\.cjs$/, '.cts'))));
   }
   return graph;
+}
+
+/**
+ * The layers of README "Where things are", top to bottom: a module may import from its own layer
+ * and the ones below it, never from one above.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['cli.cts', 'cli/'],
+  ['mcp/'],
+  ['eval/', 'report/'],
+  ['agent/'],
+  ['model/'],
+  ['tools/'],
+  ['backends/'],
+  ['profiles/'],
+  ['config/'],
+  ['errors.ts', 'node-crypto.ts'],
+];
+
+function layerOf(file: string): number {
+  const path = relative(SRC, file);
+  const layer = LAYERS.findIndex((prefixes) => prefixes.some((prefix) => (prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix)));
+  if (layer < 0) throw new Error(`src/${path} is in no layer of README "Where things are"`);
+  return layer;
+}
+
+/** Imports that go up the layers: "FROM -> TO". */
+function upwardImports(graph: Map<string, string[]>): string[] {
+  const found: string[] = [];
+  for (const [file, imports] of graph) {
+    for (const target of imports) {
+      if (graph.has(target) && layerOf(target) < layerOf(file)) found.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+    }
+  }
+  return found.sort();
 }
 
 /** Strongly connected components of more than one module (Tarjan). */
@@ -68,6 +103,18 @@ describe('the import graph of src/', () => {
     const graph = importGraph();
     expect(graph.size).toBeGreaterThan(100);
     expect(cycles(graph)).toEqual([]);
+  });
+
+  it('goes down the layers of README "Where things are", never up', () => {
+    const graph = importGraph();
+    for (const file of graph.keys()) layerOf(file);
+    expect(upwardImports(graph)).toEqual([]);
+  });
+
+  it('finds an upward import when there is one (the check itself)', () => {
+    const agent = join(SRC, 'agent', 'loop.ts');
+    const cli = join(SRC, 'cli', 'errors.ts');
+    expect(upwardImports(new Map([[agent, [cli]], [cli, []]]))).toEqual(['agent/loop.ts -> cli/errors.ts']);
   });
 
   it('finds a cycle when there is one (the check itself)', () => {
