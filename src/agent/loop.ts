@@ -12,6 +12,7 @@ import {
   COMPACTION_THRESHOLD, KEEP_RECENT_FRACTION, MIN_SUMMARISED_FRACTION, SUMMARY_SYSTEM_PROMPT, compactedConversation, compactionSplit,
   estimateTokens, manualCompactionSplit, renderForSummary,
 } from './compaction.js';
+import { toolResultMessage, traceSubscriber, type ModelCallPurpose, type RunEvent, type RunEventSubscriber, type ToolEndEvent } from './events.js';
 import type { Session, SessionStatus } from './session.js';
 
 /**
@@ -27,17 +28,6 @@ export const DEFAULT_MAX_TURNS = 50;
 export const REPEATED_CALL_LIMIT = 3;
 /** How often a run checks for `quarry cancel ID` from another terminal. */
 const CANCEL_POLL_MS = 200;
-
-export type AgentEvent =
-  | { type: 'turn_start'; turn: number }
-  | { type: 'text'; text: string }
-  | { type: 'retry'; attempt: number; delay_ms: number; reason: string }
-  | { type: 'assistant_message'; turn: number; text: string; tool_calls: ToolCall[]; usage: ReturnType<typeof usageJson> }
-  | { type: 'tool_start'; id: string; name: string; arguments: string }
-  | { type: 'tool_end'; id: string; name: string; arguments: Record<string, unknown> | null; ok: boolean; duration_ms: number; output: string; metadata: Record<string, unknown> }
-  | { type: 'tool_blocked'; id: string; name: string; message: string }
-  | { type: 'compact'; ok: boolean; message: string; summarized_messages?: number; kept_messages?: number }
-  | { type: 'error'; message: string };
 
 export interface RunResult {
   status: Exclude<SessionStatus, 'interrupted'>;
@@ -66,7 +56,8 @@ export interface AgentOptions {
   contextWindow: number;
   retryPolicy: RetryPolicy;
   reasoningEffort?: string;
-  onEvent?: (event: AgentEvent) => void;
+  /** Subscribes to the run's events (the renderer); the session's trace writer always does (events.ts). */
+  onEvent?: RunEventSubscriber;
   /** A resumed conversation. */
   messages?: Message[];
   /**
@@ -123,26 +114,24 @@ export class Agent {
   private recentCalls: string[] = [];
   /** The provider's own count for the conversation at the last call (input + output). */
   private reportedTokens = 0;
+  private readonly subscribers: RunEventSubscriber[];
 
   constructor(private readonly options: AgentOptions) {
     this.messages = options.messages ? [...options.messages] : [];
+    this.subscribers = [traceSubscriber(options.session), ...(options.onEvent ? [options.onEvent] : [])];
     this.toolSpecs = options.workspace.registry.list().map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters as unknown as Record<string, unknown> }));
   }
 
-  private emit(event: AgentEvent): void {
-    this.options.onEvent?.(event);
-  }
-
-  private addMessage(message: Message): void {
-    this.messages.push(message);
-    this.options.session.append({ type: 'message', message });
+  /** Each event once, to every subscriber in order: the trace first, so what was shown is on disk. */
+  private emit(event: RunEvent): void {
+    for (const subscriber of this.subscribers) subscriber(event);
   }
 
   /** /clear: a fresh conversation in the same session. */
   clear(): void {
     this.messages = [];
     this.reportedTokens = 0;
-    this.options.session.append({ type: 'clear' });
+    this.emit({ type: 'clear' });
   }
 
   async run(prompt: string, externalSignal: AbortSignal): Promise<RunResult> {
@@ -158,8 +147,10 @@ export class Agent {
     poll.unref();
     const signal = controller.signal;
     const { profile, workingDir } = this.options.workspace;
-    session.append({ type: 'run_start', prompt, model: this.options.provider.label, profile: profile.name, profile_source: profile.source, working_dir: workingDir });
-    this.addMessage({ role: 'user', content: prompt });
+    this.emit({ type: 'run_start', prompt, model: this.options.provider.label, profile: profile.name, profile_source: profile.source, working_dir: workingDir });
+    const question: Message = { role: 'user', content: prompt };
+    this.messages.push(question);
+    this.emit({ type: 'message', message: question });
     this.recentCalls = [];
     let usage = emptyUsage();
     let turns = 0;
@@ -175,13 +166,13 @@ export class Agent {
         const turn = await this.modelTurn(turns, signal);
         usage = addUsage(usage, turn.usage);
         // Reasoning and refusals go into the trace with the message; the provider sends back what it must.
-        this.addMessage({ role: 'assistant', content: turn.text, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}), ...(turn.reasoning ? { reasoning: turn.reasoning } : {}), ...(turn.refusal ? { refusal: turn.refusal } : {}) });
-        this.emit({ type: 'assistant_message', turn: turns, text: turn.text, tool_calls: turn.toolCalls, usage: usageJson(turn.usage) });
+        const answer = { role: 'assistant' as const, content: turn.text, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}), ...(turn.reasoning ? { reasoning: turn.reasoning } : {}), ...(turn.refusal ? { refusal: turn.refusal } : {}) };
+        this.messages.push(answer);
+        this.emit({ type: 'assistant_message', turn: turns, message: answer, usage: usageJson(turn.usage) });
         if (turn.text.trim()) text = turn.text;
         if (turn.refusal !== undefined) {
           status = 'refused';
           error = `the model refused to answer: ${turn.refusal}`;
-          session.append({ type: 'error', message: error });
           this.emit({ type: 'error', message: error });
           break;
         }
@@ -198,23 +189,21 @@ export class Agent {
       } else {
         status = 'failed';
         error = caught instanceof RunStopped || caught instanceof ModelCallFailed ? caught.message : `internal error: ${(caught as Error)?.message ?? String(caught)}`;
-        session.append({ type: 'error', message: error });
         this.emit({ type: 'error', message: error });
       }
     } finally {
       clearInterval(poll);
       externalSignal.removeEventListener('abort', abort);
     }
-    session.append({ type: 'run_end', status, usage: usageJson(usage), ...(error ? { error } : {}) });
+    this.emit({ type: 'run_end', status, usage: usageJson(usage), ...(error ? { error } : {}) });
     session.finishRun(status, error);
     return { status, text, ...(error ? { error } : {}), usage, turns, toolCalls };
   }
 
-  private async modelTurn(turn: number, signal: AbortSignal, purpose: 'turn' | 'compaction' = 'turn', request?: Partial<ModelRequest>): Promise<ModelTurn> {
+  private async modelTurn(turn: number, signal: AbortSignal, purpose: ModelCallPurpose = 'turn', request?: Partial<ModelRequest>): Promise<ModelTurn> {
     const { provider, session, retryPolicy } = this.options;
     const messages = request?.messages ?? this.messages;
-    session.append({ type: 'llm_start', turn, messages: messages.length, purpose });
-    if (purpose === 'turn') this.emit({ type: 'turn_start', turn });
+    this.emit({ type: 'llm_start', turn, messages: messages.length, purpose });
     const started = performance.now();
     let text = '';
     let toolCalls: ToolCall[] = [];
@@ -246,11 +235,10 @@ export class Agent {
         text = '';
         toolCalls = [];
         attempts = event.attempt;
-        session.append({ type: 'error', message: `model call attempt ${event.attempt - 1} failed (${event.reason}); retrying in ${event.delayMs} ms` });
         this.emit({ type: 'retry', attempt: event.attempt, delay_ms: event.delayMs, reason: event.reason });
       }
     }
-    session.append({ type: 'llm_end', turn, usage: usageJson(usage), duration_ms: Math.round(performance.now() - started), stop_reason: stopReason, attempts, purpose });
+    this.emit({ type: 'llm_end', turn, usage: usageJson(usage), duration_ms: Math.round(performance.now() - started), stop_reason: stopReason, attempts, purpose });
     session.addUsage(usage);
     this.reportedTokens = usage.inputTokens + usage.outputTokens;
     return { text, toolCalls, usage, ...(reasoning ? { reasoning } : {}), ...(refusal !== undefined ? { refusal } : {}) };
@@ -286,15 +274,13 @@ export class Agent {
     } catch (error) {
       if (error instanceof CancelledError || signal.aborted) throw new CancelledError();
       const message = `compaction failed, keeping the full history: ${(error as Error).message}`;
-      this.options.session.append({ type: 'error', message });
       this.emit({ type: 'compact', ok: false, message });
       return { ok: false, message };
     }
     this.messages = compactedConversation(summary, kept);
     this.reportedTokens = 0;
-    this.options.session.append({ type: 'compact', summarized_messages: older.length, kept_messages: kept.length, messages: this.messages });
     const message = `compacted ${older.length} earlier messages into a summary; kept the last ${kept.length}`;
-    this.emit({ type: 'compact', ok: true, message, summarized_messages: older.length, kept_messages: kept.length });
+    this.emit({ type: 'compact', ok: true, message, summarized_messages: older.length, kept_messages: kept.length, messages: this.messages });
     return { ok: true, message };
   }
 
@@ -337,11 +323,10 @@ export class Agent {
     for (let i = stopAt; i < prepared.length; i++) {
       const { call } = prepared[i] as PreparedCall;
       const content = i === stopAt ? `not run: the same ${call.name} call ${REPEATED_CALL_LIMIT} times in a row; the run stops here` : 'not run: the run stopped before this call';
-      this.options.session.append({ type: 'tool_blocked', id: call.id, name: call.name, reason: content });
-      this.emit({ type: 'tool_blocked', id: call.id, name: call.name, message: content });
-      this.emit({ type: 'tool_end', id: call.id, name: call.name, arguments: prepared[i]?.args ?? null, ok: false, duration_ms: 0, output: content, metadata: { error: 'repeated_call' } });
-      results[i] = { role: 'tool', toolCallId: call.id, name: call.name, content, isError: true };
-      this.options.session.append({ type: 'message', message: results[i] as Message });
+      this.emit({ type: 'tool_blocked', id: call.id, name: call.name, reason: content });
+      const end: ToolEndEvent = { type: 'tool_end', id: call.id, name: call.name, arguments: prepared[i]?.args ?? null, ok: false, duration_ms: 0, output: content, metadata: { error: 'repeated_call' } };
+      this.emit(end);
+      results[i] = toolResultMessage(end);
     }
     // Each result went to the trace as its call finished (runOne); the conversation gets them in call order.
     this.messages.push(...results);
@@ -358,20 +343,16 @@ export class Agent {
 
   private async runOne(item: PreparedCall, signal: AbortSignal): Promise<Message> {
     const { call } = item;
-    const { session, workspace, approver } = this.options;
+    const { workspace, approver } = this.options;
     // Reset once approval is given: the time spent waiting for the user is not the tool's.
     let started = performance.now();
-    session.append({ type: 'tool_start', id: call.id, name: call.name, arguments: call.arguments });
     this.emit({ type: 'tool_start', id: call.id, name: call.name, arguments: call.arguments });
-    // The result is in the trace the moment the call finishes, before its tool_end, so a crash
-    // while other calls of the message still run cannot lose it (conversationFromTrace).
+    // The trace writer puts the result in the trace the moment the call finishes, before its tool_end,
+    // so a crash while other calls of the message still run cannot lose it (conversationFromTrace).
     const finish = (ok: boolean, output: string, metadata: Record<string, unknown>): Message => {
-      const duration = Math.round(performance.now() - started);
-      const message: Message = { role: 'tool', toolCallId: call.id, name: call.name, content: output, ...(ok ? {} : { isError: true }) };
-      session.append({ type: 'message', message });
-      session.append({ type: 'tool_end', id: call.id, name: call.name, ok, duration_ms: duration, metadata });
-      this.emit({ type: 'tool_end', id: call.id, name: call.name, arguments: item.args, ok, duration_ms: duration, output, metadata });
-      return message;
+      const end: ToolEndEvent = { type: 'tool_end', id: call.id, name: call.name, arguments: item.args, ok, duration_ms: Math.round(performance.now() - started), output, metadata };
+      this.emit(end);
+      return toolResultMessage(end);
     };
     if (item.argsError || !item.args) return finish(false, `${call.name}: ${item.argsError}`, { error: 'invalid_json' });
     if (signal.aborted) return finish(false, `${call.name}: cancelled by the user before it started`, { error: 'cancelled' });
@@ -380,8 +361,7 @@ export class Agent {
       if (reason) {
         const decision = await approver.decide(item.tool, item.args, reason, signal);
         if (!decision.approved) {
-          session.append({ type: 'tool_blocked', id: call.id, name: call.name, reason: decision.message });
-          this.emit({ type: 'tool_blocked', id: call.id, name: call.name, message: decision.message });
+          this.emit({ type: 'tool_blocked', id: call.id, name: call.name, reason: decision.message });
           return finish(false, decision.message, { error: decision.reason === 'cancelled' ? 'cancelled' : 'approval_refused' });
         }
         started = performance.now();

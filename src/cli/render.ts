@@ -1,4 +1,5 @@
-import type { AgentEvent, RunResult } from '../agent/loop.js';
+import type { RunEvent, ToolEndEvent } from '../agent/events.js';
+import type { RunResult } from '../agent/loop.js';
 import { usageJson } from '../model/types.js';
 import { formatBytes } from '../tools/paths.js';
 
@@ -18,7 +19,8 @@ export interface RunInfo {
 
 export interface Renderer {
   start(info: RunInfo): void;
-  event(event: AgentEvent): void;
+  /** The renderer is a subscriber of the run's events (agent/events.ts). */
+  event(event: RunEvent): void;
   /** A note for the user (REPL commands, cancellation); stderr in every format. */
   note(text: string): void;
   finish(result: RunResult, info: RunInfo): void;
@@ -52,7 +54,7 @@ function seconds(ms: number): string {
 }
 
 /** `ok read README.md (42 lines, 3.1 KB)`, `err sqlite query (0.2 s): no such table: x`. */
-export function toolRow(event: Extract<AgentEvent, { type: 'tool_end' }>): string {
+export function toolRow(event: ToolEndEvent): string {
   const args = event.arguments ?? {};
   const key = TARGET_KEYS.find((name) => typeof args[name] === 'string' && args[name] !== '');
   // A database call names its table too: `sqlite describe orders`.
@@ -104,13 +106,13 @@ class TextRenderer implements Renderer {
     this.err(text);
   }
 
-  event(event: AgentEvent): void {
+  event(event: RunEvent): void {
     switch (event.type) {
       case 'text':
         this.out(event.text);
         break;
       case 'assistant_message':
-        if (event.tool_calls.length) this.out(this.atLineStart ? '' : '\n');
+        if (event.message.toolCalls?.length) this.out(this.atLineStart ? '' : '\n');
         break;
       case 'tool_end': {
         const row = toolRow(event);
@@ -150,6 +152,32 @@ class JsonRenderer implements Renderer {
   }
 }
 
+/**
+ * What `--format stream-json` prints for an event (README "Running the agent"), or undefined for those
+ * only the trace keeps (run_start, messages, llm_end, clear, run_end: the stream has its own start and result lines).
+ */
+export function streamEvent(event: RunEvent): Record<string, unknown> | undefined {
+  switch (event.type) {
+    case 'llm_start':
+      return event.purpose === 'turn' ? { type: 'turn_start', turn: event.turn } : undefined;
+    case 'assistant_message':
+      return { type: 'assistant_message', turn: event.turn, text: event.message.content, tool_calls: event.message.toolCalls ?? [], usage: event.usage };
+    case 'compact':
+      return event.ok
+        ? { type: 'compact', ok: true, message: event.message, summarized_messages: event.summarized_messages, kept_messages: event.kept_messages }
+        : { type: 'compact', ok: false, message: event.message };
+    case 'text':
+    case 'retry':
+    case 'tool_start':
+    case 'tool_blocked':
+    case 'tool_end':
+    case 'error':
+      return event;
+    default:
+      return undefined;
+  }
+}
+
 class StreamJsonRenderer implements Renderer {
   private line(value: Record<string, unknown>): void {
     process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -157,8 +185,9 @@ class StreamJsonRenderer implements Renderer {
   start(info: RunInfo): void {
     this.line({ type: 'run_start', session_id: info.sessionId, model: info.model, scripted: info.scripted, profile: info.profile });
   }
-  event(event: AgentEvent): void {
-    this.line(event);
+  event(event: RunEvent): void {
+    const line = streamEvent(event);
+    if (line) this.line(line);
   }
   note(text: string): void {
     process.stderr.write(`${text}\n`);

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { DUCKDB_PROMPT_NOTE } from '../tools/database/drivers/duckdb-files.js';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Agent, type AgentEvent } from '../agent/loop.js';
+import type { RunEvent } from '../agent/events.js';
+import { Agent } from '../agent/loop.js';
 import { Approver } from '../agent/approver.js';
 import { automaticVariables, buildSystemPrompt, DEFAULT_SYSTEM_PROMPT } from '../agent/prompts.js';
 import { Session } from '../agent/session.js';
@@ -451,7 +452,7 @@ async function runAttempt(question: EvalQuestion, options: EvalRunOptions, targe
   });
   const session = Session.create({ profile: workspace.profile.name, model: provider.label, workingDir: workspace.workingDir }, sessionEnv);
   let lastQuery: string | null = null;
-  const onEvent = (event: AgentEvent) => {
+  const onEvent = (event: RunEvent) => {
     if (event.type !== 'tool_end' || !event.ok || !databaseTools.includes(event.name)) return;
     const args = event.arguments;
     if (args && args.operation === 'query' && typeof args.sql === 'string') lastQuery = args.sql;

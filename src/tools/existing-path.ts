@@ -81,6 +81,6 @@ export async function resolveExistingPath(context: ToolContext, rawPath: string)
   const path = await resolveToolPath(backend, workingDir, rawPath);
   const shown = displayPath(workingDir, path);
   const stat = await backend.stat(path);
-  if (!stat) throw new ToolError(await describeMissingPath(backend, path, shown), { error: 'not_found' });
+  if (!stat) throw new ToolError(await describeMissingPath(backend, path, shown), 'not_found');
   return { path, shown, stat };
 }

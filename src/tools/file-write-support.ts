@@ -1,5 +1,5 @@
 import type { FileStat } from '../backends/types.js';
-import { ToolError, type ToolContext } from './types.js';
+import { ToolError, type ToolContext, type WriteErrno } from './types.js';
 
 /** What write and edit share: the target of an existing path, read-before-write, clear write errors. */
 
@@ -18,9 +18,9 @@ export async function findExistingFile(context: ToolContext, requested: string, 
   const link = await backend.lstat(requested);
   if (!link) return null;
   const stat = await backend.stat(requested);
-  if (!stat) throw new ToolError(`refused: ${shown} is a symbolic link whose target does not exist`);
-  if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; give the path of a file`);
-  if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); refused`);
+  if (!stat) throw new ToolError(`refused: ${shown} is a symbolic link whose target does not exist`, 'refused');
+  if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; give the path of a file`, 'is_directory');
+  if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); refused`, 'not_a_file');
   const real = link.type === 'symlink' ? await backend.realpath(requested) : requested;
   return { requested, real, stat };
 }
@@ -36,7 +36,7 @@ export function checkReadBeforeWrite(context: ToolContext, target: ExistingTarge
   const reason = ledger.checkUnchanged(target.requested, target.stat);
   if (reason === null) return;
   if (target.real !== target.requested && ledger.checkUnchanged(target.real, target.stat) === null) return;
-  throw new ToolError(`refused: ${reason}`, { error: 'not_read' });
+  throw new ToolError(`refused: ${reason}`, 'not_read');
 }
 
 /** After a successful write: the session has now seen this version, so a follow-up edit works. */
@@ -48,7 +48,7 @@ export async function recordWritten(context: ToolContext, paths: readonly string
   return stat;
 }
 
-const WRITE_ERRORS: Record<string, string> = {
+const WRITE_ERRORS: Record<WriteErrno, string> = {
   EACCES: 'permission denied (the file or its directory is not writable)',
   EPERM: 'operation not permitted',
   ENOTDIR: 'a component of the path is a file, not a directory',
@@ -66,10 +66,11 @@ export async function writeFileClearly(context: ToolContext, path: string, shown
     await context.backend.writeFileAtomic(path, data, { exclusive });
   } catch (error) {
     const { code, syscall } = error as NodeJS.ErrnoException;
+    if (code === undefined || !Object.hasOwn(WRITE_ERRORS, code)) throw error;
+    const kind = code as WriteErrno;
     // Creating parents reports a file in the way as EEXIST: that is ENOTDIR's case, not a race.
-    const why = code === 'EEXIST' && syscall === 'mkdir' ? WRITE_ERRORS.ENOTDIR : code ? WRITE_ERRORS[code] : undefined;
-    if (!why) throw error;
-    throw new ToolError(`could not write ${shown}: ${why}; no file was changed`, { error: code });
+    const why = kind === 'EEXIST' && syscall === 'mkdir' ? WRITE_ERRORS.ENOTDIR : WRITE_ERRORS[kind];
+    throw new ToolError(`could not write ${shown}: ${why}; no file was changed`, kind);
   }
 }
 

@@ -11,8 +11,8 @@ export const SKIPPED_DIRECTORIES = ['.git', 'node_modules', '__pycache__', '.ven
  * anything else relative against the session's working directory.
  */
 export async function resolveToolPath(backend: Backend, workingDir: string, path: string): Promise<string> {
-  if (path.includes('\0')) throw new ToolError(`path contains a NUL byte: ${JSON.stringify(path)}`);
-  if (path.trim() === '') throw new ToolError('path is empty; give a file or directory path');
+  if (path.includes('\0')) throw new ToolError(`path contains a NUL byte: ${JSON.stringify(path)}`, 'bad_value');
+  if (path.trim() === '') throw new ToolError('path is empty; give a file or directory path', 'bad_value');
   if (path === '~' || path.startsWith('~/')) return resolve(await backend.homeDir(), path.slice(2));
   return isAbsolute(path) ? resolve(path) : resolve(workingDir, path);
 }

@@ -68,7 +68,7 @@ export class ToolRegistry {
 }
 
 function errorToResult(toolName: string, error: unknown, signal: AbortSignal): ToolResult {
-  if (error instanceof ToolError) return { ok: false, output: error.message, metadata: { ...error.metadata } };
+  if (error instanceof ToolError) return { ok: false, output: error.message, metadata: { error: error.kind, ...error.metadata } };
   if (signal.aborted) return { ok: false, output: `${toolName}: cancelled`, metadata: { error: 'cancelled' } };
   const err = error as NodeJS.ErrnoException;
   const detail = err?.code && err?.path ? `${describeErrno(err.code)}: ${err.path}` : String(err?.message ?? error);

@@ -105,12 +105,37 @@ export function failure(output: string, metadata: Record<string, unknown> = {}):
 }
 
 /**
+ * What went wrong in a failed tool call, for programs (the message is for the model): the registry
+ * puts it in the result's metadata as `error`, which the trace, `--format stream-json`, `quarry tool
+ * --format json` and `quarry mcp` show. `quarry tool` treats `invalid_arguments` as a usage error (exit 2).
+ */
+export type ToolErrorKind =
+  // The call: arguments that break a rule of the tool (invalid_arguments), or a value it cannot use.
+  | 'invalid_arguments' | 'bad_value' | 'bad_range' | 'bad_pattern' | 'bad_glob' | 'ambiguous'
+  // What the call names: missing, of the wrong kind, or too big.
+  | 'not_found' | 'exists' | 'is_directory' | 'not_a_directory' | 'not_a_file' | 'unsupported_path' | 'binary'
+  | 'spreadsheet' | 'not_a_workbook' | 'unsupported_format' | 'too_large' | 'no_data'
+  // read_excel's workbook problems (excel/errors.ts).
+  | 'corrupt' | 'encrypted' | 'unsupported' | 'no_sheets' | 'no_cells' | 'sheet_not_found'
+  // Refused by a rule: the profile, the write policy, the shell policy, read-only SQL, the user, the query guard.
+  | 'refused' | 'not_read' | 'read_only_violation' | 'approval_refused' | 'query_guard'
+  // Stopped.
+  | 'cancelled' | 'timeout' | 'connect_timeout'
+  // Something outside failed or is missing.
+  | 'database_error' | 'mcp_call_failed' | 'delegate_unavailable' | 'bad_configuration'
+  // A file write failed with this errno (file-write-support.ts).
+  | WriteErrno;
+
+export type WriteErrno = 'EACCES' | 'EPERM' | 'ENOTDIR' | 'EISDIR' | 'EEXIST' | 'EROFS' | 'ENOSPC' | 'EDQUOT' | 'ENAMETOOLONG';
+
+/**
  * An error whose message is meant for the model or user as it stands (no stack trace).
- * The registry turns any thrown error into a failed result; this class marks the expected ones.
+ * The registry turns any thrown error into a failed result; this class marks the expected ones,
+ * each with its kind.
  */
 export class ToolError extends Error {
   override name = 'ToolError';
-  constructor(message: string, readonly metadata: Record<string, unknown> = {}) {
+  constructor(message: string, readonly kind: ToolErrorKind, readonly metadata: Record<string, unknown> = {}) {
     super(message);
   }
 }

@@ -45,11 +45,11 @@ async function resolveExistingPrefix(backend: Backend, path: string): Promise<st
       return missing.length ? join(real, ...missing.reverse()) : real;
     } catch (error) {
       const code = errnoCode(error);
-      if (code === 'ELOOP') throw new ToolError(`refused: ${path}: too many levels of symbolic links at ${current}`);
+      if (code === 'ELOOP') throw new ToolError(`refused: ${path}: too many levels of symbolic links at ${current}`, 'refused');
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
       // An ancestor that exists but cannot be resolved is a link that points nowhere.
       if (current !== path && (await backend.lstat(current)) !== null) {
-        throw new ToolError(`refused: ${path}: ${current} is a symbolic link whose target does not exist; quarry never writes through a symlink`);
+        throw new ToolError(`refused: ${path}: ${current} is a symbolic link whose target does not exist; quarry never writes through a symlink`, 'refused');
       }
       const parent = dirname(current);
       if (parent === current) return path;
@@ -82,23 +82,23 @@ function expandRoot(root: string, home: string, workingDir: string): string {
  * throws a ToolError saying why otherwise. Fails closed: anything unexpected is a refusal.
  */
 export async function checkCreateOnlyTarget(backend: Backend, requested: string, policy: WriteTargetPolicy): Promise<string> {
-  if (!isAbsolute(requested)) throw new ToolError(`refused: ${requested} is not an absolute path (resolve it against the working directory first)`);
+  if (!isAbsolute(requested)) throw new ToolError(`refused: ${requested} is not an absolute path (resolve it against the working directory first)`, 'refused');
   const existing = await backend.lstat(requested);
   if (existing?.type === 'symlink') {
-    throw new ToolError(`refused: ${requested} is a symbolic link; quarry never writes through a symlink`);
+    throw new ToolError(`refused: ${requested} is a symbolic link; quarry never writes through a symlink`, 'refused');
   }
   if (existing?.type === 'directory') {
-    throw new ToolError(`refused: ${requested} is a directory; give the path of a new file inside it`);
+    throw new ToolError(`refused: ${requested} is a directory; give the path of a new file inside it`, 'refused');
   }
   if (existing) {
-    throw new ToolError(`refused: ${requested} already exists; this profile only creates new files and never overwrites (choose a new name)`);
+    throw new ToolError(`refused: ${requested} already exists; this profile only creates new files and never overwrites (choose a new name)`, 'refused');
   }
   const [home, temp] = await Promise.all([backend.homeDir(), backend.tempDir()]);
   const resolved = await resolveExistingPrefix(backend, requested);
   const realHome = await resolveExistingPrefix(backend, home);
   for (const candidate of new Set([requested, resolved])) {
     const reason = sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home);
-    if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`);
+    if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
   const roots: string[] = [];
   for (const root of [policy.workingDir, temp, ...policy.writeRoots.map((root) => expandRoot(root, home, policy.workingDir))]) {
@@ -107,10 +107,11 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
   if (!roots.some((root) => isInside(root, resolved))) {
     throw new ToolError(
       `refused: ${requested}${resolved !== requested ? ` (resolves to ${resolved})` : ''} is outside the places this profile may write: ${roots.join(', ')}; add a directory to the profile's write_roots to allow it`,
+      'refused',
     );
   }
   if (isInside('/root', resolved) && !roots.some((root) => root !== '/' && isInside(root, resolved) && isInside('/root', root))) {
-    throw new ToolError(`refused: ${requested} is under /root, a sensitive location`);
+    throw new ToolError(`refused: ${requested} is under /root, a sensitive location`, 'refused');
   }
   return resolved;
 }

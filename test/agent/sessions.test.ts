@@ -134,6 +134,30 @@ describe('approval', () => {
     expect(readFileSync(join(s.work, 'out.txt'), 'utf8')).toBe('hello');
   });
 
+  it('writes one event stream twice: stream-json and the trace name why a call was blocked in the same field', async () => {
+    const read = { name: 'read', arguments: '{"path":"notes.txt"}' };
+    const s = await setup([
+      { toolCalls: [{ id: 'w1', name: 'write', arguments: '{"path":"out.txt","content":"hello"}' }] },
+      { toolCalls: [{ id: 'a', ...read }, { id: 'b', ...read }, { id: 'c', ...read }, { id: 'd', name: 'list', arguments: '{}' }] },
+    ]);
+    const profile = join(s.work, 'careful.yaml');
+    writeFileSync(profile, 'name: careful\ndescription: asks before changes\nfile_write: create-only\napproval:\n  mode: dangerous\n');
+    const result = await s.run(['--profile', profile, '--format', 'stream-json', 'write it']);
+    expect(result.code).toBe(1);
+    const stream = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const [id] = readdirSync(join(s.home, 'sessions'));
+    const trace = readFileSync(join(s.home, 'sessions', id as string, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const blocked = (events: Record<string, unknown>[]) => events.filter((e) => e.type === 'tool_blocked').map(({ ts: _ts, ...rest }) => rest);
+    expect(blocked(stream)).toEqual(blocked(trace));
+    expect(blocked(stream).map((e) => [e.id, String(e.reason).slice(0, 24)])).toEqual([
+      ['w1', 'refused: write can chang'], ['c', 'not run: the same read c'], ['d', 'not run: the run stopped'],
+    ]);
+    // The refused call had a tool_start, so it has a tool_end; the calls the run stopped before have only their result.
+    expect(trace.filter((e) => e.type === 'tool_end').map((e) => e.id).sort()).toEqual(['a', 'b', 'w1']);
+    expect(trace.filter((e) => e.type === 'message' && (e.message as { role: string }).role === 'tool').map((e) => (e.message as { toolCallId: string }).toolCallId).sort()).toEqual(['a', 'b', 'c', 'd', 'w1']);
+    expect(stream.filter((e) => e.type === 'tool_end').map((e) => e.id).sort()).toEqual(['a', 'b', 'c', 'd', 'w1']);
+  });
+
   it('checks granular patterns against the call arguments', async () => {
     const s = await setup([{ toolCalls: [{ id: 'g1', name: 'grep', arguments: '{"pattern":"DROP TABLE","path":"."}' }, { id: 'g2', name: 'read', arguments: '{"path":"notes.txt"}' }] }, { text: 'ok' }]);
     const profile = join(s.work, 'granular.yaml');

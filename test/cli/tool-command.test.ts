@@ -48,6 +48,17 @@ describe('quarry tool', () => {
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('names the kind of every tool error in metadata.error; only invalid_arguments is a usage error', async () => {
+    const run = async (args: string) => {
+      const result = await runQuarry(['tool', 'read', '--args', args, '-w', dir, '--format', 'json'], { env: env() });
+      return { code: result.code, ...(JSON.parse(result.stdout) as { ok?: boolean; output?: string; metadata?: { error?: string }; status?: string }) };
+    };
+    expect(await run('{"path":""}')).toMatchObject({ code: 1, ok: false, output: 'path is empty; give a file or directory path', metadata: { error: 'bad_value' } });
+    expect(await run('{"path":"missing.txt"}')).toMatchObject({ code: 1, ok: false, metadata: { error: 'not_found' } });
+    expect(await run('{"path":"notes.txt","start_line":9}')).toMatchObject({ code: 1, ok: false, metadata: { error: 'bad_range' } });
+    expect(await run('{"nope":1}')).toMatchObject({ code: 2, status: 'error' });
+  });
+
   it('exits 2 for an unknown tool, naming the tools of the profile', async () => {
     const result = await runQuarry(['tool', 'frobnicate', '-w', dir], { env: env() });
     expect(result.code).toBe(2);

@@ -89,9 +89,9 @@ describe('ToolRegistry validation', () => {
 });
 
 describe('ToolRegistry results', () => {
-  it('turns a thrown ToolError into a failed result with its message and metadata', async () => {
-    const { registry, context } = setup(echoTool({ run: async () => { throw new ToolError('nope, because', { reason: 'x' }); } }));
-    expect(await registry.run('echo', { text: 'a' }, context)).toEqual({ ok: false, output: 'nope, because', metadata: { reason: 'x' } });
+  it('turns a thrown ToolError into a failed result with its message, its kind as metadata.error, and its metadata', async () => {
+    const { registry, context } = setup(echoTool({ run: async () => { throw new ToolError('nope, because', 'not_found', { reason: 'x' }); } }));
+    expect(await registry.run('echo', { text: 'a' }, context)).toEqual({ ok: false, output: 'nope, because', metadata: { error: 'not_found', reason: 'x' } });
   });
 
   it('turns an unexpected error into a failed result without a stack trace', async () => {

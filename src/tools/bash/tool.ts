@@ -56,10 +56,10 @@ async function resolveWorkingDir(args: BashArgs, context: ToolContext): Promise<
   if (args.working_dir === undefined) return context.workingDir;
   const path = await resolveToolPath(context.backend, context.workingDir, args.working_dir);
   const found = await context.backend.stat(path);
-  if (!found) throw new ToolError(`bash: working_dir ${args.working_dir} does not exist (resolved to ${path})`);
-  if (found.type !== 'directory') throw new ToolError(`bash: working_dir ${args.working_dir} is not a directory`);
+  if (!found) throw new ToolError(`bash: working_dir ${args.working_dir} does not exist (resolved to ${path})`, 'not_found');
+  if (found.type !== 'directory') throw new ToolError(`bash: working_dir ${args.working_dir} is not a directory`, 'not_a_directory');
   if (context.profile.shell === 'restricted' && isInside('/proc', await context.backend.realpath(path))) {
-    throw new ToolError('bash: working_dir under /proc is refused in the restricted shell (process environments hold secrets)');
+    throw new ToolError('bash: working_dir under /proc is refused in the restricted shell (process environments hold secrets)', 'refused');
   }
   return path;
 }
@@ -136,7 +136,7 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     if (restricted) {
       // Refuse what needs no file system before touching the backend (or creating a sandbox).
       const refusal = await staticRefusal(args.command, context.profile.shell_network);
-      if (refusal) throw new ToolError(`bash: refused by the restricted shell: ${refusal}`, { error: 'refused' });
+      if (refusal) throw new ToolError(`bash: refused by the restricted shell: ${refusal}`, 'refused');
     }
     const cwd = await resolveWorkingDir(args, context);
     let argv = restricted ? restrictedArgv(args.command) : unrestrictedArgv(args.command);
@@ -151,7 +151,7 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     if (restricted) {
       const physicalCwd = await context.backend.realpath(cwd);
       const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, context.profile.shell_network, sandboxed));
-      if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, { error: 'refused' });
+      if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, 'refused');
     }
     const timeoutSeconds = Math.min(args.timeout ?? context.profile.shell_timeout, MAX_BASH_TIMEOUT_SECONDS);
     const output = new HeadTailBuffer(BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES);

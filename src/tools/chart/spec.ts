@@ -39,8 +39,8 @@ export interface BuiltChart {
 }
 
 function requireColumn(data: ChartData, name: string | undefined, role: string): string {
-  if (name === undefined) throw new ToolError(`chart: "${role}" is required for this chart type`);
-  if (!data.columns.includes(name)) throw new ToolError(`chart: ${role} column "${name}" is not in the data; columns: ${data.columns.join(', ')}`);
+  if (name === undefined) throw new ToolError(`chart: "${role}" is required for this chart type`, 'bad_value');
+  if (!data.columns.includes(name)) throw new ToolError(`chart: ${role} column "${name}" is not in the data; columns: ${data.columns.join(', ')}`, 'not_found');
   return name;
 }
 
@@ -123,11 +123,11 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
   let rows: Row[] = data.rows.map((row) => Object.fromEntries(data.columns.map((column, index) => [column, row[index] ?? null])));
   const kind = (field: string) => data.kinds[field]!;
   const needY = type === 'line' || type === 'area' || type === 'point';
-  if (needY && !y) throw new ToolError(`chart: a ${type} chart needs "y"`);
+  if (needY && !y) throw new ToolError(`chart: a ${type} chart needs "y"`, 'bad_value');
   if ((type === 'line' || type === 'area' || type === 'point' || type === 'histogram') && y && kind(y) !== 'quantitative' && type !== 'histogram') {
-    throw new ToolError(`chart: y column "${y}" holds ${kind(y) === 'temporal' ? 'dates' : 'text'}, not numbers; a ${type} chart needs numbers on y`);
+    throw new ToolError(`chart: y column "${y}" holds ${kind(y) === 'temporal' ? 'dates' : 'text'}, not numbers; a ${type} chart needs numbers on y`, 'bad_value');
   }
-  if (type === 'histogram' && kind(x) !== 'quantitative') throw new ToolError(`chart: a histogram needs numbers on x; "${x}" holds ${kind(x) === 'temporal' ? 'dates' : 'text'}`);
+  if (type === 'histogram' && kind(x) !== 'quantitative') throw new ToolError(`chart: a histogram needs numbers on x; "${x}" holds ${kind(x) === 'temporal' ? 'dates' : 'text'}`, 'bad_value');
 
   // Readable numbers of categories and series.
   const keyFields = [x, ...(color ? [color] : []), ...(type === 'heatmap' && y && kind(y) !== 'quantitative' ? [y] : [])];

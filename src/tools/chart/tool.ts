@@ -44,23 +44,23 @@ function outputBase(outputPath: string): string {
   const lower = outputPath.toLowerCase();
   if (lower.endsWith('.vl.json')) return outputPath.slice(0, -'.vl.json'.length);
   const extension = extname(outputPath);
-  if (!OUTPUT_EXTENSIONS.includes(extension.toLowerCase())) throw new ToolError(`chart: output_path must end in .png or .svg (got "${extension}"); NAME.svg, NAME.png and NAME.vl.json are written`);
+  if (!OUTPUT_EXTENSIONS.includes(extension.toLowerCase())) throw new ToolError(`chart: output_path must end in .png or .svg (got "${extension}"); NAME.svg, NAME.png and NAME.vl.json are written`, 'bad_value');
   return extension ? outputPath.slice(0, -extension.length) : outputPath;
 }
 
 function pickDatabase(configs: readonly DatabaseConfig[], alias: string | undefined): DatabaseConfig {
-  if (configs.length === 0) throw new ToolError('chart: no database is configured for "sql"; use csv_path, or start quarry with --db');
+  if (configs.length === 0) throw new ToolError('chart: no database is configured for "sql"; use csv_path, or start quarry with --db', 'not_found');
   if (alias === undefined) {
     if (configs.length === 1) return configs[0]!;
-    throw new ToolError(`chart: several databases are configured; pass "database" as one of: ${configs.map((config) => config.alias).join(', ')}`);
+    throw new ToolError(`chart: several databases are configured; pass "database" as one of: ${configs.map((config) => config.alias).join(', ')}`, 'ambiguous');
   }
   const config = configs.find((candidate) => candidate.alias === alias);
-  if (!config) throw new ToolError(`chart: no database "${alias}"; configured: ${configs.map((candidate) => candidate.alias).join(', ')}`);
+  if (!config) throw new ToolError(`chart: no database "${alias}"; configured: ${configs.map((candidate) => candidate.alias).join(', ')}`, 'not_found');
   return config;
 }
 
 async function loadData(args: ChartArgs, configs: readonly DatabaseConfig[], backend: Backend, context: ToolContext): Promise<ChartData> {
-  if ((args.sql === undefined) === (args.csv_path === undefined)) throw new ToolError('chart: give exactly one of "sql" (a read-only query) or "csv_path" (a CSV file)');
+  if ((args.sql === undefined) === (args.csv_path === undefined)) throw new ToolError('chart: give exactly one of "sql" (a read-only query) or "csv_path" (a CSV file)', 'bad_value');
   if (args.sql !== undefined) {
     const config = pickDatabase(configs, args.database);
     // Charts only read, whatever the profile's database mode.
@@ -68,16 +68,16 @@ async function loadData(args: ChartArgs, configs: readonly DatabaseConfig[], bac
   }
   const path = await resolveToolPath(backend, context.workingDir, args.csv_path!);
   const found = await backend.stat(path);
-  if (!found) throw new ToolError(`chart: ${args.csv_path} does not exist`);
-  if (found.type !== 'file') throw new ToolError(`chart: ${args.csv_path} is not a file`);
-  if (found.size > MAX_CHART_CSV_BYTES) throw new ToolError(`chart: ${args.csv_path} is ${formatBytes(found.size)}; charts read CSV files up to ${formatBytes(MAX_CHART_CSV_BYTES)}: aggregate first`);
+  if (!found) throw new ToolError(`chart: ${args.csv_path} does not exist`, 'not_found');
+  if (found.type !== 'file') throw new ToolError(`chart: ${args.csv_path} is not a file`, 'not_a_file');
+  if (found.size > MAX_CHART_CSV_BYTES) throw new ToolError(`chart: ${args.csv_path} is ${formatBytes(found.size)}; charts read CSV files up to ${formatBytes(MAX_CHART_CSV_BYTES)}: aggregate first`, 'too_large');
   // Kernel pseudo-files (/proc/self/environ holds quarry's API keys; sizes there read as 0) are no CSV, and
   // an error naming the header's "columns" would show their contents to the model.
   const real = await backend.realpath(path);
-  if (/^\/(proc|sys)(\/|$)/.test(real)) throw new ToolError(`chart: ${args.csv_path} is a kernel pseudo-file under ${real.split('/')[1] === 'proc' ? '/proc' : '/sys'}, not a CSV file`);
+  if (/^\/(proc|sys)(\/|$)/.test(real)) throw new ToolError(`chart: ${args.csv_path} is a kernel pseudo-file under ${real.split('/')[1] === 'proc' ? '/proc' : '/sys'}, not a CSV file`, 'not_a_file');
   const bytes = await backend.readFile(path);
-  if (bytes.length > MAX_CHART_CSV_BYTES) throw new ToolError(`chart: ${args.csv_path} is over ${formatBytes(MAX_CHART_CSV_BYTES)}; charts read CSV files up to ${formatBytes(MAX_CHART_CSV_BYTES)}: aggregate first`);
-  if (bytes.includes(0)) throw new ToolError(`chart: ${args.csv_path} holds NUL bytes: a binary file, not CSV`);
+  if (bytes.length > MAX_CHART_CSV_BYTES) throw new ToolError(`chart: ${args.csv_path} is over ${formatBytes(MAX_CHART_CSV_BYTES)}; charts read CSV files up to ${formatBytes(MAX_CHART_CSV_BYTES)}: aggregate first`, 'too_large');
+  if (bytes.includes(0)) throw new ToolError(`chart: ${args.csv_path} holds NUL bytes: a binary file, not CSV`, 'binary');
   return csvData(bytes.toString('utf8'), displayPath(context.workingDir, path));
 }
 
@@ -116,7 +116,7 @@ export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartA
         targets.push({ kind: extension, path: await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots }) });
       }
       const data = await loadData(args, configs, backend, context);
-      if (data.rows.length === 0) throw new ToolError('chart: the data has no rows; nothing to draw');
+      if (data.rows.length === 0) throw new ToolError('chart: the data has no rows; nothing to draw', 'no_data');
       const chart = buildChart(data, { ...(args.type ? { type: args.type } : {}), x: args.x, ...(args.y !== undefined ? { y: args.y } : {}), ...(args.color !== undefined ? { color: args.color } : {}), ...(args.title !== undefined ? { title: args.title } : {}) });
       const renderStarted = Date.now();
       const rendered = await renderChart(chart.spec);
@@ -134,7 +134,7 @@ export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartA
         }
       } catch (error) {
         await Promise.all(written.map((path) => rm(path, { force: true })));
-        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`chart: ${args.output_path} (or its .svg/.png/.vl.json) appeared while drawing; nothing was written (choose a new name)`);
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`chart: ${args.output_path} (or its .svg/.png/.vl.json) appeared while drawing; nothing was written (choose a new name)`, 'exists');
         throw error;
       }
       const shown = (path: string) => shownPath(context.workingDir, path);

@@ -95,7 +95,7 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
       try {
         endTurn = await takeTurn(config, readOnly, context.signal);
       } catch {
-        throw new ToolError(`cancelled: the ${engine} ${args.operation} was stopped before it started`, { error: 'cancelled' });
+        throw new ToolError(`cancelled: the ${engine} ${args.operation} was stopped before it started`, 'cancelled');
       }
       const started = Date.now();
       const timeout = AbortSignal.timeout(config.statementTimeoutMs);
@@ -106,7 +106,7 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
         return result;
       } catch (error) {
         if (timeout.aborted && !context.signal.aborted) {
-          throw new ToolError(`${engine} ${args.operation} stopped: it ran longer than the statement timeout (${config.statementTimeoutMs / 1000} s)`, { error: 'timeout' });
+          throw new ToolError(`${engine} ${args.operation} stopped: it ran longer than the statement timeout (${config.statementTimeoutMs / 1000} s)`, 'timeout');
         }
         throw toToolError(error, config, context.signal, args.operation);
       } finally {
@@ -144,16 +144,16 @@ export function databaseValidationParameters(several: boolean): ToolParameters {
 function pickDatabase(engine: Engine, configs: readonly DatabaseConfig[], alias: string | undefined): DatabaseConfig {
   if (alias === undefined) {
     if (configs.length === 1) return configs[0]!;
-    throw new ToolError(`${engine}: several databases are configured; pass "database" as one of: ${configs.map((c) => c.alias).join(', ')}`);
+    throw new ToolError(`${engine}: several databases are configured; pass "database" as one of: ${configs.map((c) => c.alias).join(', ')}`, 'ambiguous');
   }
   const config = configs.find((candidate) => candidate.alias === alias);
-  if (!config) throw new ToolError(`${engine}: no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ')}`, { error: 'invalid_arguments' });
+  if (!config) throw new ToolError(`${engine}: no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ')}`, 'invalid_arguments');
   return config;
 }
 
 function requireArg(args: DatabaseArgs, name: 'sql' | 'table_name' | 'output_path' | 'pattern'): string {
   const value = args[name];
-  if (typeof value !== 'string' || value.trim() === '') throw new ToolError(`operation ${args.operation} needs "${name}"`);
+  if (typeof value !== 'string' || value.trim() === '') throw new ToolError(`operation ${args.operation} needs "${name}"`, 'bad_value');
   return value;
 }
 
@@ -205,7 +205,7 @@ async function runOperation(engine: Engine, config: DatabaseConfig, options: Run
 
 /** Rows of the table chosen as sampling.ts says, shown as a query's are. */
 async function sampleTable(engine: Engine, driver: DatabaseDriver, table: string, rows: number, options: RunOptions): Promise<ToolResult> {
-  if (rows > SAMPLE_MAX_ROWS) throw new ToolError(`sample shows at most ${SAMPLE_MAX_ROWS} rows; use query or export_query for more`, { error: 'invalid_arguments' });
+  if (rows > SAMPLE_MAX_ROWS) throw new ToolError(`sample shows at most ${SAMPLE_MAX_ROWS} rows; use query or export_query for more`, 'invalid_arguments');
   const description = await driver.describe(table, options);
   const target = await targetFor(engine, driver, description, options);
   const sample = await sampleRowsQuery(driver, target, rows, options);
@@ -219,7 +219,7 @@ async function sampleTable(engine: Engine, driver: DatabaseDriver, table: string
 }
 
 async function profileOperation(engine: Engine, driver: DatabaseDriver, args: DatabaseArgs, sql: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
-  if ((args.table_name === undefined) === (args.sql === undefined)) throw new ToolError('operation profile needs exactly one of "table_name" or "sql"', { error: 'invalid_arguments' });
+  if ((args.table_name === undefined) === (args.sql === undefined)) throw new ToolError('operation profile needs exactly one of "table_name" or "sql"', 'invalid_arguments');
   // Checked before any work, so a refused path costs nothing.
   const target = args.output_path !== undefined ? await createOnlyTarget(args.output_path, context) : null;
   const input = { engine, driver, options, budgetSeconds: context.profile.profile_budget_seconds, ...(args.columns ? { columns: args.columns } : {}) };
@@ -258,10 +258,10 @@ async function checkQueryGuard(engine: Engine, driver: DatabaseDriver, sql: stri
   if (guard.action === 'ask' && context.approve) {
     const decision = await context.approve(reason);
     if (decision.approved) return;
-    throw new ToolError(decision.message, { error: 'approval_refused' });
+    throw new ToolError(decision.message, 'approval_refused');
   }
   const how = guard.action === 'ask' ? 'it needs the user\'s approval and there is no one to ask here; ' : '';
-  throw new ToolError(`refused by ${reason}; ${how}nothing was run. Narrow the statement (filter on indexed columns, aggregate, add LIMIT) and check it with operation explain`, { error: 'query_guard' });
+  throw new ToolError(`refused by ${reason}; ${how}nothing was run. Narrow the statement (filter on indexed columns, aggregate, add LIMIT) and check it with operation explain`, 'query_guard');
 }
 
 async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
@@ -273,7 +273,7 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
     summary = await file.commit();
   } catch (error) {
     await file.discard();
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`refused: ${outputPath} appeared while exporting; nothing was overwritten (choose a new name)`);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`refused: ${outputPath} appeared while exporting; nothing was overwritten (choose a new name)`, 'exists');
     throw error;
   }
   const table = summary.preview.length ? formatTable(summary.columns, summary.preview) : null;
@@ -287,12 +287,12 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
 
 /** Every failure becomes a model-readable error without passwords (driver text included). */
 export function toToolError(error: unknown, config: DatabaseConfig, signal: AbortSignal, operation: string): ToolError {
-  if (error instanceof ToolError) return new ToolError(scrubSecrets(error.message, config), error.metadata);
-  if (error instanceof ExportRefused) return new ToolError(`refused: ${error.message}`, { error: 'exists' });
-  if (error instanceof ReadOnlyViolation) return new ToolError(error.message, { error: 'read_only_violation' });
-  if (signal.aborted) return new ToolError(`cancelled: the ${config.engine} ${operation} was stopped`, { error: 'cancelled' });
+  if (error instanceof ToolError) return new ToolError(scrubSecrets(error.message, config), error.kind, error.metadata);
+  if (error instanceof ExportRefused) return new ToolError(`refused: ${error.message}`, 'exists');
+  if (error instanceof ReadOnlyViolation) return new ToolError(error.message, 'read_only_violation');
+  if (signal.aborted) return new ToolError(`cancelled: the ${config.engine} ${operation} was stopped`, 'cancelled');
   const message = error instanceof Error ? error.message : String(error);
-  return new ToolError(`${config.engine} error (${config.alias}): ${scrubSecrets(message, config)}`, { error: 'database_error' });
+  return new ToolError(`${config.engine} error (${config.alias}): ${scrubSecrets(message, config)}`, 'database_error');
 }
 
 /** One tool per engine that has configured databases, in the order of ENGINES. */

@@ -35,7 +35,7 @@ export const delegateTool: Tool<DelegateArgs> = {
   concurrent: true,
   async run(args, context) {
     if (!context.runChildAgent) {
-      throw new ToolError('delegate is not available here: it runs only in an agent run, and a delegated agent cannot delegate again (one level only)', { error: 'delegate_unavailable' });
+      throw new ToolError('delegate is not available here: it runs only in an agent run, and a delegated agent cannot delegate again (one level only)', 'delegate_unavailable');
     }
     const child = await context.runChildAgent({ instruction: args.instruction, fullContext: args.full_context ?? false, signal: context.signal });
     const usage = child.usage;

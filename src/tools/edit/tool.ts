@@ -37,11 +37,11 @@ Matching is tried in three stages: exact; then whole lines ignoring trailing whi
 Line endings (CRLF), a UTF-8 BOM and tabs are kept. Read the file first in this session (read or grep); if it changed on disk since, read it again. Files over ${formatBytes(MAX_EDIT_FILE_BYTES)}, binary files and files that are not UTF-8 are refused. To create a file, use write.`;
 
 function decodeText(bytes: Buffer, shown: string): string {
-  if (bytes.includes(0)) throw new ToolError(`${shown} looks binary (it contains NUL bytes); edit changes text files only`);
+  if (bytes.includes(0)) throw new ToolError(`${shown} looks binary (it contains NUL bytes); edit changes text files only`, 'binary');
   try {
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
-    throw new ToolError(`${shown} is not valid UTF-8 text (perhaps Latin-1 or UTF-16); edit refuses it because rewriting would change bytes it did not mean to`);
+    throw new ToolError(`${shown} is not valid UTF-8 text (perhaps Latin-1 or UTF-16); edit refuses it because rewriting would change bytes it did not mean to`, 'unsupported_format');
   }
 }
 
@@ -91,26 +91,26 @@ export const editTool: Tool<EditArgs> = {
   readOnly: false,
   async run(args, context): Promise<ToolResult> {
     if (context.profile.file_write !== 'full') {
-      throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${context.profile.name} has ${context.profile.file_write}`);
+      throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${context.profile.name} has ${context.profile.file_write}`, 'refused');
     }
     const oldText = toLf(args.old_string);
     const newText = toLf(args.new_string);
-    if (oldText === '') throw new ToolError('old_string is empty; give the text to replace (to create a file use write; to insert, include a neighbouring line in both old_string and new_string)');
-    if (oldText === newText) throw new ToolError('old_string and new_string are identical; nothing to change');
+    if (oldText === '') throw new ToolError('old_string is empty; give the text to replace (to create a file use write; to insert, include a neighbouring line in both old_string and new_string)', 'bad_value');
+    if (oldText === newText) throw new ToolError('old_string and new_string are identical; nothing to change', 'bad_value');
 
     const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
     const shown = shownPath(context.workingDir, requested);
     const target = await findExistingFile(context, requested, shown);
-    if (!target) throw new ToolError(`${shown} does not exist; edit changes existing files (use write to create one)`);
+    if (!target) throw new ToolError(`${shown} does not exist; edit changes existing files (use write to create one)`, 'not_found');
     if (target.stat.size > MAX_EDIT_FILE_BYTES) {
-      throw new ToolError(`${shown} is ${formatBytes(target.stat.size)}, over edit's limit of ${formatBytes(MAX_EDIT_FILE_BYTES)}; change it with a shell command (e.g. sed) instead`);
+      throw new ToolError(`${shown} is ${formatBytes(target.stat.size)}, over edit's limit of ${formatBytes(MAX_EDIT_FILE_BYTES)}; change it with a shell command (e.g. sed) instead`, 'too_large');
     }
     checkReadBeforeWrite(context, target);
 
     const file = toTextFile(decodeText(await context.backend.readFile(target.real), shown));
     const outcome = locateEdit(file.view, oldText, newText, args.replace_all === true);
-    if (outcome.kind === 'ambiguous') throw new ToolError(ambiguityMessage(shown, outcome.stage, outcome.lines), { error: 'ambiguous', stage: outcome.stage, matches: outcome.lines.length, lines: outcome.lines.slice(0, MAX_LISTED_MATCHES) });
-    if (outcome.kind === 'not_found') throw new ToolError(notFoundMessage(shown, file, oldText), { error: 'not_found' });
+    if (outcome.kind === 'ambiguous') throw new ToolError(ambiguityMessage(shown, outcome.stage, outcome.lines), 'ambiguous', { stage: outcome.stage, matches: outcome.lines.length, lines: outcome.lines.slice(0, MAX_LISTED_MATCHES) });
+    if (outcome.kind === 'not_found') throw new ToolError(notFoundMessage(shown, file, oldText), 'not_found');
 
     const { content, view } = applyReplacements(file, outcome.replacements);
     const data = Buffer.from(content, 'utf8');

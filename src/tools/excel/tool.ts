@@ -34,11 +34,11 @@ export type ReadExcelArgs = {
 function checkExtension(path: string, shown: string): void {
   const extension = extname(path).toLowerCase();
   if (XLSX_EXTENSIONS.has(extension) || extension === '.xls') return;
-  if (TEXT_TABLE_EXTENSIONS.has(extension)) throw new ToolError(`${shown} is a text file, not a workbook; read it with the read tool`, { error: 'not_a_workbook' });
+  if (TEXT_TABLE_EXTENSIONS.has(extension)) throw new ToolError(`${shown} is a text file, not a workbook; read it with the read tool`, 'not_a_workbook');
   if (extension === '.xlsb' || extension === '.ods' || extension === '.numbers') {
-    throw new ToolError(`${shown}: ${extension} files are not supported; read_excel reads .xlsx, .xlsm and .xls (save the file as .xlsx)`, { error: 'unsupported_format' });
+    throw new ToolError(`${shown}: ${extension} files are not supported; read_excel reads .xlsx, .xlsm and .xls (save the file as .xlsx)`, 'unsupported_format');
   }
-  throw new ToolError(`${shown} is not an Excel workbook (expected .xlsx, .xlsm or .xls, got ${extension || 'no extension'})`, { error: 'not_a_workbook' });
+  throw new ToolError(`${shown} is not an Excel workbook (expected .xlsx, .xlsm or .xls, got ${extension || 'no extension'})`, 'not_a_workbook');
 }
 
 // The readers (and yauzl, saxes, SheetJS behind them) are loaded when a workbook is opened, not at start-up.
@@ -48,7 +48,7 @@ export const READ_EXCEL_DEFAULT_SECONDS = 60;
 function readLimits(signal: AbortSignal): ReadLimits {
   const setting = process.env.QUARRY_EXCEL_SECONDS;
   const seconds = setting === undefined || setting.trim() === '' ? READ_EXCEL_DEFAULT_SECONDS : Number(setting);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new ToolError(`QUARRY_EXCEL_SECONDS must be a positive number of seconds, got "${setting}"`, { error: 'bad_configuration' });
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new ToolError(`QUARRY_EXCEL_SECONDS must be a positive number of seconds, got "${setting}"`, 'bad_configuration');
   return { signal, seconds, deadline: Date.now() + seconds * 1000 };
 }
 
@@ -182,8 +182,8 @@ export const readExcelTool: Tool<ReadExcelArgs> = {
   readOnly: true,
   async run(args, context) {
     const { path, shown, stat } = await resolveExistingPath(context, args.path);
-    if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; use the list or glob tool to find workbooks in it`, { error: 'is_directory' });
-    if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file`, { error: 'not_a_file' });
+    if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; use the list or glob tool to find workbooks in it`, 'is_directory');
+    if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file`, 'not_a_file');
     checkExtension(path, shown);
     try {
       const workbook = await openWorkbook(context, path, stat.size);
@@ -195,7 +195,7 @@ export const readExcelTool: Tool<ReadExcelArgs> = {
       const result = args.action === 'get_info' ? await getInfo(workbook, args) : await readSheet(workbook, args);
       return success(result.text, { ...base, ...result.metadata });
     } catch (error) {
-      if (error instanceof WorkbookError) throw new ToolError(`${shown}: ${error.message}`, { error: error.code });
+      if (error instanceof WorkbookError) throw new ToolError(`${shown}: ${error.message}`, error.code);
       throw error;
     }
   },

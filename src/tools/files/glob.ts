@@ -34,13 +34,13 @@ export const globTool: Tool<GlobArgs> = {
   async run(args, context) {
     const { backend, workingDir } = context;
     if (isAbsolute(args.pattern) || args.pattern.startsWith('~')) {
-      throw new ToolError(`pattern "${args.pattern}" is absolute: give the directory in path and a relative pattern (e.g. path "/var/log", pattern "**/*.log")`, { error: 'bad_pattern' });
+      throw new ToolError(`pattern "${args.pattern}" is absolute: give the directory in path and a relative pattern (e.g. path "/var/log", pattern "**/*.log")`, 'bad_pattern');
     }
     if (args.pattern.split('/').includes('..')) {
-      throw new ToolError(`pattern "${args.pattern}" goes up with "..": give the directory to search in path instead`, { error: 'bad_pattern' });
+      throw new ToolError(`pattern "${args.pattern}" goes up with "..": give the directory to search in path instead`, 'bad_pattern');
     }
     const { path: root, shown: shownRoot, stat } = await resolveExistingPath(context, args.path ?? '.');
-    if (stat.type !== 'directory') throw new ToolError(`${shownRoot} is not a directory; glob searches under a directory (use read for a file)`, { error: 'not_a_directory' });
+    if (stat.type !== 'directory') throw new ToolError(`${shownRoot} is not a directory; glob searches under a directory (use read for a file)`, 'not_a_directory');
 
     const limit = args.max_results ?? GLOB_DEFAULT_MAX_RESULTS;
     const found = await backend.glob(args.pattern, { cwd: root, skipDirs: SKIPPED_DIRECTORIES, includeHidden: true, limit });

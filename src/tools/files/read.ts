@@ -54,7 +54,7 @@ async function scanFile(backend: Backend, path: string, first: number, last: num
   let sniffing: Buffer[] | null = [];
   let sniffedBytes = 0;
   for await (const chunk of backend.readStream(path)) {
-    if (signal.aborted) throw new ToolError('read: cancelled', { error: 'cancelled' });
+    if (signal.aborted) throw new ToolError('read: cancelled', 'cancelled');
     if (sniffing) {
       sniffing.push(chunk);
       sniffedBytes += chunk.length;
@@ -140,20 +140,20 @@ export const readTool: Tool<ReadArgs> = {
   async run(args, context) {
     const { backend } = context;
     const { path, shown, stat } = await resolveExistingPath(context, args.path);
-    if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; use the list tool to see its entries`, { error: 'is_directory' });
-    if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); read only reads files`, { error: 'not_a_file' });
+    if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; use the list tool to see its entries`, 'is_directory');
+    if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); read only reads files`, 'not_a_file');
     if (SPREADSHEET_EXTENSIONS.has(extname(path).toLowerCase())) {
-      throw new ToolError(`${shown} is a spreadsheet; use the read_excel tool (action list_sheets, then read_sheet) to read it`, { error: 'spreadsheet' });
+      throw new ToolError(`${shown} is a spreadsheet; use the read_excel tool (action list_sheets, then read_sheet) to read it`, 'spreadsheet');
     }
 
     const first = args.start_line ?? 1;
     const requestedLast = args.end_line ?? first + READ_MAX_LINES - 1;
-    if (requestedLast < first) throw new ToolError(`end_line (${requestedLast}) is before start_line (${first})`, { error: 'bad_range' });
+    if (requestedLast < first) throw new ToolError(`end_line (${requestedLast}) is before start_line (${first})`, 'bad_range');
     const last = Math.min(requestedLast, first + READ_MAX_LINES - 1);
 
     const { scanner, binary, countStopped } = await scanFile(backend, path, first, last, context.signal);
     if (binary) {
-      throw new ToolError(`${shown} looks like a binary file (${formatBytes(stat.size)}), not text; inspect it with bash, e.g. \`file ${shown}\` or \`xxd ${shown} | head -n 20\``, { error: 'binary' });
+      throw new ToolError(`${shown} looks like a binary file (${formatBytes(stat.size)}), not text; inspect it with bash, e.g. \`file ${shown}\` or \`xxd ${shown} | head -n 20\``, 'binary');
     }
     context.fileReads?.record(path, stat);
     const total = scanner.totalLines;
@@ -162,7 +162,7 @@ export const readTool: Tool<ReadArgs> = {
     const count = partial ? { totalLines: null, totalLinesAtLeast: total, bytesCounted: scanner.totalBytes } : { totalLines: total };
     const metadata: Record<string, unknown> = { path: shown, ...count, bytes: partial ? stat.size : scanner.totalBytes, lineEndings: scanner.crlfNewlines === 0 ? 'lf' : scanner.crlfNewlines === scanner.newlines ? 'crlf' : 'mixed' };
     if (total === 0) return success(`(${shown} is empty: 0 bytes)`, { ...metadata, linesShown: 0 });
-    if (first > total) throw new ToolError(`start_line ${first} is beyond the end of ${shown}, which has ${formatCount(total)} lines`, { error: 'bad_range', totalLines: total });
+    if (first > total) throw new ToolError(`start_line ${first} is beyond the end of ${shown}, which has ${formatCount(total)} lines`, 'bad_range', { totalLines: total });
 
     const lastShown = scanner.lines[scanner.lines.length - 1]!.number;
     const width = Math.max(6, String(lastShown).length);

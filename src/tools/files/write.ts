@@ -58,10 +58,10 @@ export const writeTool: Tool<WriteArgs> = {
   async run(args, context): Promise<ToolResult> {
     const mode = context.profile.file_write;
     if (mode !== 'create-only' && mode !== 'full') {
-      throw new ToolError(`write is not allowed: file_write is ${mode} in profile ${context.profile.name}`);
+      throw new ToolError(`write is not allowed: file_write is ${mode} in profile ${context.profile.name}`, 'refused');
     }
     if (/[\\/]$/.test(args.path)) {
-      throw new ToolError(`${args.path} ends with a slash, so it names a directory; give the path of a file`);
+      throw new ToolError(`${args.path} ends with a slash, so it names a directory; give the path of a file`, 'is_directory');
     }
     const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
     const data = Buffer.from(args.content, 'utf8');

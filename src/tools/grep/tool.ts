@@ -186,10 +186,10 @@ function dropTrailingStrays(records: GrepRecord[], contextLines: number): GrepRe
 async function planSearch(context: ToolContext, args: GrepArgs): Promise<{ plan: SearchPlan; shown: string }> {
   const { path: target, shown, stat } = await resolveExistingPath(context, args.path ?? '.');
   if (args.glob !== undefined && args.glob.includes('/')) {
-    throw new ToolError(`glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`, { error: 'bad_glob' });
+    throw new ToolError(`glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`, 'bad_glob');
   }
   // Reading a pipe or device could block until the time limit.
-  if (stat.type !== 'file' && stat.type !== 'directory') throw new ToolError(`${shown} is not a regular file or directory (a device, socket or pipe); grep searches files`, { error: 'not_a_file' });
+  if (stat.type !== 'file' && stat.type !== 'directory') throw new ToolError(`${shown} is not a regular file or directory (a device, socket or pipe); grep searches files`, 'not_a_file');
   const onDisk = pathForEngine(target, shown);
   const shownCwd = onDisk === target ? {} : { shownCwd: stat.type === 'directory' ? target : dirname(target) };
   if (stat.type === 'directory') return { plan: { cwd: onDisk, operand: '.', glob: args.glob || null, ...shownCwd }, shown };
@@ -206,7 +206,7 @@ function pathForEngine(target: string, shown: string): string {
   const bytes = unescapeName(target);
   const text = bytes.toString('utf8');
   if (escapeName(text) === escapeName(bytes)) return text;
-  throw new ToolError(`grep cannot be given ${shown} itself: its name is not valid UTF-8, which a command's arguments cannot carry; search its parent directory (a glob on the rest of the name narrows it), where matches show the name escaped`, { error: 'unsupported_path' });
+  throw new ToolError(`grep cannot be given ${shown} itself: its name is not valid UTF-8, which a command's arguments cannot carry; search its parent directory (a glob on the rest of the name narrows it), where matches show the name escaped`, 'unsupported_path');
 }
 
 /** The engine's outcome as a failed result, or null when its output is usable. */
@@ -249,13 +249,13 @@ export const grepTool: Tool<GrepArgs> = {
   },
   readOnly: true,
   async run(args, context) {
-    if (/[\n\r]/.test(args.pattern)) throw new ToolError('pattern must be a single line: grep matches one line at a time', { error: 'bad_pattern' });
+    if (/[\n\r]/.test(args.pattern)) throw new ToolError('pattern must be a single line: grep matches one line at a time', 'bad_pattern');
     const maxMatches = args.max_matches ?? GREP_DEFAULT_MAX_MATCHES;
     const contextLines = args.context_lines ?? 0;
     const { plan, shown } = await planSearch(context, args);
     const run = await runEngine(context.backend, args, plan, maxMatches, context.signal);
     const { engine, result, parser } = run;
-    if (context.signal.aborted) throw new ToolError('grep: cancelled', { error: 'cancelled' });
+    if (context.signal.aborted) throw new ToolError('grep: cancelled', 'cancelled');
 
     const stderrLines = decodeBytesVisibly(result.stderr).split('\n').map((line) => line.trim()).filter(Boolean);
     const truncated = parser.overLimit;

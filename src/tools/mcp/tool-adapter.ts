@@ -84,12 +84,12 @@ export function adaptMcpTool(serverName: string, client: Client, info: McpToolIn
       try {
         result = await client.callTool({ name: info.name, arguments: args }, undefined, { timeout: toolTimeoutMs, signal: context.signal });
       } catch (error) {
-        if (context.signal.aborted) throw new ToolError(`${name}: cancelled`, { error: 'cancelled' });
+        if (context.signal.aborted) throw new ToolError(`${name}: cancelled`, 'cancelled');
         const message = (error as Error)?.message ?? String(error);
         if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-          throw new ToolError(`${name}: the MCP server "${serverName}" did not answer within ${toolTimeoutMs / 1000} s (tool_timeout_secs); the call was cancelled`, { error: 'timeout' });
+          throw new ToolError(`${name}: the MCP server "${serverName}" did not answer within ${toolTimeoutMs / 1000} s (tool_timeout_secs); the call was cancelled`, 'timeout');
         }
-        throw new ToolError(`${name}: MCP call failed: ${message}`, { error: 'mcp_call_failed' });
+        throw new ToolError(`${name}: MCP call failed: ${message}`, 'mcp_call_failed');
       }
       const content = Array.isArray(result.content) ? (result.content as ContentBlock[]) : [];
       let text = contentToText(content);

@@ -22,14 +22,14 @@ const EXPLAIN_PREFIX: Record<Engine, string> = {
 export const ORACLE_EXPLAIN_READ_ONLY = 'explain is not available on Oracle in read-only mode: Oracle\'s EXPLAIN PLAN writes the plan into PLAN_TABLE, which a read-only transaction refuses; check row counts with COUNT(*) on a sample or ask a DBA for the plan';
 
 function refuseNestedExplain(sql: string): void {
-  if (/^\s*(\(\s*)*EXPLAIN\b/i.test(sql)) throw new ToolError('explain: pass the statement itself, without EXPLAIN (quarry adds it; ANALYZE is never used, so nothing runs)', { error: 'invalid_arguments' });
+  if (/^\s*(\(\s*)*EXPLAIN\b/i.test(sql)) throw new ToolError('explain: pass the statement itself, without EXPLAIN (quarry adds it; ANALYZE is never used, so nothing runs)', 'invalid_arguments');
 }
 
 /** The plan as text: the engine's own lines, or a table for engines that answer with columns. */
 export async function explainStatement(engine: Engine, driver: DatabaseDriver, sql: string, options: RunOptions): Promise<string> {
   refuseNestedExplain(sql);
   if (engine === 'oracle') {
-    if (options.readOnly) throw new ToolError(`refused: ${ORACLE_EXPLAIN_READ_ONLY}`, { error: 'read_only_violation' });
+    if (options.readOnly) throw new ToolError(`refused: ${ORACLE_EXPLAIN_READ_ONLY}`, 'read_only_violation');
     await driver.query(`${EXPLAIN_PREFIX.oracle}${sql}`, 0, options);
     const rows = await driver.catalog(`SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY(NULL, 'quarry'))`, [], options);
     return bounded(rows.map((row) => String(row[0] ?? '')).join('\n'));

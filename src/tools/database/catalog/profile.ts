@@ -100,7 +100,7 @@ export async function profileQuery(input: ProfileInput, sql: string): Promise<Pr
     return { name, type };
   });
   const unique = new Set(head.columns);
-  if (unique.size !== head.columns.length) throw new ToolError('profile: the query returns two columns with the same name; give each column its own alias', { error: 'invalid_arguments' });
+  if (unique.size !== head.columns.length) throw new ToolError('profile: the query returns two columns with the same name; give each column its own alias', 'invalid_arguments');
   const source: ProfileSource = { from: `(${dialect.limit(`SELECT * FROM (\n${sql}\n) quarry_query`, PROFILE_ROWS)}) quarry_rows`, params: [], sampled: null };
   const result = await profileColumns(input, 'the query', source, available);
   if (result.rowsRead >= PROFILE_ROWS) result.sampled = `the query's first ${PROFILE_ROWS.toLocaleString('en-US')} rows (it may return more)`;
@@ -112,7 +112,7 @@ async function profileColumns(input: ProfileInput, subject: string, source: Prof
   let chosen = available;
   if (input.columns?.length) {
     const missing = input.columns.filter((name) => !available.some((column) => column.name === name));
-    if (missing.length) throw new ToolError(`profile: no column ${missing.map((name) => JSON.stringify(name)).join(', ')} in ${subject}; columns: ${available.slice(0, 40).map((column) => column.name).join(', ')}${available.length > 40 ? ', …' : ''}`, { error: 'invalid_arguments' });
+    if (missing.length) throw new ToolError(`profile: no column ${missing.map((name) => JSON.stringify(name)).join(', ')} in ${subject}; columns: ${available.slice(0, 40).map((column) => column.name).join(', ')}${available.length > 40 ? ', …' : ''}`, 'invalid_arguments');
     chosen = available.filter((column) => input.columns!.includes(column.name));
   }
   const limited = input.columns?.length ? chosen : chosen.slice(0, PROFILE_DEFAULT_COLUMNS);

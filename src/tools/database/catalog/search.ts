@@ -30,8 +30,8 @@ function total(rows: readonly CellValue[][], index: number): number {
 /** Tables, views and columns whose name or comment contains the pattern, best matches first. */
 export async function searchCatalog(engine: Engine, driver: DatabaseDriver, pattern: string, object: SearchObject, options: RunOptions): Promise<{ text: string; matches: number }> {
   const needle = pattern.trim().toLowerCase();
-  if (!needle) throw new ToolError('operation search needs a non-empty "pattern" (part of a table, column or comment text)', { error: 'invalid_arguments' });
-  if (needle.includes('\0')) throw new ToolError('search: the pattern contains a NUL character', { error: 'invalid_arguments' });
+  if (!needle) throw new ToolError('operation search needs a non-empty "pattern" (part of a table, column or comment text)', 'invalid_arguments');
+  if (needle.includes('\0')) throw new ToolError('search: the pattern contains a NUL character', 'invalid_arguments');
   const dialect = DIALECTS[engine];
   const name = 'COALESCE(o.column_name, o.table_name)';
   const kinds = object === 'table' ? `o.kind IN ('table', 'view') AND ` : object === 'column' ? `o.kind = 'column' AND ` : '';
@@ -59,7 +59,7 @@ ORDER BY quarry_rank, schema_name, table_name, kind DESC, column_name`,
 /** list_tables: the total, then at most 200 tables with row estimates and comments. */
 export async function listTables(engine: Engine, driver: DatabaseDriver, pattern: string | undefined, options: RunOptions): Promise<{ text: string; tables: number }> {
   // SQLite would match up to the NUL and PostgreSQL refuses the byte: one message for all.
-  if (pattern?.includes('\0')) throw new ToolError('list_tables: table_pattern contains a NUL character', { error: 'invalid_arguments' });
+  if (pattern?.includes('\0')) throw new ToolError('list_tables: table_pattern contains a NUL character', 'invalid_arguments');
   const dialect = DIALECTS[engine];
   const statistics = engine === 'sqlite'
     ? (await driver.catalog(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_stat1'`, [], options)).length > 0

@@ -56,7 +56,7 @@ export class DuckdbDriver implements DatabaseDriver {
     try {
       instance = await DuckDBInstance.create(directFile ? path : ':memory:', options);
     } catch (error) {
-      throw new ToolError(`cannot open DuckDB database ${path ?? '(in memory)'}: ${firstLine(error)}`);
+      throw new ToolError(`cannot open DuckDB database ${path ?? '(in memory)'}: ${firstLine(error)}`, 'database_error');
     }
     try {
       const connection = await instance.connect();
@@ -82,12 +82,12 @@ export class DuckdbDriver implements DatabaseDriver {
     }
     for (const [view, file] of files) {
       const reader = duckdbReaderFor(file);
-      if (!reader) throw new ToolError(`${file}: not a CSV, Parquet or JSON file (by its extension), so DuckDB cannot read it as view ${view}`);
+      if (!reader) throw new ToolError(`${file}: not a CSV, Parquet or JSON file (by its extension), so DuckDB cannot read it as view ${view}`, 'unsupported_format');
       let paths = [file];
       if (isGlob(file)) {
         const listed = await connection.runAndReadAll(`SELECT file FROM glob(${sqlString(file)}) ORDER BY file`);
         paths = listed.getRowsJS().map((row) => String(row[0]));
-        if (paths.length === 0) throw new ToolError(`${file}: the glob matches no files, so view ${view} cannot be created`);
+        if (paths.length === 0) throw new ToolError(`${file}: the glob matches no files, so view ${view} cannot be created`, 'not_found');
       }
       allowed.push(...paths);
       const source = paths.length === 1 ? sqlString(paths[0]!) : `[${paths.map(sqlString).join(', ')}]`;
@@ -112,7 +112,7 @@ export class DuckdbDriver implements DatabaseDriver {
       autoload !== 'false' && 'autoload_known_extensions',
       directFile && this.readOnly && accessMode !== 'read_only' && 'access_mode',
     ].filter(Boolean);
-    if (wrong.length) throw new ToolError(`refused to use DuckDB: its read-only settings did not take (${wrong.join(', ')})`);
+    if (wrong.length) throw new ToolError(`refused to use DuckDB: its read-only settings did not take (${wrong.join(', ')})`, 'refused');
   }
 
   /** One connection per operation, in a read-only transaction, interrupted when the signal aborts. */
@@ -122,7 +122,7 @@ export class DuckdbDriver implements DatabaseDriver {
     const interrupt = () => connection.interrupt();
     options.signal.addEventListener('abort', interrupt, { once: true });
     try {
-      if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB statement was stopped', { error: 'cancelled' });
+      if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB statement was stopped', 'cancelled');
       if (options.readOnly) await connection.run('BEGIN TRANSACTION READ ONLY');
       return await body(connection);
     } finally {
@@ -170,7 +170,7 @@ export class DuckdbDriver implements DatabaseDriver {
     await this.withConnection(options, async (connection) => {
       const prepared = await this.prepare(connection, sql, options);
       const columns = Array.from({ length: prepared.columnCount }, (_, index) => prepared.columnName(index));
-      if (columns.length === 0) throw new ToolError('export_query needs a statement that returns rows');
+      if (columns.length === 0) throw new ToolError('export_query needs a statement that returns rows', 'bad_value');
       sink.setColumns(columns);
       if (WRAPPABLE.test(sql)) {
         const types = columns.map((_, index) => prepared.columnTypeId(index));
@@ -180,7 +180,7 @@ export class DuckdbDriver implements DatabaseDriver {
       const result = await prepared.stream();
       let batch: CellValue[][] = [];
       for await (const chunk of rowsOf(result)) {
-        if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', { error: 'cancelled' });
+        if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', 'cancelled');
         for (const row of chunk) batch.push(row);
         if (batch.length >= EXPORT_BATCH_ROWS) {
           await sink.writeRows(batch);
@@ -202,7 +202,7 @@ export class DuckdbDriver implements DatabaseDriver {
         [name, schema],
       );
       const target = found.getRowsJS()[0];
-      if (!target) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+      if (!target) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
       const [database, schemaName] = [String(target[0]), String(target[1])];
       const scope = [name, database, schemaName];
       const exact = `table_name = $1 AND database_name = $2 AND schema_name = $3`;
@@ -299,7 +299,7 @@ async function exportEncoded(result: DuckDBResult, sink: CsvSink, options: RunOp
   for (;;) {
     const chunk = await result.fetchChunk();
     if (!chunk || chunk.rowCount === 0) break;
-    if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', { error: 'cancelled' });
+    if (options.signal.aborted) throw new ToolError('cancelled: the DuckDB export was stopped', 'cancelled');
     const lines = linesOf(chunk, scratch);
     const rows = chunk.rowCount;
     // The chunk's strings are copied out: free them now. The chunk itself is freed only when
@@ -380,7 +380,7 @@ async function run(connection: DuckDBConnection, sql: string, failure: string): 
   try {
     await connection.run(sql);
   } catch (error) {
-    throw new ToolError(`${failure}: ${firstLine(error)}`);
+    throw new ToolError(`${failure}: ${firstLine(error)}`, 'database_error');
   }
 }
 

@@ -249,7 +249,7 @@ export class MysqlDriver implements DatabaseDriver {
     return this.run(options, async (connection) => {
       const where = 'table_schema = COALESCE(?, DATABASE()) AND table_name = ?';
       const found = (await MysqlDriver.exec(connection, `SELECT table_schema FROM information_schema.tables WHERE ${where}`, [schema, name])) as [string][];
-      if (!found[0]) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+      if (!found[0]) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
       const actualSchema = found[0][0];
       const columns = (await MysqlDriver.exec(
         connection,

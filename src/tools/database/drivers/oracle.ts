@@ -82,7 +82,7 @@ export class OracleDriver implements DatabaseDriver {
   async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
     await this.run(options, async (connection) => {
       const result = await connection.execute(sql, [], { resultSet: true, outFormat: oracledb.OUT_FORMAT_ARRAY, fetchTypeHandler: fetchAsExactText });
-      if (!result.resultSet) throw new ToolError('export_query needs a statement that returns rows');
+      if (!result.resultSet) throw new ToolError('export_query needs a statement that returns rows', 'bad_value');
       try {
         sink.setColumns(result.resultSet.metaData.map((column) => column.name));
         for (;;) {
@@ -114,7 +114,7 @@ export class OracleDriver implements DatabaseDriver {
          FROM all_tab_columns c WHERE c.owner = ${owner} AND c.table_name = :name ORDER BY c.column_id`,
         binds,
       )) as [string, string, string, string, string | null][];
-      if (!columns[0]) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+      if (!columns[0]) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
       const constraints = (await this.rows(
         connection,
         `SELECT con.constraint_type, con.constraint_name, cols.column_name, con.r_constraint_name

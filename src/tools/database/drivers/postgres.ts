@@ -157,7 +157,7 @@ export class PostgresDriver implements DatabaseDriver {
         headerDone = true;
         if (end < head.length) await sink.writeEncoded(head.subarray(end), 0);
       }
-      if (!headerDone) throw new ToolError('PostgreSQL returned no header for the export');
+      if (!headerDone) throw new ToolError('PostgreSQL returned no header for the export', 'database_error');
       sink.setRowCount(stream.rowCount);
     });
   }
@@ -188,7 +188,7 @@ export class PostgresDriver implements DatabaseDriver {
         rowMode: 'array',
       });
       const row = found.rows[0];
-      if (!row) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+      if (!row) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
       const [oid, schema, name] = row;
       const columns = await client.query<[string, string, string, string | null, string]>({
         text: `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull::text, pg_get_expr(d.adbin, d.adrelid),

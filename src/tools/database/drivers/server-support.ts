@@ -25,7 +25,7 @@ export function explainConnectError(error: unknown, config: DatabaseConfig, defa
   const seconds = config.connectTimeoutMs / 1000;
   return new ToolError(
     `could not connect to ${config.engine} at ${config.host ?? 'localhost'}:${config.port ?? defaultPort}: no answer within ${seconds} s (connect_timeout; raise it with ?connect_timeout=SECONDS or connect_timeout: in the databases YAML)`,
-    { error: 'connect_timeout' },
+    'connect_timeout',
   );
 }
 
@@ -34,7 +34,7 @@ export function explainConnectError(error: unknown, config: DatabaseConfig, defa
  * `work` fail promptly). A signal already aborted never starts the work.
  */
 export async function runCancellable<T>(signal: AbortSignal, cancel: () => Promise<void> | void, work: () => Promise<T>): Promise<T> {
-  if (signal.aborted) throw new ToolError('cancelled before the statement started', { error: 'cancelled' });
+  if (signal.aborted) throw new ToolError('cancelled before the statement started', 'cancelled');
   const onAbort = () => {
     void Promise.resolve()
       .then(cancel)

@@ -41,7 +41,7 @@ export class SqliteDriver implements DatabaseDriver {
     try {
       this.db = new Database(this.config.path!, { readonly: this.readOnly, fileMustExist: true, timeout: this.config.connectTimeoutMs });
     } catch (error) {
-      throw new ToolError(`cannot open SQLite database ${this.config.path}: ${(error as Error).message}`);
+      throw new ToolError(`cannot open SQLite database ${this.config.path}: ${(error as Error).message}`, 'database_error');
     }
     if (this.readOnly) this.db.pragma('query_only = ON');
   }
@@ -104,16 +104,16 @@ export class SqliteDriver implements DatabaseDriver {
 
   private async checkpoint(signal: AbortSignal, deadline: number): Promise<void> {
     await yieldToEventLoop();
-    if (signal.aborted) throw new ToolError('cancelled: the SQLite statement was stopped', { error: 'cancelled' });
+    if (signal.aborted) throw new ToolError('cancelled: the SQLite statement was stopped', 'cancelled');
     if (Date.now() > deadline) {
-      throw new ToolError(`the statement ran longer than the statement timeout (${this.config.statementTimeoutMs / 1000} s) and was stopped`, { error: 'timeout' });
+      throw new ToolError(`the statement ran longer than the statement timeout (${this.config.statementTimeoutMs / 1000} s) and was stopped`, 'timeout');
     }
   }
 
   async exportCsv(original: string, sink: CsvSink, options: RunOptions): Promise<void> {
     const sql = this.acceptDoubleQuotedStrings(original);
     const statement = this.prepare(sql, options);
-    if (!statement.reader) throw new ToolError('export_query needs a statement that returns rows');
+    if (!statement.reader) throw new ToolError('export_query needs a statement that returns rows', 'bad_value');
     const columns = statement.columns().map((column) => column.name);
     sink.setColumns(columns);
     const deadline = Date.now() + this.config.statementTimeoutMs;
@@ -156,7 +156,7 @@ export class SqliteDriver implements DatabaseDriver {
     const dot = table.indexOf('.');
     const exists = (this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table)
       ?? (dot > 0 ? this.prepare(`SELECT schema, name FROM pragma_table_list WHERE schema = ? AND name = ?`, options).get(table.slice(0, dot), table.slice(dot + 1)) : undefined)) as { schema: string; name: string } | undefined;
-    if (!exists) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+    if (!exists) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
     const columns = this.prepare(`SELECT name, type, "notnull" AS not_null, dflt_value, pk FROM pragma_table_xinfo(?, ?) WHERE hidden = 0 ORDER BY cid`, options)
       .all(exists.name, exists.schema) as { name: string; type: string; not_null: number; dflt_value: string | null; pk: number }[];
     const foreignKeys = this.prepare(`SELECT "from" AS source, "table" AS target, "to" AS target_column, on_delete FROM pragma_foreign_key_list(?, ?) ORDER BY id, seq`, options)

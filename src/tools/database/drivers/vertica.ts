@@ -143,7 +143,7 @@ export class VerticaDriver implements DatabaseDriver {
         values: [schema, name],
         rowMode: 'array',
       })).rows as [string, string, string, string, string | null][];
-      if (!columns[0]) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`);
+      if (!columns[0]) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
       const actualSchema = columns[0][0];
       const constraints = (await client.query({
         text: `SELECT constraint_type, constraint_name, column_name, reference_table_name, reference_column_name FROM v_catalog.constraint_columns
