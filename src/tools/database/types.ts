@@ -81,5 +81,7 @@ export interface DatabaseDriver {
   catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]>;
   /** A trivial round trip (`quarry db check`); returns the server's version text. */
   ping(options: RunOptions): Promise<string>;
+  /** Whether the connection was lost since it was opened (a server driver's; a file engine's never is). */
+  connectionLost?(): boolean;
   close(): Promise<void>;
 }

@@ -54,10 +54,14 @@ async function reconnectPgAdmin(): Promise<void> {
 }
 
 /** Polls until a backend runs a statement containing `marker`; returns its process id. */
-async function pgBackend(marker: string): Promise<number> {
+/** The backend running a statement that contains `marker` (and `also`, when given). */
+async function pgBackend(marker: string, also = ''): Promise<number> {
   const until = Date.now() + 15_000;
   while (Date.now() < until) {
-    const { rows } = await pgAdmin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid() AND state = 'active'`, [`%${marker}%`]);
+    const { rows } = await pgAdmin.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE query LIKE $1 AND query LIKE $2 AND pid <> pg_backend_pid() AND state = 'active'`,
+      [`%${marker}%`, `%${also}%`],
+    );
     if (rows[0]) return rows[0].pid;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -199,6 +203,19 @@ describe('postgres: the server restarts', () => {
     const next = await run('postgres', { operation: 'query', sql: 'SELECT count(*) AS n FROM faults' });
     expect(next.ok, next.output).toBe(true);
     expect(next.output).toContain('1000');
+  }, 60_000);
+
+  test('a profile whose connection is killed mid-column fails whole (one line), never a profile of what was left', async () => {
+    const dir = makeTempDir();
+    const { run } = makeRunner(configsFor([`k${++markers}=${server.url}`], dir), dir);
+    const marker = `quarry_marker_${markers}`;
+    // Each statement over this query sleeps 2 s: the first reads its rows' types, then one per column.
+    const pending = run('postgres', { operation: 'profile', sql: `SELECT id, pg_sleep(CASE WHEN id = 1 THEN 2 ELSE 0 END) AS "${marker}" FROM faults WHERE id <= 2` });
+    await engines.postgres.kill(await pgBackend(marker, 'COUNT('));
+    const result = await pending;
+    expect(result.ok, result.output).toBe(false);
+    expect(result.output.split('\n')).toHaveLength(1);
+    expect(result.output).toMatch(/terminat|connection/i);
   }, 60_000);
 
   test('during a spawned `quarry tool` profile: it exits on its own and says what it could not profile, writing nothing half-done', async () => {

@@ -120,6 +120,7 @@ async function profileColumns(input: ProfileInput, subject: string, source: Prof
   const profiles: ColumnProfile[] = [];
   const notReached: string[] = [];
   let rowsRead = 0;
+  let firstError: unknown;
   for (const column of limited) {
     const left = deadline - Date.now();
     if (left <= 0) {
@@ -138,9 +139,16 @@ async function profileColumns(input: ProfileInput, subject: string, source: Prof
         notReached.push(column.name);
         continue;
       }
+      // A lost connection fails the whole call: a profile is whole or not written (the driver
+      // learns of the loss from the client's events, which may come just after the error).
+      await new Promise((resolve) => setImmediate(resolve));
+      if (driver.connectionLost?.()) throw error;
       profiles.push(emptyProfile(column.name, column.type, `not profiled: ${firstLine(error)}`));
+      firstError ??= error;
     }
   }
+  // Not one column could be profiled: that is a failed call, not a profile of 0 rows.
+  if (firstError !== undefined && profiles.every((profile) => profile.note !== undefined)) throw firstError;
   if (chosen.length > limited.length) notReached.push(...chosen.slice(limited.length).map((column) => column.name));
   return { subject, sampled: source.sampled, rowsRead, columns: profiles, notReached, totalColumns: available.length, budgetSeconds: input.budgetSeconds };
 }

@@ -283,6 +283,10 @@ export class MysqlDriver implements DatabaseDriver {
     return this.run(options, async (connection) => (await MysqlDriver.exec(connection, sql, [...params])) as CellValue[][]);
   }
 
+  connectionLost(): boolean {
+    return this.health.broken;
+  }
+
   async ping(options: RunOptions): Promise<string> {
     return this.run(options, async (connection) => {
       const rows = (await MysqlDriver.exec(connection, 'SELECT VERSION()')) as [string][];

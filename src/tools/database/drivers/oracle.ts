@@ -145,6 +145,10 @@ export class OracleDriver implements DatabaseDriver {
     return this.run(options, async (connection) => (await this.rows(connection, numberedPlaceholders(sql, ':'), [...params])) as CellValue[][]);
   }
 
+  connectionLost(): boolean {
+    return this.health.broken;
+  }
+
   async ping(options: RunOptions): Promise<string> {
     return this.run(options, async (connection) => {
       const rows = await this.rows(connection, `SELECT banner FROM v$version WHERE ROWNUM = 1`, []);

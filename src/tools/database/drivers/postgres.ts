@@ -235,6 +235,10 @@ export class PostgresDriver implements DatabaseDriver {
     });
   }
 
+  connectionLost(): boolean {
+    return this.health.broken;
+  }
+
   async ping(options: RunOptions): Promise<string> {
     return this.run(options, async (client) => {
       const result = await client.query<[string]>({ text: 'SELECT version()', rowMode: 'array' });

@@ -168,6 +168,10 @@ export class VerticaDriver implements DatabaseDriver {
     return this.run(options, async (client) => (await client.query({ text: sql, values: [...params], rowMode: 'array' })).rows as CellValue[][]);
   }
 
+  connectionLost(): boolean {
+    return this.health.broken;
+  }
+
   async ping(options: RunOptions): Promise<string> {
     return this.run(options, async (client) => {
       const result = await client.query({ text: 'SELECT version()', rowMode: 'array' });
