@@ -60,7 +60,7 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   let registry: ToolRegistry;
   try {
     backend = createBackend(profile);
-    registry = buildToolRegistry(profile, { databases, mcpTools: mcp?.tools ?? [] });
+    registry = buildToolRegistry(profile, { databases, mcpTools: mcp?.tools ?? [], backend });
   } catch (error) {
     await mcp?.close();
     throw error;

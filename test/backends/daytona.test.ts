@@ -63,7 +63,7 @@ describe('daytona backend lifecycle (fake sandbox)', () => {
     expect(fake.sandboxes).toHaveLength(0);
     const dir = makeTempDir();
     const registry = buildToolRegistry(loadProfile('daytona'));
-    const result = await registry.run('read', { path: 'x.txt' }, makeToolContext({ workingDir: dir, profile: 'daytona', backend }));
+    const result = await registry.run('read', { path: 'x.txt' }, makeToolContext({ workingDir: dir, backend }));
     expect(result.ok).toBe(false);
     expect(result.output).toMatch(/^read failed: the daytona backend needs DAYTONA_API_KEY/);
     await backend.dispose();
@@ -113,7 +113,7 @@ describe('daytona backend lifecycle (fake sandbox)', () => {
       expect(env.QUARRY_TEST_LOCAL_SECRET_KEY).toBeUndefined();
       const registry = buildToolRegistry(loadProfile('daytona'));
       const dir = makeTempDir();
-      const result = await registry.run('bash', { command: 'echo "home=$HOME secret=${QUARRY_TEST_LOCAL_SECRET_KEY:-none}"' }, makeToolContext({ workingDir: dir, profile: 'daytona', backend }));
+      const result = await registry.run('bash', { command: 'echo "home=$HOME secret=${QUARRY_TEST_LOCAL_SECRET_KEY:-none}"' }, makeToolContext({ workingDir: dir, backend }));
       expect(JSON.parse(result.output).output).toBe(`home=${fake.sandboxes[0]!.home} secret=none\n`);
       expect(fake.sandboxes[0]!.commands.join('\n')).not.toContain('local-only-value');
     } finally {

@@ -81,7 +81,7 @@ function normalise(text: string, workingDir: string): string {
 async function runAll(backend: Backend, workingDir: string, calls: Call[] = CALLS): Promise<string[]> {
   const profile = loadProfile('developer');
   const registry = buildToolRegistry(profile);
-  const context: ToolContext = { workingDir, backend, profile, signal: new AbortController().signal, fileReads: new FileReadLedger() };
+  const context: ToolContext = { workingDir, backend, signal: new AbortController().signal, fileReads: new FileReadLedger() };
   const outputs: string[] = [];
   for (const [tool, args] of calls) {
     const result = await registry.run(tool, args, context);
@@ -166,7 +166,7 @@ describe('profile rules hold on the daytona backend', () => {
     expect(registry.names()).not.toContain('edit');
     const dir = makeTempDir('quarry-create-only-');
     writeFileSync(join(dir, 'existing.txt'), 'keep me');
-    const context: ToolContext = { workingDir: dir, backend, profile, signal: new AbortController().signal, fileReads: new FileReadLedger() };
+    const context: ToolContext = { workingDir: dir, backend, signal: new AbortController().signal, fileReads: new FileReadLedger() };
     try {
       expect(await registry.run('write', { path: 'fresh.txt', content: 'new' }, context)).toMatchObject({ ok: true });
       expect(readFileSync(join(dir, 'fresh.txt'), 'utf8')).toBe('new');
@@ -194,7 +194,7 @@ describe('profile rules hold on the daytona backend', () => {
     const registry = buildToolRegistry(profile);
     const dir = makeTempDir('quarry-restricted-');
     writeFileSync(join(dir, 'a.txt'), 'alpha\nbeta\n');
-    const context: ToolContext = { workingDir: dir, backend, profile, signal: new AbortController().signal };
+    const context: ToolContext = { workingDir: dir, backend, signal: new AbortController().signal };
     try {
       const refused = await registry.run('bash', { command: 'rm -rf a.txt' }, context);
       expect(refused.ok).toBe(false);

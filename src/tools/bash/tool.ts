@@ -1,4 +1,4 @@
-import { MAX_SHELL_TIMEOUT_SECONDS, type ShellNetwork } from '../../profiles/schema.js';
+import { MAX_BASH_TIMEOUT_SECONDS, type BashToolOptions, type ShellNetwork } from './bash-options.js';
 import { HeadTailBuffer } from './head-tail-buffer.js';
 import { formatBytes, isInside, resolveToolPath } from '../paths.js';
 import { decodeBytesVisibly } from '../../backends/names.js';
@@ -15,8 +15,7 @@ import { success, failure, ToolError, type Tool, type ToolContext } from '../typ
  * and only the head and tail of the output kept in memory.
  */
 
-/** The longest a command may run, whatever the profile or the call asks. */
-export const MAX_BASH_TIMEOUT_SECONDS = MAX_SHELL_TIMEOUT_SECONDS;
+export { MAX_BASH_TIMEOUT_SECONDS, type BashToolOptions } from './bash-options.js';
 /** Output kept from the start and from the end of what a command prints; the middle is counted and dropped. */
 export const BASH_OUTPUT_HEAD_BYTES = 16 * 1024;
 export const BASH_OUTPUT_TAIL_BYTES = 16 * 1024;
@@ -52,13 +51,13 @@ export function bashDescription(osLayerWanted = true): string {
   ].join('\n');
 }
 
-async function resolveWorkingDir(args: BashArgs, context: ToolContext): Promise<string> {
+async function resolveWorkingDir(args: BashArgs, context: ToolContext, restricted: boolean): Promise<string> {
   if (args.working_dir === undefined) return context.workingDir;
   const path = await resolveToolPath(context.backend, context.workingDir, args.working_dir);
   const found = await context.backend.stat(path);
   if (!found) throw new ToolError(`bash: working_dir ${args.working_dir} does not exist (resolved to ${path})`);
   if (found.type !== 'directory') throw new ToolError(`bash: working_dir ${args.working_dir} is not a directory`);
-  if (context.profile.shell === 'restricted' && isInside('/proc', await context.backend.realpath(path))) {
+  if (restricted && isInside('/proc', await context.backend.realpath(path))) {
     throw new ToolError('bash: working_dir under /proc is refused in the restricted shell (process environments hold secrets)');
   }
   return path;
@@ -109,16 +108,11 @@ export function policyEnvironment(backend: ToolContext['backend'], cwd: string, 
   };
 }
 
-export interface BashToolOptions {
-  /** Use the OS sandbox in restricted mode where the machine supports it (tests turn it off to check the policy alone). */
-  osLayer: boolean;
-}
-
 export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
   return {
   name: 'bash',
   get description() {
-    return bashDescription(options.osLayer);
+    return bashDescription(options.osSandbox);
   },
   parameters: {
     type: 'object',
@@ -132,17 +126,17 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
   },
   readOnly: false,
   async run(args, context) {
-    const restricted = context.profile.shell === 'restricted';
+    const { restricted, network } = options;
     if (restricted) {
       // Refuse what needs no file system before touching the backend (or creating a sandbox).
-      const refusal = await staticRefusal(args.command, context.profile.shell_network);
+      const refusal = await staticRefusal(args.command, network);
       if (refusal) throw new ToolError(`bash: refused by the restricted shell: ${refusal}`, { error: 'refused' });
     }
-    const cwd = await resolveWorkingDir(args, context);
+    const cwd = await resolveWorkingDir(args, context, restricted);
     let argv = restricted ? restrictedArgv(args.command) : unrestrictedArgv(args.command);
     let sandboxed = false;
-    if (restricted && options.osLayer && context.backend.name === 'local') {
-      const wrapped = sandboxedArgv(argv, cwd, context.profile.shell_network);
+    if (restricted && options.osSandbox && context.backend.name === 'local') {
+      const wrapped = sandboxedArgv(argv, cwd, network);
       if (wrapped) { argv = wrapped; sandboxed = true; }
     }
     // The backend's own environment: a remote sandbox never receives this machine's variables.
@@ -150,10 +144,10 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const env = restricted ? restrictedEnvironment(baseEnv, sandboxed ? { TMPDIR: SANDBOX_TMPDIR } : {}) : unrestrictedEnvironment(baseEnv);
     if (restricted) {
       const physicalCwd = await context.backend.realpath(cwd);
-      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, context.profile.shell_network, sandboxed));
+      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, network, sandboxed));
       if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, { error: 'refused' });
     }
-    const timeoutSeconds = Math.min(args.timeout ?? context.profile.shell_timeout, MAX_BASH_TIMEOUT_SECONDS);
+    const timeoutSeconds = Math.min(args.timeout ?? options.timeouts.defaultSeconds, MAX_BASH_TIMEOUT_SECONDS);
     const output = new HeadTailBuffer(BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES);
     const result = await context.backend.execFile(argv, {
       cwd,
@@ -175,5 +169,3 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
   },
   };
 }
-
-export const bashTool = createBashTool({ osLayer: true });

@@ -1,6 +1,5 @@
 import { rm } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { LocalBackend } from '../../backends/local.js';
 import type { Backend } from '../../backends/types.js';
 import type { DatabaseConfig } from '../database/types.js';
 import { plural } from '../file-write-support.js';
@@ -81,7 +80,15 @@ async function loadData(args: ChartArgs, configs: readonly DatabaseConfig[], bac
   return csvData(bytes.toString('utf8'), displayPath(context.workingDir, path));
 }
 
-export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartArgs> {
+/** What the toolset builds chart with (src/agent/toolset.ts). */
+export interface ChartToolOptions {
+  /** Extra directories where the files may go (the profile's write_roots). */
+  writeRoots: readonly string[];
+  /** Where the CSV is read and the files are written: this machine, as for exports, whatever the backend. */
+  exportFiles: Backend;
+}
+
+export function createChartTool(configs: readonly DatabaseConfig[], options: ChartToolOptions): Tool<ChartArgs> {
   const aliases = configs.map((config) => config.alias);
   return {
     name: 'chart',
@@ -106,14 +113,13 @@ export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartA
     readOnly: false,
     async run(args, context) {
       const started = Date.now();
-      // Files are written on this machine, as exports are, whatever the backend.
-      const backend: Backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
+      const backend = options.exportFiles;
       const base = outputBase(args.output_path);
       // The targets are checked before any query runs (the final exclusive link stays the guard).
       const targets: Array<{ kind: string; path: string }> = [];
       for (const extension of ['.svg', '.png', '.vl.json']) {
         const requested = await resolveToolPath(backend, context.workingDir, `${base}${extension}`);
-        targets.push({ kind: extension, path: await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots }) });
+        targets.push({ kind: extension, path: await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: options.writeRoots }) });
       }
       const data = await loadData(args, configs, backend, context);
       if (data.rows.length === 0) throw new ToolError('chart: the data has no rows; nothing to draw');

@@ -1,5 +1,3 @@
-import { LocalBackend } from '../../backends/local.js';
-import type { Profile, QueryGuard } from '../../profiles/schema.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult } from '../types.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
@@ -17,7 +15,7 @@ import type { Backend } from '../../backends/types.js';
 import { scrubSecrets } from './secrets.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './sql/statement-check.js';
 import { checkDuckdbFileAccess } from './sql/duckdb-check.js';
-import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type RunOptions } from './types.js';
+import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type QueryGuard, type RunOptions } from './types.js';
 
 /**
  * The database tools (README "Databases"): one per engine with configured databases, all with the same
@@ -66,10 +64,23 @@ Operations:
 ${mode}${guard && GUARDED_ENGINES.includes(engine) ? `\nQuery guard: before query and export_query the plan's row estimate is checked; a statement expected to read more than ${guard.max_estimated_rows.toLocaleString('en-US')} rows from one table is ${guard.action === 'ask' ? 'run only if the user approves' : 'refused'}. Filter on indexed columns, aggregate, or check with explain first.` : ''}`;
 }
 
-export function createDatabaseTool(engine: Engine, configs: readonly DatabaseConfig[], profile: Profile): Tool<DatabaseArgs> {
+/** What the toolset builds the database tools with, from the profile and the workspace (src/agent/toolset.ts). */
+export interface DatabaseToolOptions {
+  /** database: readonly: the statement check and a read-only transaction; false under mutations. */
+  readOnly: boolean;
+  /** The plan's row estimate checked before query and export_query (query_guard), or null when off. */
+  queryGuard: QueryGuard | null;
+  /** Seconds the profile operation may take in all (profile_budget_seconds). */
+  profileBudgetSeconds: number;
+  /** Extra directories where export files may go (write_roots). */
+  writeRoots: readonly string[];
+  /** Where export_query's CSV and profile's Markdown are written: this machine, whatever the backend (README "Daytona backend"). */
+  exportFiles: Backend;
+}
+
+export function createDatabaseTool(engine: Engine, configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool<DatabaseArgs> {
   if (configs.length === 0) throw new Error(`no ${engine} databases configured`);
-  const readOnly = profile.database !== 'mutations';
-  const guard = profile.query_guard;
+  const { readOnly, queryGuard: guard } = tool;
   const aliases = configs.map((config) => config.alias);
   return {
     name: engine,
@@ -101,7 +112,7 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
       const timeout = AbortSignal.timeout(config.statementTimeoutMs);
       const options: RunOptions = { readOnly, signal: AbortSignal.any([context.signal, timeout]) };
       try {
-        const result = await runOperation(engine, config, options, args, sql, context, guard);
+        const result = await runOperation(engine, config, options, args, sql, context, tool);
         result.metadata = { database: config.alias, engine, operation: args.operation, durationMs: Date.now() - started, ...result.metadata };
         return result;
       } catch (error) {
@@ -163,7 +174,8 @@ export function statementToRun(sql: string, engine: Engine, readOnly: boolean): 
   return sql.trim().replace(/;+\s*$/, '');
 }
 
-async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, sql: string, context: ToolContext, guard: QueryGuard | null): Promise<ToolResult> {
+async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, sql: string, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
+  const guard = tool.queryGuard;
   const driver = await driverFor(config, options.readOnly);
   await driver.connect(options.signal);
   if ((args.operation === 'query' || args.operation === 'export_query') && guard && GUARDED_ENGINES.includes(engine)) {
@@ -189,7 +201,7 @@ async function runOperation(engine: Engine, config: DatabaseConfig, options: Run
       return success(formatDescription(description), { columns: description.columns.length });
     }
     case 'export_query':
-      return exportQuery(driver, sql, requireArg(args, 'output_path'), options, context);
+      return exportQuery(driver, sql, requireArg(args, 'output_path'), options, context, tool);
     case 'search': {
       const found = await searchCatalog(engine, driver, requireArg(args, 'pattern'), args.object ?? 'any', options);
       return success(found.text, { matches: found.matches });
@@ -197,7 +209,7 @@ async function runOperation(engine: Engine, config: DatabaseConfig, options: Run
     case 'sample':
       return sampleTable(engine, driver, requireArg(args, 'table_name'), args.row_limit ?? SAMPLE_DEFAULT_ROWS, options);
     case 'profile':
-      return profileOperation(engine, driver, args, sql, options, context);
+      return profileOperation(engine, driver, args, sql, options, context, tool);
     case 'explain':
       return success(await explainStatement(engine, driver, sql, options), {});
   }
@@ -218,11 +230,11 @@ async function sampleTable(engine: Engine, driver: DatabaseDriver, table: string
 (${plural(shown.length, 'row')}: ${sample.method}${cut ? `; ${cut}` : ''})`, { rows: shown.length, sampled: sample.sampled, sql: sample.sql });
 }
 
-async function profileOperation(engine: Engine, driver: DatabaseDriver, args: DatabaseArgs, sql: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
+async function profileOperation(engine: Engine, driver: DatabaseDriver, args: DatabaseArgs, sql: string, options: RunOptions, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
   if ((args.table_name === undefined) === (args.sql === undefined)) throw new ToolError('operation profile needs exactly one of "table_name" or "sql"', { error: 'invalid_arguments' });
   // Checked before any work, so a refused path costs nothing.
-  const target = args.output_path !== undefined ? await createOnlyTarget(args.output_path, context) : null;
-  const input = { engine, driver, options, budgetSeconds: context.profile.profile_budget_seconds, ...(args.columns ? { columns: args.columns } : {}) };
+  const target = args.output_path !== undefined ? await createOnlyTarget(args.output_path, context, tool) : null;
+  const input = { engine, driver, options, budgetSeconds: tool.profileBudgetSeconds, ...(args.columns ? { columns: args.columns } : {}) };
   const result = args.sql !== undefined ? await profileQuery(input, sql) : await profileTable(input, await driver.describe(requireArg(args, 'table_name'), options));
   const metadata = { columns: result.columns.length, rows: result.rowsRead, sampled: result.sampled !== null };
   if (!target) return success(formatProfile(result), metadata);
@@ -237,10 +249,10 @@ The whole profile (${formatBytes(markdown.length)}) is in ${target.shown}.`, { .
  * checked by the create-only rules. Database tools run on this machine (README "Daytona
  * backend"), so the file is written here whatever the backend.
  */
-async function createOnlyTarget(outputPath: string, context: ToolContext): Promise<{ path: string; shown: string; backend: Backend }> {
-  const backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
+async function createOnlyTarget(outputPath: string, context: ToolContext, tool: DatabaseToolOptions): Promise<{ path: string; shown: string; backend: Backend }> {
+  const backend = tool.exportFiles;
   const requested = await resolveToolPath(backend, context.workingDir, outputPath);
-  const path = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots });
+  const path = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: tool.writeRoots });
   return { path, shown: shownPath(context.workingDir, requested), backend };
 }
 
@@ -264,8 +276,8 @@ async function checkQueryGuard(engine: Engine, driver: DatabaseDriver, sql: stri
   throw new ToolError(`refused by ${reason}; ${how}nothing was run. Narrow the statement (filter on indexed columns, aggregate, add LIMIT) and check it with operation explain`, { error: 'query_guard' });
 }
 
-async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
-  const { path: target, shown } = await createOnlyTarget(outputPath, context);
+async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
+  const { path: target, shown } = await createOnlyTarget(outputPath, context, tool);
   const file = await CsvExportFile.create(target, { showProgress: process.stderr.isTTY === true, onProgress: context.onProgress });
   let summary;
   try {
@@ -296,8 +308,8 @@ export function toToolError(error: unknown, config: DatabaseConfig, signal: Abor
 }
 
 /** One tool per engine that has configured databases, in the order of ENGINES. */
-export function createDatabaseTools(configs: readonly DatabaseConfig[], profile: Profile): Tool<DatabaseArgs>[] {
+export function createDatabaseTools(configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool<DatabaseArgs>[] {
   return ENGINES.filter((engine) => configs.some((config) => config.engine === engine)).map((engine) =>
-    createDatabaseTool(engine, configs.filter((config) => config.engine === engine), profile),
+    createDatabaseTool(engine, configs.filter((config) => config.engine === engine), tool),
   );
 }

@@ -3,6 +3,13 @@
 export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
 export type Engine = (typeof ENGINES)[number];
 
+/** The profile's query_guard (README "Knowing the data"): the plan's row estimate is checked before query and export_query. */
+export interface QueryGuard {
+  max_estimated_rows: number;
+  action: 'ask' | 'refuse';
+}
+export const QUERY_GUARD_ACTIONS = ['ask', 'refuse'] as const;
+
 /** A configured database (README "Databases"). The password is kept apart so it can be scrubbed everywhere. */
 export interface DatabaseConfig {
   alias: string;

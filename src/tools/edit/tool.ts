@@ -4,6 +4,7 @@ import { applyReplacements, toLf, toTextFile, type TextFile, type ViewReplacemen
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolResult } from '../types.js';
+import type { FileWriteMode } from '../write-policy.js';
 
 /**
  * `edit {path, old_string, new_string, replace_all?}` (README "Writes"): replaces text in an existing
@@ -74,7 +75,17 @@ function landedLines(replacements: readonly ViewReplacement[], newView: string):
   });
 }
 
-export const editTool: Tool<EditArgs> = {
+/** What the toolset builds edit with (src/agent/toolset.ts, which offers edit only under file_write: full). */
+export interface EditToolOptions {
+  /** The profile's file_write: anything but full refuses every call (fails closed). */
+  mode: FileWriteMode;
+  /** The profile's name, for that refusal. */
+  profileName: string;
+}
+
+export function createEditTool(options: EditToolOptions): Tool<EditArgs> {
+  const { mode, profileName } = options;
+  return {
   name: 'edit',
   description: DESCRIPTION,
   parameters: {
@@ -90,8 +101,8 @@ export const editTool: Tool<EditArgs> = {
   },
   readOnly: false,
   async run(args, context): Promise<ToolResult> {
-    if (context.profile.file_write !== 'full') {
-      throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${context.profile.name} has ${context.profile.file_write}`);
+    if (mode !== 'full') {
+      throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${profileName} has ${mode}`);
     }
     const oldText = toLf(args.old_string);
     const newText = toLf(args.new_string);
@@ -139,4 +150,5 @@ export const editTool: Tool<EditArgs> = {
       bytes: data.length,
     });
   },
-};
+  };
+}

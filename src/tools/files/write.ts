@@ -1,7 +1,7 @@
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
-import { checkCreateOnlyTarget } from '../write-policy.js';
+import { checkCreateOnlyTarget, type FileWriteMode } from '../write-policy.js';
 
 /**
  * `write {path, content}` (README "Writes"): writes a whole file atomically (temporary file, then
@@ -20,10 +20,20 @@ const DESCRIPTION = `Write a text file (UTF-8), creating parent directories. The
 - Profiles with file_write "full" may also replace an existing file: read it first (read or grep) in this session; if it changed on disk since, read it again. To change part of a file, prefer edit.
 Symlinks are followed in full mode (the link stays, its target is written). Relative paths resolve against the working directory.`;
 
-async function createOnly(context: ToolContext, requested: string, data: Buffer): Promise<{ path: string; created: boolean; previousBytes?: number }> {
+/** What the toolset builds write with, from the profile (src/agent/toolset.ts). */
+export interface WriteToolOptions {
+  /** file_write: create-only only creates new files in permitted places; full may also replace a file read first; off refuses. */
+  mode: FileWriteMode;
+  /** Extra directories where create-only writes may go (write_roots). */
+  writeRoots: readonly string[];
+  /** The profile's name, for the refusal under off. */
+  profileName: string;
+}
+
+async function createOnly(context: ToolContext, writeRoots: readonly string[], requested: string, data: Buffer): Promise<{ path: string; created: boolean; previousBytes?: number }> {
   const target = await checkCreateOnlyTarget(context.backend, requested, {
     workingDir: context.workingDir,
-    writeRoots: context.profile.write_roots,
+    writeRoots,
   });
   // Exclusive: a file that appears between the check and the write is never replaced.
   await writeFileClearly(context, target, shownPath(context.workingDir, requested), data, true);
@@ -42,7 +52,9 @@ async function createOrReplace(context: ToolContext, requested: string, data: Bu
   return { path: existing.real, created: false, previousBytes: existing.stat.size };
 }
 
-export const writeTool: Tool<WriteArgs> = {
+export function createWriteTool(options: WriteToolOptions): Tool<WriteArgs> {
+  const { mode, writeRoots, profileName } = options;
+  return {
   name: 'write',
   description: DESCRIPTION,
   parameters: {
@@ -56,16 +68,15 @@ export const writeTool: Tool<WriteArgs> = {
   },
   readOnly: false,
   async run(args, context): Promise<ToolResult> {
-    const mode = context.profile.file_write;
     if (mode !== 'create-only' && mode !== 'full') {
-      throw new ToolError(`write is not allowed: file_write is ${mode} in profile ${context.profile.name}`);
+      throw new ToolError(`write is not allowed: file_write is ${mode} in profile ${profileName}`);
     }
     if (/[\\/]$/.test(args.path)) {
       throw new ToolError(`${args.path} ends with a slash, so it names a directory; give the path of a file`);
     }
     const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
     const data = Buffer.from(args.content, 'utf8');
-    const outcome = mode === 'create-only' ? await createOnly(context, requested, data) : await createOrReplace(context, requested, data);
+    const outcome = mode === 'create-only' ? await createOnly(context, writeRoots, requested, data) : await createOrReplace(context, requested, data);
     await recordWritten(context, [requested, outcome.path]);
 
     const shown = shownPath(context.workingDir, requested);
@@ -77,4 +88,5 @@ export const writeTool: Tool<WriteArgs> = {
       created: outcome.created,
     });
   },
-};
+  };
+}
