@@ -1,4 +1,5 @@
 import { createDaytonaBackend } from '../backends/daytona.js';
+import type { SandboxFactory } from '../backends/daytona-sdk.js';
 import { LocalBackend } from '../backends/local.js';
 import type { Backend } from '../backends/types.js';
 import { parseProfile, type Profile } from '../profiles/schema.js';
@@ -118,6 +119,8 @@ export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions
   return registry;
 }
 
-export function createBackend(profile: Profile): Backend {
-  return profile.backend === 'daytona' ? createDaytonaBackend() : new LocalBackend();
+/** The profile's backend; a sandbox checks `workingDir` when it starts (src/backends/daytona.ts). */
+export function createBackend(profile: Profile, options: { workingDir: string; env?: NodeJS.ProcessEnv; createSandbox?: SandboxFactory }): Backend {
+  if (profile.backend === 'local') return new LocalBackend();
+  return createDaytonaBackend(options.env ?? process.env, options.createSandbox, { workingDir: options.workingDir });
 }
