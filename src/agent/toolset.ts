@@ -86,7 +86,7 @@ export function allBuiltinTools(profile: Profile = DEFAULT_PROFILE): Tool[] {
     readTool, readExcelTool, grepTool, globTool, listTool,
     createBashTool(bashToolOptions(profile)), createWriteTool(writeToolOptions(profile)), createEditTool(editToolOptions(profile)),
     delegateTool,
-  ] as Tool[];
+  ];
 }
 
 export function toolAvailability(profile: Profile): ToolAvailability[] {
@@ -109,10 +109,10 @@ export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions
   }
   const database = databaseToolOptions(profile, options.backend);
   for (const tool of createDatabaseTools(options.databases ?? [], database)) {
-    if (profileAllowsTool(profile, tool.name)) registry.register(tool as Tool);
+    if (profileAllowsTool(profile, tool.name)) registry.register(tool);
   }
   // chart draws from any configured database or from a CSV file, so every profile gets it.
-  if (profileAllowsTool(profile, 'chart')) registry.register(createChartTool(options.databases ?? [], { writeRoots: database.writeRoots, exportFiles: database.exportFiles }) as Tool);
+  if (profileAllowsTool(profile, 'chart')) registry.register(createChartTool(options.databases ?? [], { writeRoots: database.writeRoots, exportFiles: database.exportFiles }));
   for (const tool of options.mcpTools ?? []) {
     if (profileAllowsTool(profile, tool.name)) registry.register(tool);
   }

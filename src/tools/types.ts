@@ -5,7 +5,7 @@ import type { FileReadLedger } from './file-read-ledger.js';
 export interface ToolParameters {
   type: 'object';
   properties: Record<string, JsonSchema>;
-  required?: string[];
+  required?: readonly string[];
   additionalProperties?: boolean;
 }
 

@@ -6,6 +6,7 @@ import { restrictedEnvironment, unrestrictedEnvironment } from './environment.js
 import { checkRestrictedCommand, staticRefusal, type PolicyEnvironment } from './policy/index.js';
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from './sandbox.js';
 import { success, failure, ToolError, type Tool, type ToolContext } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 /**
  * The bash tool (README "Tools", bash). Restricted mode (§11.1) runs a command only when the policy allows
@@ -19,12 +20,6 @@ export { MAX_BASH_TIMEOUT_SECONDS, type BashToolOptions } from './bash-options.j
 /** Output kept from the start and from the end of what a command prints; the middle is counted and dropped. */
 export const BASH_OUTPUT_HEAD_BYTES = 16 * 1024;
 export const BASH_OUTPUT_TAIL_BYTES = 16 * 1024;
-
-export interface BashArgs {
-  command: string;
-  working_dir?: string;
-  timeout?: number;
-}
 
 /** Run before a restricted command, on its line: stderr joins stdout, and file patterns never expand to names starting with "-" (which would be read as options). */
 const RESTRICTED_PRELUDE = "exec 2>&1; GLOBIGNORE='-*:*/-*'; shopt -u dotglob; ";
@@ -108,22 +103,20 @@ export function policyEnvironment(backend: ToolContext['backend'], cwd: string, 
   };
 }
 
-export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
-  return {
+const BASH_PARAMETERS = toolParameters({
+  command: { type: 'string', minLength: 1, description: 'The bash command line to run.' },
+  working_dir: { type: 'string', description: "Directory to run in, relative to the session's working directory (default: the working directory)." },
+  timeout: { type: 'integer', minimum: 1, maximum: MAX_BASH_TIMEOUT_SECONDS, description: `Seconds before the command is killed (default: the profile's shell_timeout; at most ${MAX_BASH_TIMEOUT_SECONDS}).` },
+}, ['command']);
+export type BashArgs = ArgsOf<typeof BASH_PARAMETERS>;
+
+export function createBashTool(options: BashToolOptions): Tool {
+  return defineTool({
   name: 'bash',
   get description() {
     return bashDescription(options.osSandbox);
   },
-  parameters: {
-    type: 'object',
-    properties: {
-      command: { type: 'string', minLength: 1, description: 'The bash command line to run.' },
-      working_dir: { type: 'string', description: "Directory to run in, relative to the session's working directory (default: the working directory)." },
-      timeout: { type: 'integer', minimum: 1, maximum: MAX_BASH_TIMEOUT_SECONDS, description: `Seconds before the command is killed (default: the profile's shell_timeout; at most ${MAX_BASH_TIMEOUT_SECONDS}).` },
-    },
-    required: ['command'],
-    additionalProperties: false,
-  },
+  parameters: BASH_PARAMETERS,
   readOnly: false,
   async run(args, context) {
     const { restricted, network } = options;
@@ -167,5 +160,5 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const metadata = { exit_code: exitCode, output_bytes: output.total, dropped_bytes: output.dropped, sandboxed, timed_out: result.timedOut };
     return result.timedOut || result.aborted ? failure(body, { ...metadata, error: result.timedOut ? 'timeout' : 'cancelled' }) : success(body, metadata);
   },
-  };
+  });
 }

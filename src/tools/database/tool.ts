@@ -1,5 +1,6 @@
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
-import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult } from '../types.js';
+import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult, type JsonSchema } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
 import { describeDatabase } from './config.js';
 import { driverFor, takeTurn } from './connections.js';
@@ -8,7 +9,7 @@ import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, M
 import { estimateRows, explainStatement, GUARDED_ENGINES } from './catalog/explain.js';
 import { formatProfile, PROFILE_DEFAULT_COLUMNS, profileMarkdown, profileQuery, profileTable } from './catalog/profile.js';
 import { sampleRowsQuery, targetFor } from './catalog/sampling.js';
-import { addCatalogDetails, LIST_TABLES_LIMIT, listTables, SEARCH_LIMIT, SEARCH_OBJECTS, searchCatalog, type SearchObject } from './catalog/search.js';
+import { addCatalogDetails, LIST_TABLES_LIMIT, listTables, SEARCH_LIMIT, SEARCH_OBJECTS, searchCatalog } from './catalog/search.js';
 import { cutForDisplay } from './values.js';
 import { writeFileClearly } from '../file-write-support.js';
 import type { Backend } from '../../backends/types.js';
@@ -29,19 +30,6 @@ export type DatabaseOperation = (typeof DATABASE_OPERATIONS)[number];
 const STATEMENT_OPERATIONS: ReadonlySet<DatabaseOperation> = new Set(['query', 'export_query', 'explain', 'profile']);
 export const SAMPLE_DEFAULT_ROWS = 10;
 export const SAMPLE_MAX_ROWS = 100;
-
-export type DatabaseArgs = {
-  database?: string;
-  operation: DatabaseOperation;
-  sql?: string;
-  table_pattern?: string;
-  table_name?: string;
-  output_path?: string;
-  row_limit?: number;
-  pattern?: string;
-  object?: SearchObject;
-  columns?: string[];
-};
 
 const ENGINE_TITLES: Record<Engine, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB', oracle: 'Oracle', vertica: 'Vertica', duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)' };
 
@@ -78,11 +66,11 @@ export interface DatabaseToolOptions {
   exportFiles: Backend;
 }
 
-export function createDatabaseTool(engine: Engine, configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool<DatabaseArgs> {
+export function createDatabaseTool(engine: Engine, configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool {
   if (configs.length === 0) throw new Error(`no ${engine} databases configured`);
   const { readOnly, queryGuard: guard } = tool;
   const aliases = configs.map((config) => config.alias);
-  return {
+  return defineTool({
     name: engine,
     description: describeTool(engine, configs, readOnly, guard),
     parameters: databaseParameters(configs.length > 1, { type: 'string', enum: aliases, description: `Alias of the database: ${aliases.join(', ')}` }),
@@ -124,28 +112,29 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
         endTurn();
       }
     },
-  };
+  });
 }
 
-function databaseParameters(several: boolean, database: ToolParameters['properties'][string]): ToolParameters {
-  return {
-    type: 'object',
-    properties: {
-      database,
-      operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
-      sql: { type: 'string', description: 'One SQL statement (query, export_query, explain; profile of a query\'s rows)' },
-      table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
-      table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
-      pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
-      object: { type: 'string', enum: [...SEARCH_OBJECTS], description: 'What search looks for: table (tables and views), column or any (default)' },
-      columns: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000, description: 'Columns to profile (default: the first 50)' },
-      output_path: { type: 'string', description: 'New file: the CSV of export_query, or the Markdown of profile (relative to the working directory)' },
-      row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT}) or sample (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS})` },
-    },
-    required: several ? ['database', 'operation'] : ['operation'],
-    additionalProperties: false,
-  };
+/**
+ * The schema, with "database" as given (the aliases, or any string for the build's validators). It
+ * is required when several databases are configured; to the handler it stays optional either way
+ * (pickDatabase answers a missing one).
+ */
+function databaseParameters(several: boolean, database: JsonSchema) {
+  return toolParameters({
+    database: database as { type: 'string' },
+    operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
+    sql: { type: 'string', description: 'One SQL statement (query, export_query, explain; profile of a query\'s rows)' },
+    table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
+    table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
+    pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
+    object: { type: 'string', enum: [...SEARCH_OBJECTS], description: 'What search looks for: table (tables and views), column or any (default)' },
+    columns: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000, description: 'Columns to profile (default: the first 50)' },
+    output_path: { type: 'string', description: 'New file: the CSV of export_query, or the Markdown of profile (relative to the working directory)' },
+    row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT}) or sample (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS})` },
+  }, (several ? ['database', 'operation'] : ['operation']) as readonly ['operation']);
 }
+export type DatabaseArgs = ArgsOf<ReturnType<typeof databaseParameters>>;
 
 /** The database tools' schema without their aliases: one of two shapes for every engine and configuration. */
 export function databaseValidationParameters(several: boolean): ToolParameters {
@@ -308,7 +297,7 @@ export function toToolError(error: unknown, config: DatabaseConfig, signal: Abor
 }
 
 /** One tool per engine that has configured databases, in the order of ENGINES. */
-export function createDatabaseTools(configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool<DatabaseArgs>[] {
+export function createDatabaseTools(configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool[] {
   return ENGINES.filter((engine) => configs.some((config) => config.engine === engine)).map((engine) =>
     createDatabaseTool(engine, configs.filter((config) => config.engine === engine), tool),
   );

@@ -1,6 +1,7 @@
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { checkCreateOnlyTarget, type FileWriteMode } from '../write-policy.js';
 
 /**
@@ -8,12 +9,6 @@ import { checkCreateOnlyTarget, type FileWriteMode } from '../write-policy.js';
  * rename), creating parent directories. In create-only profiles it only creates new files, in
  * permitted places (§11.3); in full profiles it may also replace a file this session has read.
  */
-
-/** A type alias (not an interface) so that it is assignable to the registry's Record<string, unknown>. */
-export type WriteArgs = {
-  path: string;
-  content: string;
-};
 
 const DESCRIPTION = `Write a text file (UTF-8), creating parent directories. The write is atomic: the file is either the old one or the new one, never half-written. Empty content is allowed.
 - Profiles with file_write "create-only" only create NEW files, inside the working directory, the temporary directory or the profile's write_roots; they never overwrite, never write through a symlink and never touch sensitive locations (shell start-up files, ~/.ssh, ~/.config, /etc, ...).
@@ -52,20 +47,18 @@ async function createOrReplace(context: ToolContext, requested: string, data: Bu
   return { path: existing.real, created: false, previousBytes: existing.stat.size };
 }
 
-export function createWriteTool(options: WriteToolOptions): Tool<WriteArgs> {
+const WRITE_PARAMETERS = toolParameters({
+  path: { type: 'string', description: 'File to write, relative to the working directory or absolute.' },
+  content: { type: 'string', description: 'The complete new content of the file.' },
+}, ['path', 'content']);
+export type WriteArgs = ArgsOf<typeof WRITE_PARAMETERS>;
+
+export function createWriteTool(options: WriteToolOptions): Tool {
   const { mode, writeRoots, profileName } = options;
-  return {
+  return defineTool({
   name: 'write',
   description: DESCRIPTION,
-  parameters: {
-    type: 'object',
-    properties: {
-      path: { type: 'string', description: 'File to write, relative to the working directory or absolute.' },
-      content: { type: 'string', description: 'The complete new content of the file.' },
-    },
-    required: ['path', 'content'],
-    additionalProperties: false,
-  },
+  parameters: WRITE_PARAMETERS,
   readOnly: false,
   async run(args, context): Promise<ToolResult> {
     if (mode !== 'create-only' && mode !== 'full') {
@@ -88,5 +81,5 @@ export function createWriteTool(options: WriteToolOptions): Tool<WriteArgs> {
       created: outcome.created,
     });
   },
-  };
+  });
 }
