@@ -367,7 +367,7 @@ export class Agent {
         started = performance.now();
       }
     }
-    const base: ToolContext = { workingDir: workspace.workingDir, backend: workspace.backend, profile: workspace.profile, signal, fileReads: this.fileReads };
+    const base: ToolContext = { workingDir: workspace.workingDir, backend: workspace.backend, signal, fileReads: this.fileReads };
     const tool = item.tool;
     if (tool) base.approve = (reason) => approver.decide(tool, item.args!, reason, signal);
     const context = this.options.extendToolContext ? this.options.extendToolContext(base, this.messages) : base;

@@ -1,5 +1,5 @@
-import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { SandboxFactory } from '../backends/daytona-sdk.js';
 import type { Backend } from '../backends/types.js';
 import { readConfigFile } from '../config/config-file.js';
 import { loadDatabaseConfigs } from '../config/databases.js';
@@ -40,30 +40,36 @@ export interface WorkspaceOptions {
   mcp?: boolean;
   /** `--db` values and `--databases FILE`; SQLITE_DB, POSTGRES_* ... and config.yaml's `databases:` are read as well. */
   databases?: { dbFlags?: readonly string[]; databasesFile?: string };
+  /** Where daytona profiles get their sandbox (default: the SDK, configured by process.env; tests give a fake). */
+  daytona?: { env: NodeJS.ProcessEnv; createSandbox: SandboxFactory };
 }
 
-export function resolveWorkingDir(requested: string | undefined, cwd: string): string {
-  const dir = resolve(cwd, requested ?? '.');
-  if (!existsSync(dir)) throw new UsageError(`working directory does not exist: ${dir}`);
-  if (!statSync(dir).isDirectory()) throw new UsageError(`working directory is not a directory: ${dir}`);
-  return dir;
+/**
+ * The working directory is checked on the backend that uses it: on this machine here; a
+ * sandbox's when it starts, at the first tool call (DaytonaBackend), since it has its own files.
+ */
+async function checkWorkingDir(backend: Backend, dir: string): Promise<void> {
+  if (backend.name !== 'local') return;
+  const found = await backend.stat(dir).catch(() => null);
+  if (!found) throw new UsageError(`working directory does not exist: ${dir}`);
+  if (found.type !== 'directory') throw new UsageError(`working directory is not a directory: ${dir}`);
 }
 
 export async function openWorkspace(options: WorkspaceOptions): Promise<Workspace> {
   const cwd = options.cwd ?? process.cwd();
   const profile = typeof options.profile === 'object' ? options.profile : loadProfile(options.profile, cwd);
-  const workingDir = resolveWorkingDir(options.workingDir, cwd);
+  const workingDir = resolve(cwd, options.workingDir ?? '.');
+  const backend = createBackend(profile, { workingDir, ...options.daytona });
+  await checkWorkingDir(backend, workingDir);
   // config.yaml is read once, for its databases and its MCP servers.
   const config = readConfigFile(configFileLocation(options.configFile, process.env, cwd));
   const databases = loadDatabaseConfigs({ ...options.databases, config, env: process.env, cwd });
   const mcpConfigs = options.mcp === false ? [] : mcpServersOf(config, process.env);
   // Loaded only when servers are configured: the MCP SDK costs about 0.25 s to import.
   const mcp = mcpConfigs.length > 0 ? await (await import('../tools/mcp/servers.js')).startMcpServers(mcpConfigs) : undefined;
-  let backend: Backend;
   let registry: ToolRegistry;
   try {
-    backend = createBackend(profile);
-    registry = buildToolRegistry(profile, { databases, mcpTools: mcp?.tools ?? [] });
+    registry = buildToolRegistry(profile, { databases, mcpTools: mcp?.tools ?? [], backend });
   } catch (error) {
     await mcp?.close();
     throw error;

@@ -6,6 +6,7 @@ import { globOverListing, listingArgv, parseListing } from './remote-glob.js';
 import type { Backend, ByteRange, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
 import { BackendUnavailableError } from './types.js';
 import { escapeName } from './names.js';
+import { shellQuote } from './shell-quote.js';
 
 const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 const STDERR_LIMIT_BYTES = 1024 * 1024;
@@ -73,10 +74,21 @@ function requireAbsolute(path: string): string {
  * the session, and deleted by dispose(). File metadata comes from GNU coreutils/findutils in
  * the sandbox (any Debian or Ubuntu image), file contents from the SDK's upload and download.
  */
+export interface DaytonaOptions {
+  /**
+   * The session's working directory: checked in the sandbox when it starts, since the sandbox
+   * has its own files (a directory of this machine is not there). When it is missing, the sandbox
+   * is deleted and every call fails with one line saying so.
+   */
+  workingDir?: string;
+}
+
 export class DaytonaBackend implements Backend {
   readonly name = 'daytona' as const;
   private sandbox: Promise<SandboxSurface> | undefined;
   private disposed = false;
+  /** Why the sandbox cannot serve this session (its working directory is not there). */
+  private refusal: BackendUnavailableError | undefined;
   private dirs: Promise<{ home: string; temp: string }> | undefined;
   private ripgrep: Promise<string | null> | undefined;
   private baseEnv: Promise<Record<string, string>> | undefined;
@@ -84,6 +96,7 @@ export class DaytonaBackend implements Backend {
   constructor(
     private readonly env: NodeJS.ProcessEnv = process.env,
     private readonly createSandbox: SandboxFactory = createSdkSandbox,
+    private readonly options: DaytonaOptions = {},
   ) {}
 
   /** Whether a sandbox was ever requested (for tests and diagnostics). */
@@ -93,14 +106,30 @@ export class DaytonaBackend implements Backend {
 
   private getSandbox(): Promise<SandboxSurface> {
     if (this.disposed) return Promise.reject(new BackendUnavailableError('the Daytona sandbox of this session has already been deleted'));
+    if (this.refusal) return Promise.reject(this.refusal);
     if (!this.sandbox) {
-      this.sandbox = (async () => this.createSandbox(sandboxSpecFromEnv(this.env)))();
+      this.sandbox = (async () => this.checkWorkingDir(await this.createSandbox(sandboxSpecFromEnv(this.env))))();
       // A failed creation is retried by the next call instead of being remembered forever.
       this.sandbox.catch(() => {
         this.sandbox = undefined;
       });
     }
     return this.sandbox;
+  }
+
+  /** The sandbox, once the working directory is known to be a directory there; else it is deleted. */
+  private async checkWorkingDir(sandbox: SandboxSurface): Promise<SandboxSurface> {
+    const dir = this.options.workingDir;
+    if (dir === undefined) return sandbox;
+    const path = shellQuote(dir);
+    const found = await sandbox.process.executeCommand(shCommandLine(`if [ -d ${path} ]; then echo directory; elif [ -e ${path} ]; then echo other; fi`));
+    const kind = found.result.trim();
+    if (found.exitCode === 0 && kind === 'directory') return sandbox;
+    this.refusal = new BackendUnavailableError(kind === 'other'
+      ? `working directory is not a directory in the Daytona sandbox: ${dir}`
+      : `working directory does not exist in the Daytona sandbox: ${dir} (the sandbox has its own files; give -w a directory that exists there)`);
+    await sandbox.delete(DELETE_TIMEOUT_SECONDS).catch(() => undefined);
+    throw this.refusal;
   }
 
   /** Deletes the sandbox (if one was created). Safe to call more than once. */
@@ -333,6 +362,6 @@ export class DaytonaBackend implements Backend {
   }
 }
 
-export function createDaytonaBackend(env: NodeJS.ProcessEnv = process.env, createSandbox?: SandboxFactory): DaytonaBackend {
-  return new DaytonaBackend(env, createSandbox);
+export function createDaytonaBackend(env: NodeJS.ProcessEnv = process.env, createSandbox?: SandboxFactory, options: DaytonaOptions = {}): DaytonaBackend {
+  return new DaytonaBackend(env, createSandbox, options);
 }

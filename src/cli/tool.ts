@@ -113,7 +113,6 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
     const result = await workspace.registry.run(options.name, args, {
       workingDir: workspace.workingDir,
       backend: workspace.backend,
-      profile: workspace.profile,
       signal: controller.signal,
     });
     process.off('SIGINT', onSigint);

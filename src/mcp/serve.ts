@@ -153,7 +153,6 @@ export function createQuarryMcpServer(workspace: Workspace, options: ServeOption
     const result = await workspace.registry.run(name, args, {
       workingDir: workspace.workingDir,
       backend: workspace.backend,
-      profile: workspace.profile,
       signal: extra.signal,
       ...(progressToken !== undefined
         ? {
@@ -200,7 +199,6 @@ export function createQuarryMcpServer(workspace: Workspace, options: ServeOption
     const result = await workspace.registry.run(entry.tool.name, { database: entry.alias, operation: 'list_tables' }, {
       workingDir: workspace.workingDir,
       backend: workspace.backend,
-      profile: workspace.profile,
       signal: extra.signal,
     });
     if (!result.ok) throw new McpError(ErrorCode.InternalError, result.output);

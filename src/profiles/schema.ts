@@ -1,5 +1,8 @@
 import { checkKnownKeys, checkYamlMapping } from '../config/yaml.js';
 import { ProfileError } from '../errors.js';
+import { MAX_BASH_TIMEOUT_SECONDS, SHELL_NETWORK_MODES, type ShellNetwork } from '../tools/bash/bash-options.js';
+import { QUERY_GUARD_ACTIONS, type QueryGuard } from '../tools/database/types.js';
+import { FILE_WRITE_MODES, type FileWriteMode } from '../tools/write-policy.js';
 
 /**
  * What a profile is and how one is checked. Validation is strict: an unknown key or a bad
@@ -7,20 +10,17 @@ import { ProfileError } from '../errors.js';
  */
 
 export const SHELL_MODES = ['restricted', 'unrestricted'] as const;
-export const FILE_WRITE_MODES = ['off', 'create-only', 'full'] as const;
 export const DATABASE_MODES = ['readonly', 'mutations'] as const;
 export const APPROVAL_MODES = ['all', 'dangerous', 'granular', 'none'] as const;
 export const BACKENDS = ['local', 'daytona'] as const;
-/** What the restricted shell's commands may reach over the network (README: the restricted shell). */
-export const SHELL_NETWORK_MODES = ['none', 'loopback', 'all'] as const;
-export const MAX_SHELL_TIMEOUT_SECONDS = 600;
+// The vocabularies the tools interpret are theirs; the profile names them.
+export { FILE_WRITE_MODES, QUERY_GUARD_ACTIONS, SHELL_NETWORK_MODES, type FileWriteMode, type QueryGuard, type ShellNetwork };
+export const MAX_SHELL_TIMEOUT_SECONDS = MAX_BASH_TIMEOUT_SECONDS;
 
 export type ShellMode = (typeof SHELL_MODES)[number];
-export type FileWriteMode = (typeof FILE_WRITE_MODES)[number];
 export type DatabaseMode = (typeof DATABASE_MODES)[number];
 export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 export type BackendName = (typeof BACKENDS)[number];
-export type ShellNetwork = (typeof SHELL_NETWORK_MODES)[number];
 
 export interface ApprovalPolicy {
   mode: ApprovalMode;
@@ -30,12 +30,6 @@ export interface ApprovalPolicy {
   patterns: string[];
 }
 
-/** README "Knowing the data": the plan's row estimate is checked before query and export_query. */
-export interface QueryGuard {
-  max_estimated_rows: number;
-  action: 'ask' | 'refuse';
-}
-export const QUERY_GUARD_ACTIONS = ['ask', 'refuse'] as const;
 const QUERY_GUARD_KEYS = ['max_estimated_rows', 'action'] as const;
 /** The guard a profile gets when it says nothing (readonly's). */
 export const DEFAULT_QUERY_GUARD: QueryGuard = { max_estimated_rows: 10_000_000, action: 'ask' };

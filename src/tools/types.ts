@@ -1,12 +1,11 @@
 import type { Backend } from '../backends/types.js';
-import type { Profile } from '../profiles/schema.js';
 import type { FileReadLedger } from './file-read-ledger.js';
 
 /** A JSON schema for a tool's arguments: always an object schema. */
 export interface ToolParameters {
   type: 'object';
   properties: Record<string, JsonSchema>;
-  required?: string[];
+  required?: readonly string[];
   additionalProperties?: boolean;
 }
 
@@ -19,12 +18,14 @@ export interface ToolResult {
   metadata: Record<string, unknown>;
 }
 
-/** Everything a tool may use; tools import nothing that touches the world. */
+/**
+ * What one call needs; tools import nothing that touches the world. What the profile decides
+ * (modes, limits, write roots) is given to each tool when the toolset builds it (src/agent/toolset.ts).
+ */
 export interface ToolContext {
   /** Absolute working directory: every relative path resolves against it. */
   workingDir: string;
   backend: Backend;
-  profile: Profile;
   signal: AbortSignal;
   /**
    * Present in agent sessions: files this session has read, for the read-before-write guard.

@@ -22,6 +22,10 @@ export const SENSITIVE_IN_HOME = [
 /** System directories. `/root` is sensitive unless it holds the working directory or a write root. */
 export const SENSITIVE_SYSTEM = ['/etc', '/usr', '/bin', '/sbin', '/boot', '/lib', '/lib64', '/proc', '/sys', '/dev'] as const;
 
+/** The profile's file_write modes (README "Writes"); the write and edit tools are built for one of them. */
+export const FILE_WRITE_MODES = ['off', 'create-only', 'full'] as const;
+export type FileWriteMode = (typeof FILE_WRITE_MODES)[number];
+
 export interface WriteTargetPolicy {
   workingDir: string;
   writeRoots: readonly string[];

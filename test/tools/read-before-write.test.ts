@@ -13,7 +13,7 @@ describe('read-before-write through read and grep', () => {
     const dir = makeTempDir();
     writeFileSync(join(dir, 'a.txt'), 'old a\n');
     writeFileSync(join(dir, 'b.txt'), 'old b\n');
-    const session = makeToolContext({ workingDir: dir, profile: 'developer', session: true });
+    const session = makeToolContext({ workingDir: dir, session: true });
 
     const blind = await registry.run('write', { path: 'a.txt', content: 'new a\n' }, session);
     expect(blind.ok).toBe(false);

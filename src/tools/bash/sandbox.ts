@@ -1,5 +1,5 @@
 import { probeBubblewrap, type BubblewrapSupport } from './bubblewrap-probe.js';
-import type { ShellNetwork } from '../../profiles/schema.js';
+import type { ShellNetwork } from './bash-options.js';
 
 /**
  * The restricted shell's OS layer (README "The restricted shell"), independent of the policy: allowed commands run

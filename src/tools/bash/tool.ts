@@ -1,4 +1,4 @@
-import { MAX_SHELL_TIMEOUT_SECONDS, type ShellNetwork } from '../../profiles/schema.js';
+import { MAX_BASH_TIMEOUT_SECONDS, type BashToolOptions, type ShellNetwork } from './bash-options.js';
 import { HeadTailBuffer } from './head-tail-buffer.js';
 import { formatBytes, isInside, resolveToolPath } from '../paths.js';
 import { decodeBytesVisibly } from '../../backends/names.js';
@@ -6,6 +6,7 @@ import { restrictedEnvironment, unrestrictedEnvironment } from './environment.js
 import { checkRestrictedCommand, staticRefusal, type PolicyEnvironment } from './policy/index.js';
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from './sandbox.js';
 import { success, failure, ToolError, type Tool, type ToolContext } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 /**
  * The bash tool (README "Tools", bash). Restricted mode (§11.1) runs a command only when the policy allows
@@ -15,17 +16,10 @@ import { success, failure, ToolError, type Tool, type ToolContext } from '../typ
  * and only the head and tail of the output kept in memory.
  */
 
-/** The longest a command may run, whatever the profile or the call asks. */
-export const MAX_BASH_TIMEOUT_SECONDS = MAX_SHELL_TIMEOUT_SECONDS;
+export { MAX_BASH_TIMEOUT_SECONDS, type BashToolOptions } from './bash-options.js';
 /** Output kept from the start and from the end of what a command prints; the middle is counted and dropped. */
 export const BASH_OUTPUT_HEAD_BYTES = 16 * 1024;
 export const BASH_OUTPUT_TAIL_BYTES = 16 * 1024;
-
-export interface BashArgs {
-  command: string;
-  working_dir?: string;
-  timeout?: number;
-}
 
 /** Run before a restricted command, on its line: stderr joins stdout, and file patterns never expand to names starting with "-" (which would be read as options). */
 const RESTRICTED_PRELUDE = "exec 2>&1; GLOBIGNORE='-*:*/-*'; shopt -u dotglob; ";
@@ -52,13 +46,13 @@ export function bashDescription(osLayerWanted = true): string {
   ].join('\n');
 }
 
-async function resolveWorkingDir(args: BashArgs, context: ToolContext): Promise<string> {
+async function resolveWorkingDir(args: BashArgs, context: ToolContext, restricted: boolean): Promise<string> {
   if (args.working_dir === undefined) return context.workingDir;
   const path = await resolveToolPath(context.backend, context.workingDir, args.working_dir);
   const found = await context.backend.stat(path);
   if (!found) throw new ToolError(`bash: working_dir ${args.working_dir} does not exist (resolved to ${path})`, 'not_found');
   if (found.type !== 'directory') throw new ToolError(`bash: working_dir ${args.working_dir} is not a directory`, 'not_a_directory');
-  if (context.profile.shell === 'restricted' && isInside('/proc', await context.backend.realpath(path))) {
+  if (restricted && isInside('/proc', await context.backend.realpath(path))) {
     throw new ToolError('bash: working_dir under /proc is refused in the restricted shell (process environments hold secrets)', 'refused');
   }
   return path;
@@ -109,40 +103,33 @@ export function policyEnvironment(backend: ToolContext['backend'], cwd: string, 
   };
 }
 
-export interface BashToolOptions {
-  /** Use the OS sandbox in restricted mode where the machine supports it (tests turn it off to check the policy alone). */
-  osLayer: boolean;
-}
+const BASH_PARAMETERS = toolParameters({
+  command: { type: 'string', minLength: 1, description: 'The bash command line to run.' },
+  working_dir: { type: 'string', description: "Directory to run in, relative to the session's working directory (default: the working directory)." },
+  timeout: { type: 'integer', minimum: 1, maximum: MAX_BASH_TIMEOUT_SECONDS, description: `Seconds before the command is killed (default: the profile's shell_timeout; at most ${MAX_BASH_TIMEOUT_SECONDS}).` },
+}, ['command']);
+export type BashArgs = ArgsOf<typeof BASH_PARAMETERS>;
 
-export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
-  return {
+export function createBashTool(options: BashToolOptions): Tool {
+  return defineTool({
   name: 'bash',
   get description() {
-    return bashDescription(options.osLayer);
+    return bashDescription(options.osSandbox);
   },
-  parameters: {
-    type: 'object',
-    properties: {
-      command: { type: 'string', minLength: 1, description: 'The bash command line to run.' },
-      working_dir: { type: 'string', description: "Directory to run in, relative to the session's working directory (default: the working directory)." },
-      timeout: { type: 'integer', minimum: 1, maximum: MAX_BASH_TIMEOUT_SECONDS, description: `Seconds before the command is killed (default: the profile's shell_timeout; at most ${MAX_BASH_TIMEOUT_SECONDS}).` },
-    },
-    required: ['command'],
-    additionalProperties: false,
-  },
+  parameters: BASH_PARAMETERS,
   readOnly: false,
   async run(args, context) {
-    const restricted = context.profile.shell === 'restricted';
+    const { restricted, network } = options;
     if (restricted) {
       // Refuse what needs no file system before touching the backend (or creating a sandbox).
-      const refusal = await staticRefusal(args.command, context.profile.shell_network);
+      const refusal = await staticRefusal(args.command, network);
       if (refusal) throw new ToolError(`bash: refused by the restricted shell: ${refusal}`, 'refused');
     }
-    const cwd = await resolveWorkingDir(args, context);
+    const cwd = await resolveWorkingDir(args, context, restricted);
     let argv = restricted ? restrictedArgv(args.command) : unrestrictedArgv(args.command);
     let sandboxed = false;
-    if (restricted && options.osLayer && context.backend.name === 'local') {
-      const wrapped = sandboxedArgv(argv, cwd, context.profile.shell_network);
+    if (restricted && options.osSandbox && context.backend.name === 'local') {
+      const wrapped = sandboxedArgv(argv, cwd, network);
       if (wrapped) { argv = wrapped; sandboxed = true; }
     }
     // The backend's own environment: a remote sandbox never receives this machine's variables.
@@ -150,10 +137,10 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const env = restricted ? restrictedEnvironment(baseEnv, sandboxed ? { TMPDIR: SANDBOX_TMPDIR } : {}) : unrestrictedEnvironment(baseEnv);
     if (restricted) {
       const physicalCwd = await context.backend.realpath(cwd);
-      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, context.profile.shell_network, sandboxed));
+      const decision = await checkRestrictedCommand(args.command, policyEnvironment(context.backend, physicalCwd, env, network, sandboxed));
       if (!decision.allowed) throw new ToolError(`bash: refused by the restricted shell: ${decision.reason}`, 'refused');
     }
-    const timeoutSeconds = Math.min(args.timeout ?? context.profile.shell_timeout, MAX_BASH_TIMEOUT_SECONDS);
+    const timeoutSeconds = Math.min(args.timeout ?? options.timeouts.defaultSeconds, MAX_BASH_TIMEOUT_SECONDS);
     const output = new HeadTailBuffer(BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES);
     const result = await context.backend.execFile(argv, {
       cwd,
@@ -173,7 +160,5 @@ export function createBashTool(options: BashToolOptions): Tool<BashArgs> {
     const metadata = { exit_code: exitCode, output_bytes: output.total, dropped_bytes: output.dropped, sandboxed, timed_out: result.timedOut };
     return result.timedOut || result.aborted ? failure(body, { ...metadata, error: result.timedOut ? 'timeout' : 'cancelled' }) : success(body, metadata);
   },
-  };
+  });
 }
-
-export const bashTool = createBashTool({ osLayer: true });

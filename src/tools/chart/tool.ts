@@ -1,16 +1,16 @@
 import { rm } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { LocalBackend } from '../../backends/local.js';
 import type { Backend } from '../../backends/types.js';
 import type { DatabaseConfig } from '../database/types.js';
 import { plural } from '../file-write-support.js';
 import { formatCount } from '../long-lines.js';
 import { displayPath, formatBytes, resolveToolPath, shownPath } from '../paths.js';
-import { success, ToolError, type Tool, type ToolContext } from '../types.js';
+import { success, ToolError, type ToolContext, type Tool } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
 import { csvData, MAX_CHART_CSV_BYTES, MAX_CHART_ROWS, queryData, type ChartData } from './data.js';
 import { renderChart } from './render.js';
-import { buildChart, CHART_HEIGHT, CHART_TYPES, CHART_WIDTH, MAX_CATEGORIES, MAX_SERIES, rangeText, type ChartType } from './spec.js';
+import { buildChart, CHART_HEIGHT, CHART_TYPES, CHART_WIDTH, MAX_CATEGORIES, MAX_SERIES, rangeText } from './spec.js';
 
 /**
  * The chart tool (README "chart"): a read-only query or a CSV file drawn as a Vega-Lite chart,
@@ -18,18 +18,6 @@ import { buildChart, CHART_HEIGHT, CHART_TYPES, CHART_WIDTH, MAX_CATEGORIES, MAX
  * rules: new files only, atomic, inside the working directory, the temporary directory or the
  * profile's write_roots, and the same approval as export_query.
  */
-
-export type ChartArgs = {
-  database?: string;
-  sql?: string;
-  csv_path?: string;
-  type?: ChartType;
-  x: string;
-  y?: string;
-  color?: string;
-  title?: string;
-  output_path: string;
-};
 
 const DESCRIPTION = `Draw a chart and write it as SVG and PNG (with its Vega-Lite specification, .vl.json, beside them).
 Data: "sql", one read-only statement on a configured database ("database" is the alias; optional when there is one), or "csv_path", a CSV file with a header row (e.g. an earlier export_query). At most ${formatCount(MAX_CHART_ROWS)} rows: aggregate in SQL first (GROUP BY, date buckets).
@@ -81,39 +69,47 @@ async function loadData(args: ChartArgs, configs: readonly DatabaseConfig[], bac
   return csvData(bytes.toString('utf8'), displayPath(context.workingDir, path));
 }
 
-export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartArgs> {
+/** What the toolset builds chart with (src/agent/toolset.ts). */
+export interface ChartToolOptions {
+  /** Extra directories where the files may go (the profile's write_roots). */
+  writeRoots: readonly string[];
+  /** Where the CSV is read and the files are written: this machine, as for exports, whatever the backend. */
+  exportFiles: Backend;
+}
+
+/** The schema; "database" only when databases are configured (an optional string to the handler either way). */
+function chartParameters(aliases: readonly string[]) {
+  return toolParameters({
+    ...((aliases.length ? { database: { type: 'string', enum: aliases, description: `Alias of the database for sql: ${aliases.join(', ')}` } } : {}) as { database?: { type: 'string' } }),
+    sql: { type: 'string', description: 'One read-only statement whose rows are drawn' },
+    csv_path: { type: 'string', description: 'A CSV file with a header row (instead of sql)' },
+    type: { type: 'string', enum: [...CHART_TYPES], description: 'Chart type (default: chosen from the column types)' },
+    x: { type: 'string', description: 'Column on the x axis' },
+    y: { type: 'string', description: 'Column on the y axis (none for a histogram, or to count rows)' },
+    color: { type: 'string', description: 'Column that splits the data into coloured series (heatmap: the value)' },
+    title: { type: 'string', description: 'Chart title' },
+    output_path: { type: 'string', description: 'New file NAME.png or NAME.svg; NAME.svg, NAME.png and NAME.vl.json are written' },
+  }, ['x', 'output_path']);
+}
+export type ChartArgs = ArgsOf<ReturnType<typeof chartParameters>>;
+
+export function createChartTool(configs: readonly DatabaseConfig[], options: ChartToolOptions): Tool {
   const aliases = configs.map((config) => config.alias);
-  return {
+  return defineTool({
     name: 'chart',
     description: DESCRIPTION,
-    parameters: {
-      type: 'object',
-      properties: {
-        ...(aliases.length ? { database: { type: 'string', enum: aliases, description: `Alias of the database for sql: ${aliases.join(', ')}` } } : {}),
-        sql: { type: 'string', description: 'One read-only statement whose rows are drawn' },
-        csv_path: { type: 'string', description: 'A CSV file with a header row (instead of sql)' },
-        type: { type: 'string', enum: [...CHART_TYPES], description: 'Chart type (default: chosen from the column types)' },
-        x: { type: 'string', description: 'Column on the x axis' },
-        y: { type: 'string', description: 'Column on the y axis (none for a histogram, or to count rows)' },
-        color: { type: 'string', description: 'Column that splits the data into coloured series (heatmap: the value)' },
-        title: { type: 'string', description: 'Chart title' },
-        output_path: { type: 'string', description: 'New file NAME.png or NAME.svg; NAME.svg, NAME.png and NAME.vl.json are written' },
-      },
-      required: ['x', 'output_path'],
-      additionalProperties: false,
-    },
+    parameters: chartParameters(aliases),
     // It writes files: approval and concurrency as for export_query.
     readOnly: false,
     async run(args, context) {
       const started = Date.now();
-      // Files are written on this machine, as exports are, whatever the backend.
-      const backend: Backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
+      const backend = options.exportFiles;
       const base = outputBase(args.output_path);
       // The targets are checked before any query runs (the final exclusive link stays the guard).
       const targets: Array<{ kind: string; path: string }> = [];
       for (const extension of ['.svg', '.png', '.vl.json']) {
         const requested = await resolveToolPath(backend, context.workingDir, `${base}${extension}`);
-        targets.push({ kind: extension, path: await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots }) });
+        targets.push({ kind: extension, path: await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: options.writeRoots }) });
       }
       const data = await loadData(args, configs, backend, context);
       if (data.rows.length === 0) throw new ToolError('chart: the data has no rows; nothing to draw', 'no_data');
@@ -159,5 +155,5 @@ export function createChartTool(configs: readonly DatabaseConfig[]): Tool<ChartA
         durationMs: Date.now() - started,
       });
     },
-  };
+  });
 }

@@ -1,7 +1,6 @@
-import { LocalBackend } from '../../backends/local.js';
-import type { Profile, QueryGuard } from '../../profiles/schema.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
-import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult } from '../types.js';
+import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult, type JsonSchema } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
 import { describeDatabase } from '../../config/databases.js';
 import { driverFor, takeTurn } from './connections.js';
@@ -10,14 +9,14 @@ import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, M
 import { estimateRows, explainStatement, GUARDED_ENGINES } from './catalog/explain.js';
 import { formatProfile, PROFILE_DEFAULT_COLUMNS, profileMarkdown, profileQuery, profileTable } from './catalog/profile.js';
 import { sampleRowsQuery, targetFor } from './catalog/sampling.js';
-import { addCatalogDetails, LIST_TABLES_LIMIT, listTables, SEARCH_LIMIT, SEARCH_OBJECTS, searchCatalog, type SearchObject } from './catalog/search.js';
+import { addCatalogDetails, LIST_TABLES_LIMIT, listTables, SEARCH_LIMIT, SEARCH_OBJECTS, searchCatalog } from './catalog/search.js';
 import { cutForDisplay } from './values.js';
 import { writeFileClearly } from '../file-write-support.js';
 import type { Backend } from '../../backends/types.js';
 import { scrubSecrets } from './secrets.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './sql/statement-check.js';
 import { checkDuckdbFileAccess } from './sql/duckdb-check.js';
-import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type RunOptions } from './types.js';
+import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type QueryGuard, type RunOptions } from './types.js';
 
 /**
  * The database tools (README "Databases"): one per engine with configured databases, all with the same
@@ -31,19 +30,6 @@ export type DatabaseOperation = (typeof DATABASE_OPERATIONS)[number];
 const STATEMENT_OPERATIONS: ReadonlySet<DatabaseOperation> = new Set(['query', 'export_query', 'explain', 'profile']);
 export const SAMPLE_DEFAULT_ROWS = 10;
 export const SAMPLE_MAX_ROWS = 100;
-
-export type DatabaseArgs = {
-  database?: string;
-  operation: DatabaseOperation;
-  sql?: string;
-  table_pattern?: string;
-  table_name?: string;
-  output_path?: string;
-  row_limit?: number;
-  pattern?: string;
-  object?: SearchObject;
-  columns?: string[];
-};
 
 const ENGINE_TITLES: Record<Engine, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB', oracle: 'Oracle', vertica: 'Vertica', duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)' };
 
@@ -66,12 +52,25 @@ Operations:
 ${mode}${guard && GUARDED_ENGINES.includes(engine) ? `\nQuery guard: before query and export_query the plan's row estimate is checked; a statement expected to read more than ${guard.max_estimated_rows.toLocaleString('en-US')} rows from one table is ${guard.action === 'ask' ? 'run only if the user approves' : 'refused'}. Filter on indexed columns, aggregate, or check with explain first.` : ''}`;
 }
 
-export function createDatabaseTool(engine: Engine, configs: readonly DatabaseConfig[], profile: Profile): Tool<DatabaseArgs> {
+/** What the toolset builds the database tools with, from the profile and the workspace (src/agent/toolset.ts). */
+export interface DatabaseToolOptions {
+  /** database: readonly: the statement check and a read-only transaction; false under mutations. */
+  readOnly: boolean;
+  /** The plan's row estimate checked before query and export_query (query_guard), or null when off. */
+  queryGuard: QueryGuard | null;
+  /** Seconds the profile operation may take in all (profile_budget_seconds). */
+  profileBudgetSeconds: number;
+  /** Extra directories where export files may go (write_roots). */
+  writeRoots: readonly string[];
+  /** Where export_query's CSV and profile's Markdown are written: this machine, whatever the backend (README "Daytona backend"). */
+  exportFiles: Backend;
+}
+
+export function createDatabaseTool(engine: Engine, configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool {
   if (configs.length === 0) throw new Error(`no ${engine} databases configured`);
-  const readOnly = profile.database !== 'mutations';
-  const guard = profile.query_guard;
+  const { readOnly, queryGuard: guard } = tool;
   const aliases = configs.map((config) => config.alias);
-  return {
+  return defineTool({
     name: engine,
     description: describeTool(engine, configs, readOnly, guard),
     parameters: databaseParameters(configs.length > 1, { type: 'string', enum: aliases, description: `Alias of the database: ${aliases.join(', ')}` }),
@@ -101,7 +100,7 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
       const timeout = AbortSignal.timeout(config.statementTimeoutMs);
       const options: RunOptions = { readOnly, signal: AbortSignal.any([context.signal, timeout]) };
       try {
-        const result = await runOperation(engine, config, options, args, sql, context, guard);
+        const result = await runOperation(engine, config, options, args, sql, context, tool);
         result.metadata = { database: config.alias, engine, operation: args.operation, durationMs: Date.now() - started, ...result.metadata };
         return result;
       } catch (error) {
@@ -113,28 +112,29 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
         endTurn();
       }
     },
-  };
+  });
 }
 
-function databaseParameters(several: boolean, database: ToolParameters['properties'][string]): ToolParameters {
-  return {
-    type: 'object',
-    properties: {
-      database,
-      operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
-      sql: { type: 'string', description: 'One SQL statement (query, export_query, explain; profile of a query\'s rows)' },
-      table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
-      table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
-      pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
-      object: { type: 'string', enum: [...SEARCH_OBJECTS], description: 'What search looks for: table (tables and views), column or any (default)' },
-      columns: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000, description: 'Columns to profile (default: the first 50)' },
-      output_path: { type: 'string', description: 'New file: the CSV of export_query, or the Markdown of profile (relative to the working directory)' },
-      row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT}) or sample (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS})` },
-    },
-    required: several ? ['database', 'operation'] : ['operation'],
-    additionalProperties: false,
-  };
+/**
+ * The schema, with "database" as given (the aliases, or any string for the build's validators). It
+ * is required when several databases are configured; to the handler it stays optional either way
+ * (pickDatabase answers a missing one).
+ */
+function databaseParameters(several: boolean, database: JsonSchema) {
+  return toolParameters({
+    database: database as { type: 'string' },
+    operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
+    sql: { type: 'string', description: 'One SQL statement (query, export_query, explain; profile of a query\'s rows)' },
+    table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
+    table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
+    pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
+    object: { type: 'string', enum: [...SEARCH_OBJECTS], description: 'What search looks for: table (tables and views), column or any (default)' },
+    columns: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000, description: 'Columns to profile (default: the first 50)' },
+    output_path: { type: 'string', description: 'New file: the CSV of export_query, or the Markdown of profile (relative to the working directory)' },
+    row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT}) or sample (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS})` },
+  }, (several ? ['database', 'operation'] : ['operation']) as readonly ['operation']);
 }
+export type DatabaseArgs = ArgsOf<ReturnType<typeof databaseParameters>>;
 
 /** The database tools' schema without their aliases: one of two shapes for every engine and configuration. */
 export function databaseValidationParameters(several: boolean): ToolParameters {
@@ -163,7 +163,8 @@ export function statementToRun(sql: string, engine: Engine, readOnly: boolean): 
   return sql.trim().replace(/;+\s*$/, '');
 }
 
-async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, sql: string, context: ToolContext, guard: QueryGuard | null): Promise<ToolResult> {
+async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, sql: string, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
+  const guard = tool.queryGuard;
   const driver = await driverFor(config, options.readOnly);
   await driver.connect(options.signal);
   if ((args.operation === 'query' || args.operation === 'export_query') && guard && GUARDED_ENGINES.includes(engine)) {
@@ -189,7 +190,7 @@ async function runOperation(engine: Engine, config: DatabaseConfig, options: Run
       return success(formatDescription(description), { columns: description.columns.length });
     }
     case 'export_query':
-      return exportQuery(driver, sql, requireArg(args, 'output_path'), options, context);
+      return exportQuery(driver, sql, requireArg(args, 'output_path'), options, context, tool);
     case 'search': {
       const found = await searchCatalog(engine, driver, requireArg(args, 'pattern'), args.object ?? 'any', options);
       return success(found.text, { matches: found.matches });
@@ -197,7 +198,7 @@ async function runOperation(engine: Engine, config: DatabaseConfig, options: Run
     case 'sample':
       return sampleTable(engine, driver, requireArg(args, 'table_name'), args.row_limit ?? SAMPLE_DEFAULT_ROWS, options);
     case 'profile':
-      return profileOperation(engine, driver, args, sql, options, context);
+      return profileOperation(engine, driver, args, sql, options, context, tool);
     case 'explain':
       return success(await explainStatement(engine, driver, sql, options), {});
   }
@@ -218,11 +219,11 @@ async function sampleTable(engine: Engine, driver: DatabaseDriver, table: string
 (${plural(shown.length, 'row')}: ${sample.method}${cut ? `; ${cut}` : ''})`, { rows: shown.length, sampled: sample.sampled, sql: sample.sql });
 }
 
-async function profileOperation(engine: Engine, driver: DatabaseDriver, args: DatabaseArgs, sql: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
+async function profileOperation(engine: Engine, driver: DatabaseDriver, args: DatabaseArgs, sql: string, options: RunOptions, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
   if ((args.table_name === undefined) === (args.sql === undefined)) throw new ToolError('operation profile needs exactly one of "table_name" or "sql"', 'invalid_arguments');
   // Checked before any work, so a refused path costs nothing.
-  const target = args.output_path !== undefined ? await createOnlyTarget(args.output_path, context) : null;
-  const input = { engine, driver, options, budgetSeconds: context.profile.profile_budget_seconds, ...(args.columns ? { columns: args.columns } : {}) };
+  const target = args.output_path !== undefined ? await createOnlyTarget(args.output_path, context, tool) : null;
+  const input = { engine, driver, options, budgetSeconds: tool.profileBudgetSeconds, ...(args.columns ? { columns: args.columns } : {}) };
   const result = args.sql !== undefined ? await profileQuery(input, sql) : await profileTable(input, await driver.describe(requireArg(args, 'table_name'), options));
   const metadata = { columns: result.columns.length, rows: result.rowsRead, sampled: result.sampled !== null };
   if (!target) return success(formatProfile(result), metadata);
@@ -237,10 +238,10 @@ The whole profile (${formatBytes(markdown.length)}) is in ${target.shown}.`, { .
  * checked by the create-only rules. Database tools run on this machine (README "Daytona
  * backend"), so the file is written here whatever the backend.
  */
-async function createOnlyTarget(outputPath: string, context: ToolContext): Promise<{ path: string; shown: string; backend: Backend }> {
-  const backend = context.backend.name === 'local' ? context.backend : new LocalBackend();
+async function createOnlyTarget(outputPath: string, context: ToolContext, tool: DatabaseToolOptions): Promise<{ path: string; shown: string; backend: Backend }> {
+  const backend = tool.exportFiles;
   const requested = await resolveToolPath(backend, context.workingDir, outputPath);
-  const path = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: context.profile.write_roots });
+  const path = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: tool.writeRoots });
   return { path, shown: shownPath(context.workingDir, requested), backend };
 }
 
@@ -264,8 +265,8 @@ async function checkQueryGuard(engine: Engine, driver: DatabaseDriver, sql: stri
   throw new ToolError(`refused by ${reason}; ${how}nothing was run. Narrow the statement (filter on indexed columns, aggregate, add LIMIT) and check it with operation explain`, 'query_guard');
 }
 
-async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext): Promise<ToolResult> {
-  const { path: target, shown } = await createOnlyTarget(outputPath, context);
+async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
+  const { path: target, shown } = await createOnlyTarget(outputPath, context, tool);
   const file = await CsvExportFile.create(target, { showProgress: process.stderr.isTTY === true, onProgress: context.onProgress });
   let summary;
   try {
@@ -296,8 +297,8 @@ export function toToolError(error: unknown, config: DatabaseConfig, signal: Abor
 }
 
 /** One tool per engine that has configured databases, in the order of ENGINES. */
-export function createDatabaseTools(configs: readonly DatabaseConfig[], profile: Profile): Tool<DatabaseArgs>[] {
+export function createDatabaseTools(configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool[] {
   return ENGINES.filter((engine) => configs.some((config) => config.engine === engine)).map((engine) =>
-    createDatabaseTool(engine, configs.filter((config) => config.engine === engine), profile),
+    createDatabaseTool(engine, configs.filter((config) => config.engine === engine), tool),
   );
 }

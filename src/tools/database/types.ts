@@ -4,6 +4,13 @@
 import type { DatabaseConfig, Engine } from '../../config/databases.js';
 export { ENGINES, type DatabaseConfig, type Engine } from '../../config/databases.js';
 
+/** The profile's query_guard (README "Knowing the data"): the plan's row estimate is checked before query and export_query. */
+export interface QueryGuard {
+  max_estimated_rows: number;
+  action: 'ask' | 'refuse';
+}
+export const QUERY_GUARD_ACTIONS = ['ask', 'refuse'] as const;
+
 /** A value as drivers hand it over: already exact (decimals, big integers and dates arrive as strings). */
 export type CellValue = string | number | bigint | boolean | Buffer | Date | null | undefined | object;
 

@@ -1,36 +1,30 @@
-import { success, failure, ToolError, type Tool } from '../types.js';
+import { success, failure, ToolError } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 /** "850 ms", "12.3 s". */
 function formatDuration(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-export interface DelegateArgs {
-  instruction: string;
-  full_context?: boolean;
-}
+const DELEGATE_PARAMETERS = toolParameters({
+  instruction: { type: 'string', minLength: 1, description: 'What the child should do and what it should answer with.' },
+  full_context: { type: 'boolean', description: 'Give the child this conversation so far. Default false.' },
+}, ['instruction']);
+export type DelegateArgs = ArgsOf<typeof DELEGATE_PARAMETERS>;
 
 /**
  * `delegate` (README "delegate"): a child agent for a focused subtask, with the parent's profile, model,
  * working directory, databases, backend and approvals. The session supplies the child runner
  * through the tool context; a child's registry has no delegate tool, so there is one level only.
  */
-export const delegateTool: Tool<DelegateArgs> = {
+export const delegateTool = defineTool({
   name: 'delegate',
   description:
     'Hand a focused subtask to a child agent with the same tools, profile, databases and working directory (but no ' +
     'delegate tool of its own). It starts with only your instruction, or with this conversation so far when ' +
     'full_context is true. Returns its final answer, status, token usage, duration and session id. Several ' +
     'delegate calls in one message run at the same time; use it for independent pieces of work.',
-  parameters: {
-    type: 'object',
-    properties: {
-      instruction: { type: 'string', minLength: 1, description: 'What the child should do and what it should answer with.' },
-      full_context: { type: 'boolean', description: 'Give the child this conversation so far. Default false.' },
-    },
-    required: ['instruction'],
-    additionalProperties: false,
-  },
+  parameters: DELEGATE_PARAMETERS,
   readOnly: false,
   concurrent: true,
   async run(args, context) {
@@ -54,4 +48,4 @@ export const delegateTool: Tool<DelegateArgs> = {
     const body = `${child.text.trim() || '(the child gave no answer)'}\n${footer}`;
     return child.status === 'completed' ? success(body, metadata) : failure(body, { ...metadata, error: `child_${child.status}` });
   },
-};
+});

@@ -4,20 +4,14 @@ import { applyReplacements, toLf, toTextFile, type TextFile, type ViewReplacemen
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { success, ToolError, type Tool, type ToolResult } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import type { FileWriteMode } from '../write-policy.js';
 
 /**
  * `edit {path, old_string, new_string, replace_all?}` (README "Writes"): replaces text in an existing
  * text file, keeping its line endings, BOM and indentation style. The match must be unique
  * unless replace_all: an ambiguous edit is refused, never applied to a guessed occurrence.
  */
-
-/** A type alias (not an interface) so that it is assignable to the registry's Record<string, unknown>. */
-export type EditArgs = {
-  path: string;
-  old_string: string;
-  new_string: string;
-  replace_all?: boolean;
-};
 
 /** Larger files are refused: an edit reads and rewrites the whole file in memory. */
 export const MAX_EDIT_FILE_BYTES = 10 * 1024 * 1024;
@@ -74,24 +68,32 @@ function landedLines(replacements: readonly ViewReplacement[], newView: string):
   });
 }
 
-export const editTool: Tool<EditArgs> = {
+/** What the toolset builds edit with (src/agent/toolset.ts, which offers edit only under file_write: full). */
+export interface EditToolOptions {
+  /** The profile's file_write: anything but full refuses every call (fails closed). */
+  mode: FileWriteMode;
+  /** The profile's name, for that refusal. */
+  profileName: string;
+}
+
+const EDIT_PARAMETERS = toolParameters({
+  path: { type: 'string', description: 'File to change, relative to the working directory or absolute.' },
+  old_string: { type: 'string', description: 'The text to replace, copied from the file (not empty).' },
+  new_string: { type: 'string', description: 'The replacement (may be empty to delete old_string).' },
+  replace_all: { type: 'boolean', description: 'Replace every occurrence instead of requiring exactly one (default false).' },
+}, ['path', 'old_string', 'new_string']);
+export type EditArgs = ArgsOf<typeof EDIT_PARAMETERS>;
+
+export function createEditTool(options: EditToolOptions): Tool {
+  const { mode, profileName } = options;
+  return defineTool({
   name: 'edit',
   description: DESCRIPTION,
-  parameters: {
-    type: 'object',
-    properties: {
-      path: { type: 'string', description: 'File to change, relative to the working directory or absolute.' },
-      old_string: { type: 'string', description: 'The text to replace, copied from the file (not empty).' },
-      new_string: { type: 'string', description: 'The replacement (may be empty to delete old_string).' },
-      replace_all: { type: 'boolean', description: 'Replace every occurrence instead of requiring exactly one (default false).' },
-    },
-    required: ['path', 'old_string', 'new_string'],
-    additionalProperties: false,
-  },
+  parameters: EDIT_PARAMETERS,
   readOnly: false,
   async run(args, context): Promise<ToolResult> {
-    if (context.profile.file_write !== 'full') {
-      throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${context.profile.name} has ${context.profile.file_write}`, 'refused');
+    if (mode !== 'full') {
+      throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${profileName} has ${mode}`, 'refused');
     }
     const oldText = toLf(args.old_string);
     const newText = toLf(args.new_string);
@@ -139,4 +141,5 @@ export const editTool: Tool<EditArgs> = {
       bytes: data.length,
     });
   },
-};
+  });
+}

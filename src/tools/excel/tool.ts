@@ -8,7 +8,8 @@ import type { ReadLimits } from './zip-archive.js';
 import { TEXT_WORKBOOK_LABELS, type TextWorkbookKind } from './errors.js';
 import { formatCount } from '../long-lines.js';
 import { resolveExistingPath } from '../existing-path.js';
-import { success, ToolError, type Tool, type ToolContext } from '../types.js';
+import { success, ToolError, type ToolContext } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 /** Rows shown by read_sheet when end_row is not given. */
 export const READ_EXCEL_DEFAULT_ROWS = 500;
@@ -19,17 +20,6 @@ const XLSX_EXTENSIONS = new Set(['.xlsx', '.xlsm', '.xltx', '.xltm']);
 const TEXT_TABLE_EXTENSIONS = new Set(['.csv', '.tsv', '.txt']);
 const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 const OLE2_SIGNATURE = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
-
-// A type alias, not an interface: it must be assignable to the registry's Record<string, unknown>.
-export type ReadExcelArgs = {
-  path: string;
-  action: 'list_sheets' | 'get_info' | 'read_sheet';
-  sheet?: string;
-  start_row?: number;
-  end_row?: number;
-  start_column?: string;
-  show_hidden?: boolean;
-};
 
 function checkExtension(path: string, shown: string): void {
   const extension = extname(path).toLowerCase();
@@ -153,7 +143,18 @@ async function getInfo(workbook: OpenWorkbook, args: ReadExcelArgs) {
   return { text: blocks.join('\n'), metadata: { sheets: sheets.length } };
 }
 
-export const readExcelTool: Tool<ReadExcelArgs> = {
+const READ_EXCEL_PARAMETERS = toolParameters({
+  path: { type: 'string', description: 'Workbook path; relative paths resolve against the working directory.' },
+  action: { type: 'string', enum: ['list_sheets', 'get_info', 'read_sheet'], description: 'What to do.' },
+  sheet: { type: 'string', description: 'Sheet name or 1-based index (read_sheet, get_info). Default for read_sheet: the first visible sheet.' },
+  start_row: { type: 'integer', minimum: 1, description: 'First row to show (1-based, as numbered in Excel). Default 1.' },
+  end_row: { type: 'integer', minimum: 1, description: `Last row to show (inclusive). Default start_row + ${READ_EXCEL_DEFAULT_ROWS - 1}.` },
+  start_column: { type: 'string', description: `First column to show (read_sheet): letters as in Excel ("AY") or a 1-based number. Default A. At most ${MAX_COLUMNS} columns are shown from it.` },
+  show_hidden: { type: 'boolean', description: `Show hidden rows and columns, marked ${HIDDEN_MARK}. Default false.` },
+}, ['path', 'action']);
+export type ReadExcelArgs = ArgsOf<typeof READ_EXCEL_PARAMETERS>;
+
+export const readExcelTool = defineTool({
   name: 'read_excel',
   description:
     'Read an Excel workbook (.xlsx, .xlsm or legacy .xls). Actions: list_sheets (names, visibility, used range; chart and dialog sheets are listed and have no cells); ' +
@@ -165,20 +166,7 @@ export const readExcelTool: Tool<ReadExcelArgs> = {
     '(a formula saved without one shows as =FORMULA [formula, no cached value], counted in the footer), errors such as #DIV/0! as written, ' +
     `merged cells' value in their top-left cell. Hidden rows and columns are skipped and counted in the footer; show_hidden=true shows them marked ${HIDDEN_MARK}. ` +
     'The footer gives the sheet\'s row count and the start_row to read on. Large .xlsx files are streamed: reading the first rows is fast. For .csv use read.',
-  parameters: {
-    type: 'object',
-    properties: {
-      path: { type: 'string', description: 'Workbook path; relative paths resolve against the working directory.' },
-      action: { type: 'string', enum: ['list_sheets', 'get_info', 'read_sheet'], description: 'What to do.' },
-      sheet: { type: 'string', description: 'Sheet name or 1-based index (read_sheet, get_info). Default for read_sheet: the first visible sheet.' },
-      start_row: { type: 'integer', minimum: 1, description: 'First row to show (1-based, as numbered in Excel). Default 1.' },
-      end_row: { type: 'integer', minimum: 1, description: `Last row to show (inclusive). Default start_row + ${READ_EXCEL_DEFAULT_ROWS - 1}.` },
-      start_column: { type: 'string', description: `First column to show (read_sheet): letters as in Excel ("AY") or a 1-based number. Default A. At most ${MAX_COLUMNS} columns are shown from it.` },
-      show_hidden: { type: 'boolean', description: `Show hidden rows and columns, marked ${HIDDEN_MARK}. Default false.` },
-    },
-    required: ['path', 'action'],
-    additionalProperties: false,
-  },
+  parameters: READ_EXCEL_PARAMETERS,
   readOnly: true,
   async run(args, context) {
     const { path, shown, stat } = await resolveExistingPath(context, args.path);
@@ -199,4 +187,4 @@ export const readExcelTool: Tool<ReadExcelArgs> = {
       throw error;
     }
   },
-};
+});

@@ -2,34 +2,27 @@ import { isAbsolute, resolve } from 'node:path';
 import { countOf, formatCount } from '../long-lines.js';
 import { resolveExistingPath } from '../existing-path.js';
 import { displayPath, SKIPPED_DIRECTORIES } from '../paths.js';
-import { success, ToolError, type Tool } from '../types.js';
+import { success, ToolError } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 export const GLOB_DEFAULT_MAX_RESULTS = 100;
 export const GLOB_MAX_RESULTS_LIMIT = 1000;
 
-export interface GlobArgs {
-  pattern: string;
-  path?: string;
-  max_results?: number;
-}
+const GLOB_PARAMETERS = toolParameters({
+  pattern: { type: 'string', minLength: 1, description: 'Glob relative to path, e.g. "**/*.sql".' },
+  path: { type: 'string', description: 'Directory to search from; default: the working directory.' },
+  max_results: { type: 'integer', minimum: 1, maximum: GLOB_MAX_RESULTS_LIMIT, default: GLOB_DEFAULT_MAX_RESULTS, description: `Most paths to return. Default ${GLOB_DEFAULT_MAX_RESULTS}.` },
+}, ['pattern']);
+export type GlobArgs = ArgsOf<typeof GLOB_PARAMETERS>;
 
-export const globTool: Tool<GlobArgs> = {
+export const globTool = defineTool({
   name: 'glob',
   description:
     'Find files by name with a glob pattern, relative to path (default: the working directory): "*.csv" matches ' +
     'only at the top, "**/*.csv" at any depth, "src/**/*.{ts,tsx}" under src. Hidden files included; never descends ' +
     `into ${SKIPPED_DIRECTORIES.join(', ')}. Lists files only, sorted by path; at most max_results (default ` +
     `${GLOB_DEFAULT_MAX_RESULTS}, at most ${GLOB_MAX_RESULTS_LIMIT}), saying how many matched when cut.`,
-  parameters: {
-    type: 'object',
-    properties: {
-      pattern: { type: 'string', minLength: 1, description: 'Glob relative to path, e.g. "**/*.sql".' },
-      path: { type: 'string', description: 'Directory to search from; default: the working directory.' },
-      max_results: { type: 'integer', minimum: 1, maximum: GLOB_MAX_RESULTS_LIMIT, default: GLOB_DEFAULT_MAX_RESULTS, description: `Most paths to return. Default ${GLOB_DEFAULT_MAX_RESULTS}.` },
-    },
-    required: ['pattern'],
-    additionalProperties: false,
-  },
+  parameters: GLOB_PARAMETERS,
   readOnly: true,
   async run(args, context) {
     const { backend, workingDir } = context;
@@ -55,4 +48,4 @@ export const globTool: Tool<GlobArgs> = {
     }
     return success(lines.join('\n'), { ...metadata, moreHint: 'narrow the pattern or path, or lower max_results' });
   },
-};
+});

@@ -3,19 +3,13 @@ import type { Backend, DirEntry, FileStat } from '../../backends/types.js';
 import { countOf, formatCount } from '../long-lines.js';
 import { resolveExistingPath } from '../existing-path.js';
 import { formatBytes, SKIPPED_DIRECTORIES } from '../paths.js';
-import { success, type Tool } from '../types.js';
+import { success } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 /** Entries shown by one list call, all levels together. */
 export const LIST_MAX_ENTRIES = 200;
 export const LIST_DEFAULT_MAX_DEPTH = 3;
 export const LIST_MAX_DEPTH_LIMIT = 10;
-
-export interface ListArgs {
-  path: string;
-  show_hidden?: boolean;
-  recursive?: boolean;
-  max_depth?: number;
-}
 
 const TYPE_CHAR: Record<FileStat['type'], string> = { file: '-', directory: 'd', symlink: 'l', other: '?' };
 
@@ -169,24 +163,22 @@ function emptyDirectory(shown: string, hidden: number) {
   return success(`${shown} is empty${apart}`, { entries: 0, hidden });
 }
 
-export const listTool: Tool<ListArgs> = {
+const LIST_PARAMETERS = toolParameters({
+  path: { type: 'string', description: 'Directory (or file) to list; "." for the working directory.' },
+  show_hidden: { type: 'boolean', description: 'Include entries whose name starts with ".". Default false.' },
+  recursive: { type: 'boolean', description: 'Show a tree of subdirectories. Default false.' },
+  max_depth: { type: 'integer', minimum: 1, maximum: LIST_MAX_DEPTH_LIMIT, default: LIST_DEFAULT_MAX_DEPTH, description: `Levels shown with recursive. Default ${LIST_DEFAULT_MAX_DEPTH}.` },
+}, ['path']);
+export type ListArgs = ArgsOf<typeof LIST_PARAMETERS>;
+
+export const listTool = defineTool({
   name: 'list',
   description:
     'List a directory like ls -l: mode, size, modification time (UTC) and name (directories end with "/"). ' +
     `With recursive=true, a tree down to max_depth levels (default ${LIST_DEFAULT_MAX_DEPTH}, at most ${LIST_MAX_DEPTH_LIMIT}); ` +
     `${SKIPPED_DIRECTORIES.join(', ')} are shown but not expanded. At most ${LIST_MAX_ENTRIES} entries in total, upper levels first, ` +
     'with a count of what was left out. Hidden entries (names starting with ".") only with show_hidden=true.',
-  parameters: {
-    type: 'object',
-    properties: {
-      path: { type: 'string', description: 'Directory (or file) to list; "." for the working directory.' },
-      show_hidden: { type: 'boolean', description: 'Include entries whose name starts with ".". Default false.' },
-      recursive: { type: 'boolean', description: 'Show a tree of subdirectories. Default false.' },
-      max_depth: { type: 'integer', minimum: 1, maximum: LIST_MAX_DEPTH_LIMIT, default: LIST_DEFAULT_MAX_DEPTH, description: `Levels shown with recursive. Default ${LIST_DEFAULT_MAX_DEPTH}.` },
-    },
-    required: ['path'],
-    additionalProperties: false,
-  },
+  parameters: LIST_PARAMETERS,
   readOnly: true,
   async run(args, context) {
     const { backend } = context;
@@ -208,4 +200,4 @@ export const listTool: Tool<ListArgs> = {
     const totals = { shown: listing.shown.length, notShown: listing.notShown, hidden: listing.hidden };
     return success([...rows, footer(totals, maxDepth)].join('\n'), { entries: totals.shown, notShown: totals.notShown, hidden: totals.hidden, truncated: totals.notShown > 0 });
   },
-};
+});

@@ -5,7 +5,8 @@ import { formatCount, MAX_LINE_CHARS, showLine } from '../long-lines.js';
 import { resolveExistingPath } from '../existing-path.js';
 import { formatBytes } from '../paths.js';
 import { MAX_TOOL_OUTPUT_BYTES, sanitizeOutput } from '../sanitize.js';
-import { success, ToolError, type Tool } from '../types.js';
+import { success, ToolError } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 /** Lines shown by one read call (the default and the most). */
 export const READ_MAX_LINES = 500;
@@ -20,12 +21,6 @@ const BINARY_SUSPICIOUS_SHARE = 0.3;
  */
 export const READ_COUNT_LIMIT_BYTES = 16 * 1024 * 1024;
 const SPREADSHEET_EXTENSIONS = new Set(['.xlsx', '.xlsm', '.xls']);
-
-export interface ReadArgs {
-  path: string;
-  start_line?: number;
-  end_line?: number;
-}
 
 /** NUL bytes, or mostly undecodable bytes and control characters, mean "not text". */
 export function looksBinary(sample: Buffer): boolean {
@@ -118,7 +113,14 @@ function hintPastOutputCap(body: string[], lines: ScannedLine[], total: number, 
   return `call read with start_line=${lastWhole + 1} to go on (the file has ${partial ? 'at least ' : ''}${formatCount(total)} lines)`;
 }
 
-export const readTool: Tool<ReadArgs> = {
+const READ_PARAMETERS = toolParameters({
+  path: { type: 'string', description: 'File to read; relative paths resolve against the working directory.' },
+  start_line: { type: 'integer', minimum: 1, description: 'First line to show (1-based). Default 1.' },
+  end_line: { type: 'integer', minimum: 1, description: `Last line to show (inclusive). Default: start_line + ${READ_MAX_LINES - 1}.` },
+}, ['path']);
+export type ReadArgs = ArgsOf<typeof READ_PARAMETERS>;
+
+export const readTool = defineTool({
   name: 'read',
   description:
     `Read a text file with line numbers (like cat -n). Shows at most ${READ_MAX_LINES} lines per call, from start_line ` +
@@ -126,16 +128,7 @@ export const readTool: Tool<ReadArgs> = {
     `The footer gives the total line count (counted through the first ${READ_COUNT_LIMIT_BYTES / 1024 / 1024} MiB or to the last line shown, whichever is further; ` +
     'beyond that a lower bound and an estimate) and the start_line to read on. Binary files are refused ' +
     '(inspect them with bash: file, xxd | head); for .xlsx/.xlsm/.xls use read_excel; for directories use list.',
-  parameters: {
-    type: 'object',
-    properties: {
-      path: { type: 'string', description: 'File to read; relative paths resolve against the working directory.' },
-      start_line: { type: 'integer', minimum: 1, description: 'First line to show (1-based). Default 1.' },
-      end_line: { type: 'integer', minimum: 1, description: `Last line to show (inclusive). Default: start_line + ${READ_MAX_LINES - 1}.` },
-    },
-    required: ['path'],
-    additionalProperties: false,
-  },
+  parameters: READ_PARAMETERS,
   readOnly: true,
   async run(args, context) {
     const { backend } = context;
@@ -182,4 +175,4 @@ export const readTool: Tool<ReadArgs> = {
       moreHint: hintPastOutputCap(body, scanner.lines, total, partial !== undefined),
     });
   },
-};
+});

@@ -5,21 +5,13 @@ import { countOf, formatCount, MAX_LINE_CHARS, showLine } from '../long-lines.js
 import { displayPath, SKIPPED_DIRECTORIES } from '../paths.js';
 import { resolveExistingPath } from '../existing-path.js';
 import { decodeBytesVisibly, escapeName, hasNameEscapes, unescapeName } from '../../backends/names.js';
-import { failure, success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
+import { failure, success, ToolError, type ToolContext, type ToolResult } from '../types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 export const GREP_DEFAULT_MAX_MATCHES = 100;
 export const GREP_MAX_MATCHES_LIMIT = 1000;
 export const GREP_MAX_CONTEXT_LINES = 10;
 export const GREP_TIMEOUT_MS = 30_000;
-
-export interface GrepArgs {
-  pattern: string;
-  path?: string;
-  glob?: string;
-  ignore_case?: boolean;
-  context_lines?: number;
-  max_matches?: number;
-}
 
 type Engine = 'ripgrep' | 'grep';
 
@@ -225,7 +217,17 @@ function searchFailure({ engine, result, parser }: EngineRun, matches: number, s
   return null;
 }
 
-export const grepTool: Tool<GrepArgs> = {
+const GREP_PARAMETERS = toolParameters({
+  pattern: { type: 'string', minLength: 1, description: 'Regular expression to search for (one line).' },
+  path: { type: 'string', description: 'Directory or file to search; default: the working directory.' },
+  glob: { type: 'string', description: 'Only files whose name matches, e.g. "*.py" or "*.{ts,tsx}"; a leading "!" excludes instead.' },
+  ignore_case: { type: 'boolean', description: 'Case-insensitive search. Default false.' },
+  context_lines: { type: 'integer', minimum: 0, maximum: GREP_MAX_CONTEXT_LINES, description: `Lines of context before and after each match (at most ${GREP_MAX_CONTEXT_LINES}). Default 0.` },
+  max_matches: { type: 'integer', minimum: 1, maximum: GREP_MAX_MATCHES_LIMIT, default: GREP_DEFAULT_MAX_MATCHES, description: `Stop after this many matching lines. Default ${GREP_DEFAULT_MAX_MATCHES}.` },
+}, ['pattern']);
+export type GrepArgs = ArgsOf<typeof GREP_PARAMETERS>;
+
+export const grepTool = defineTool({
   name: 'grep',
   description:
     'Search file contents with a regular expression (ripgrep syntax: Perl-like classes such as \\d \\w \\s, no look-around ' +
@@ -234,19 +236,7 @@ export const grepTool: Tool<GrepArgs> = {
     `and PATH-LINE-TEXT for context lines, files in sorted order. Stops after max_matches matching lines (default ` +
     `${GREP_DEFAULT_MAX_MATCHES}, at most ${GREP_MAX_MATCHES_LIMIT}) and says when more exist; lines longer than ` +
     `${MAX_LINE_CHARS} characters are cut; the search is stopped after ${GREP_TIMEOUT_MS / 1000} s.`,
-  parameters: {
-    type: 'object',
-    properties: {
-      pattern: { type: 'string', minLength: 1, description: 'Regular expression to search for (one line).' },
-      path: { type: 'string', description: 'Directory or file to search; default: the working directory.' },
-      glob: { type: 'string', description: 'Only files whose name matches, e.g. "*.py" or "*.{ts,tsx}"; a leading "!" excludes instead.' },
-      ignore_case: { type: 'boolean', description: 'Case-insensitive search. Default false.' },
-      context_lines: { type: 'integer', minimum: 0, maximum: GREP_MAX_CONTEXT_LINES, description: `Lines of context before and after each match (at most ${GREP_MAX_CONTEXT_LINES}). Default 0.` },
-      max_matches: { type: 'integer', minimum: 1, maximum: GREP_MAX_MATCHES_LIMIT, default: GREP_DEFAULT_MAX_MATCHES, description: `Stop after this many matching lines. Default ${GREP_DEFAULT_MAX_MATCHES}.` },
-    },
-    required: ['pattern'],
-    additionalProperties: false,
-  },
+  parameters: GREP_PARAMETERS,
   readOnly: true,
   async run(args, context) {
     if (/[\n\r]/.test(args.pattern)) throw new ToolError('pattern must be a single line: grep matches one line at a time', 'bad_pattern');
@@ -289,7 +279,7 @@ export const grepTool: Tool<GrepArgs> = {
       moreHint: 'narrow the pattern, path or glob, or lower max_matches',
     });
   },
-};
+});
 
 /**
  * A search stopped by the time limit found nothing in the part it read; that is not "no matches".

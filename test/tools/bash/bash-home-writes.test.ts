@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { bashToolOptions } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
@@ -75,8 +76,8 @@ afterAll(() => {
 async function run(command: string, osLayer: boolean): Promise<string> {
   const profile = { ...loadProfile('readonly'), shell_network: 'all' as const };
   const registry = new ToolRegistry();
-  registry.register(createBashTool({ osLayer }) as unknown as Tool);
-  const result = await registry.run('bash', { command }, makeToolContext({ workingDir: home, profile }));
+  registry.register(createBashTool({ ...bashToolOptions(profile), osSandbox: osLayer }) as unknown as Tool);
+  const result = await registry.run('bash', { command }, makeToolContext({ workingDir: home }));
   expect(result.ok, result.output).toBe(true);
   return (JSON.parse(result.output) as { output: string }).output;
 }

@@ -43,7 +43,7 @@ function profile(network: ShellNetwork): Profile {
 
 async function run(network: ShellNetwork, command: string): Promise<{ ok: boolean; text: string }> {
   const p = profile(network);
-  const result = await buildToolRegistry(p).run('bash', { command }, makeToolContext({ workingDir: bin, profile: p }));
+  const result = await buildToolRegistry(p).run('bash', { command }, makeToolContext({ workingDir: bin }));
   return { ok: result.ok, text: result.ok ? (JSON.parse(result.output) as { output: string }).output : result.output };
 }
 

@@ -3,6 +3,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bubblewrapCandidates } from '../../../src/tools/bash/bubblewrap-probe.js';
+import { bashToolOptions } from '../../../src/agent/toolset.js';
+import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import type { Tool } from '../../../src/tools/types.js';
@@ -67,7 +69,7 @@ afterAll(() => {
 
 function policyOnly(): ToolRegistry {
   const registry = new ToolRegistry();
-  registry.register(createBashTool({ osLayer: false }) as unknown as Tool);
+  registry.register(createBashTool({ ...bashToolOptions(loadProfile('readonly')), osSandbox: false }) as unknown as Tool);
   return registry;
 }
 
@@ -130,7 +132,7 @@ describe('finding and turning off bubblewrap', () => {
   });
 
   test('QUARRY_NO_BWRAP=1 turns the OS layer off, and the tool says so', () => {
-    const script = "const { bubblewrapSupport } = await import('./dist/tools/bash/sandbox.js'); const { createBashTool } = await import('./dist/tools/bash/tool.js'); console.log(JSON.stringify({ support: bubblewrapSupport(), description: createBashTool({ osLayer: true }).description }));";
+    const script = "const { bubblewrapSupport } = await import('./dist/tools/bash/sandbox.js'); const { allBuiltinTools } = await import('./dist/agent/toolset.js'); console.log(JSON.stringify({ support: bubblewrapSupport(), description: allBuiltinTools().find((tool) => tool.name === 'bash').description }));";
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, QUARRY_NO_BWRAP: '1' }, encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(0);
     const { support, description } = JSON.parse(run.stdout) as { support: { path: string | null; reason: string }; description: string };

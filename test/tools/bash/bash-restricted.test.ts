@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LocalBackend } from '../../../src/backends/local.js';
-import { buildToolRegistry } from '../../../src/agent/toolset.js';
+import { bashToolOptions, buildToolRegistry } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
@@ -68,7 +68,7 @@ const layers = [
     name: 'with the policy layer only',
     registry: () => {
       const registry = new ToolRegistry();
-      registry.register(createBashTool({ osLayer: false }) as unknown as Tool);
+      registry.register(createBashTool({ ...bashToolOptions(loadProfile('readonly')), osSandbox: false }) as unknown as Tool);
       return registry;
     },
   },
@@ -78,7 +78,7 @@ test.skipIf(!bwrap.path)(`bubblewrap works on this machine (the OS layer is acti
   expect(bubblewrapSupport()).toMatchObject({ reason: '' });
   expect(bubblewrapSupport().path).toMatch(/bwrap$/);
   expect(buildToolRegistry(loadProfile('readonly')).get('bash')?.description).toContain('OS layer active');
-  expect(createBashTool({ osLayer: false }).description).toContain('OS layer NOT active');
+  expect(createBashTool({ ...bashToolOptions(loadProfile('readonly')), osSandbox: false }).description).toContain('OS layer NOT active');
 });
 
 describe.each(layers)('restricted bash $name', ({ registry: makeRegistry }) => {

@@ -15,7 +15,7 @@ const readonly = loadProfile('readonly');
 
 async function runBash(profile: typeof developer, args: Record<string, unknown>, workingDir = makeTempDir(), signal?: AbortSignal) {
   const registry = buildToolRegistry(profile);
-  const result = await registry.run('bash', args, makeToolContext({ workingDir, profile, ...(signal ? { signal } : {}) }));
+  const result = await registry.run('bash', args, makeToolContext({ workingDir, ...(signal ? { signal } : {}) }));
   return { ...result, parsed: JSON.parse(result.output) as BashOutput };
 }
 
@@ -98,7 +98,7 @@ describe('bash tool', () => {
 
   test('the timeout argument is capped by the schema at 600 s', async () => {
     const registry = buildToolRegistry(developer);
-    const result = await registry.run('bash', { command: 'true', timeout: 601 }, makeToolContext({ workingDir: makeTempDir(), profile: developer }));
+    const result = await registry.run('bash', { command: 'true', timeout: 601 }, makeToolContext({ workingDir: makeTempDir() }));
     expect(result.ok).toBe(false);
     expect(result.output).toMatch(/timeout/);
   });

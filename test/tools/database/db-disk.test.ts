@@ -11,7 +11,9 @@ import { PostgresDriver } from '../../../src/tools/database/drivers/postgres.js'
 import { SqliteDriver } from '../../../src/tools/database/drivers/sqlite.js';
 import type { DatabaseDriver } from '../../../src/tools/database/types.js';
 import { KEPT_VALUE_CHARS } from '../../../src/tools/database/values.js';
-import { writeTool } from '../../../src/tools/files/write.js';
+import { writeToolOptions } from '../../../src/agent/toolset.js';
+import { loadProfile } from '../../../src/profiles/load.js';
+import { createWriteTool } from '../../../src/tools/files/write.js';
 import { collect, spawnCli } from '../../support/agent-cli.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 import { configsFor, requireEnv } from './helpers.js';
@@ -102,8 +104,8 @@ describe('a full disk', () => {
 
   test('write: a file that does not fit says no file was changed and leaves no temporary file', async (context) => {
     if (!mounted) context.skip('mounting a tmpfs needs root; this machine refused it');
-    const toolContext = makeToolContext({ workingDir: full, profile: 'developer' });
-    await expect(writeTool.run({ path: 'huge.txt', content: 'x'.repeat(5_000_000) }, toolContext)).rejects.toThrow(/no space left on device; no file was changed/);
+    const toolContext = makeToolContext({ workingDir: full });
+    await expect(createWriteTool(writeToolOptions(loadProfile('developer'))).run({ path: 'huge.txt', content: 'x'.repeat(5_000_000) }, toolContext)).rejects.toThrow(/no space left on device; no file was changed/);
     expect(readdirSync(full)).toEqual([]);
   });
 });

@@ -32,7 +32,7 @@ const TABLES = 20_000;
 
 function runnerFor(databases: DatabaseConfig[], profile: Profile, extra: Partial<ToolContext> = {}) {
   const registry = buildToolRegistry(profile, { databases });
-  return (tool: string, args: Record<string, unknown>) => registry.run(tool, args, { ...makeToolContext({ workingDir: dir, profile }), ...extra });
+  return (tool: string, args: Record<string, unknown>) => registry.run(tool, args, { ...makeToolContext({ workingDir: dir }), ...extra });
 }
 
 /** A driver whose catalog() statements are counted. */

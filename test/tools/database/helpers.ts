@@ -26,7 +26,7 @@ export function makeRunner(databases: DatabaseConfig[], workingDir: string, prof
   return {
     registry,
     run: (tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolCallResult> =>
-      registry.run(tool, args, makeToolContext({ workingDir, profile, ...(signal ? { signal } : {}) })),
+      registry.run(tool, args, makeToolContext({ workingDir, ...(signal ? { signal } : {}) })),
   };
 }
 

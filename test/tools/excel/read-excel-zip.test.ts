@@ -120,6 +120,7 @@ describe('read_excel reads only what it needs of a large workbook', () => {
   it('on daytona: the same output from a few range reads in the sandbox, not a download of the file', async () => {
     const fake = fakeDaytona();
     const backend = createDaytonaBackend(fake.env, fake.factory);
+    fake.mirror(dir);
     try {
       const args = { path: 'stored.xlsx', action: 'read_sheet', end_row: 3 };
       const remote = await run(args, backend);

@@ -35,6 +35,8 @@ beforeAll(() => {
   put('blob.bin', Buffer.from([0x6e, 0x65, 0x65, 0x64, 0x6c, 0x65, 0, 1, 2]));
   put('node_modules/pkg/index.js', 'needle skipped\n');
   put('long.txt', Array.from({ length: 700 }, (_, i) => `row ${i + 1}`).join('\n'));
+  // The same tree at the same path in the sandbox, whose files are its own.
+  fake.mirror(dir);
 });
 
 afterAll(async () => {

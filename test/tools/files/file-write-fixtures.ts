@@ -1,12 +1,13 @@
 import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { editToolOptions, writeToolOptions } from '../../../src/agent/toolset.js';
 import { LocalBackend } from '../../../src/backends/local.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import type { FileWriteMode, Profile } from '../../../src/profiles/schema.js';
-import { editTool } from '../../../src/tools/edit/tool.js';
+import { createEditTool } from '../../../src/tools/edit/tool.js';
 import { ToolRegistry, type ToolCallResult } from '../../../src/tools/registry.js';
 import type { ToolContext } from '../../../src/tools/types.js';
-import { writeTool } from '../../../src/tools/files/write.js';
+import { createWriteTool } from '../../../src/tools/files/write.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 
 /** A local backend whose home and temporary directories are test folders. */
@@ -51,14 +52,17 @@ export interface Harness {
   call(name: 'write' | 'edit', args: Record<string, unknown>): Promise<ToolCallResult>;
 }
 
-/** The real registry with write and edit; `session` gives the context a read ledger (agent sessions). */
+/**
+ * The real registry with write and edit, both built for the mode (also where the toolset would not
+ * offer them, to show they fail closed); `session` gives the context a read ledger (agent sessions).
+ */
 export function harness(world: World, options: { mode: FileWriteMode; session: boolean; writeRoots?: string[] }): Harness {
+  const profile = profileWith(options.mode, options.writeRoots);
   const registry = new ToolRegistry();
-  registry.register(writeTool);
-  registry.register(editTool);
+  registry.register(createWriteTool(writeToolOptions(profile)));
+  registry.register(createEditTool(editToolOptions(profile)));
   const context = makeToolContext({
     workingDir: world.work,
-    profile: profileWith(options.mode, options.writeRoots),
     backend: world.backend,
     session: options.session,
   });

@@ -1,10 +1,10 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildToolRegistry } from '../../../src/agent/toolset.js';
+import { buildToolRegistry, writeToolOptions } from '../../../src/agent/toolset.js';
 import type { WriteOptions } from '../../../src/backends/types.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import { writeTool } from '../../../src/tools/files/write.js';
+import { createWriteTool } from '../../../src/tools/files/write.js';
 import { makeToolContext } from '../../support/context.js';
 import { entriesUnder, harness, makeWorld, markRead, profileWith, SandboxBackend, withoutRootPrivileges } from './file-write-fixtures.js';
 
@@ -97,8 +97,8 @@ describe('write in create-only profiles', () => {
       }
     }
     const registry = new ToolRegistry();
-    registry.register(writeTool);
-    const context = makeToolContext({ workingDir: world.work, profile: profileWith('create-only'), backend: new RacingBackend(world.home, world.tmp) });
+    registry.register(createWriteTool(writeToolOptions(profileWith('create-only'))));
+    const context = makeToolContext({ workingDir: world.work, backend: new RacingBackend(world.home, world.tmp) });
     const result = await registry.run('write', { path: 'race.txt', content: 'mine' }, context);
     expect(result.ok).toBe(false);
     expect(result.output).toBe('could not write race.txt: a file appeared there while writing; nothing was overwritten; no file was changed');

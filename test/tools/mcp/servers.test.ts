@@ -74,7 +74,7 @@ describe('MCP servers: a real stdio server from npm, an HTTP server, and broken 
 
   it('calls the filesystem server through the registry and returns the real file content', async () => {
     const registry = buildToolRegistry(loadProfile('developer'), { mcpTools: servers.tools });
-    const context = makeToolContext({ workingDir: dataDir, profile: 'developer' });
+    const context = makeToolContext({ workingDir: dataDir });
     const result = await registry.run('mcp__fs__read_text_file', { path: join(dataDir, 'notes.txt') }, context);
     expect(result).toMatchObject({ ok: true, output: 'quarterly revenue: 42\nsecond line\n' });
     const outside = await registry.run('mcp__fs__read_text_file', { path: '/etc/hostname' }, context);

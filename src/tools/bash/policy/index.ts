@@ -6,7 +6,7 @@ import { commandRefusal } from './rules.js';
 import { SAFE_WITH_ANY_ARGUMENTS } from './rule-types.js';
 import { computedNamesRefusal } from './runners.js';
 import type { WordValue } from './words.js';
-import type { ShellNetwork } from '../../../profiles/schema.js';
+import type { ShellNetwork } from '../bash-options.js';
 
 /**
  * The restricted shell's policy (README "The restricted shell"): a command line may run only when it parses as

@@ -1,4 +1,4 @@
-import type { ShellNetwork } from '../../../profiles/schema.js';
+import type { ShellNetwork } from '../bash-options.js';
 import { scanOptions, type OptionSpec } from './options.js';
 import type { Rule, RuleContext } from './rule-types.js';
 

@@ -1,4 +1,4 @@
-import type { ShellNetwork } from '../../../profiles/schema.js';
+import type { ShellNetwork } from '../bash-options.js';
 
 /** What a command rule may ask of the policy while it checks one command (README "The restricted shell"). */
 export interface RuleContext {
