@@ -39,9 +39,9 @@ const LAYERS: readonly (readonly string[])[] = [
   ['eval/', 'report/'],
   ['agent/'],
   ['model/'],
+  ['profiles/'],
   ['tools/'],
   ['backends/'],
-  ['profiles/'],
   ['config/'],
   ['errors.ts', 'node-crypto.ts'],
 ];
