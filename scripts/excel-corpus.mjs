@@ -176,9 +176,8 @@ const lonePart = (format) => /^(\[\$-[0-9A-F]+\])?(d+|y+|m+|e+|h+|s+)?( ?(AM\/PM
 function agrees(shown, [, , type, value, format]) {
   switch (type) {
     case 'linkstr':
-      if (shown === undefined) return true;
-    // falls through
     case 'str':
+      if (type === 'linkstr' && shown === undefined) return true;
       return shown === cut(controls(decoded(String(value)))) || shown === cut(controls(String(value))) || (String(value) === '' && shown === undefined);
     case 'bool':
       return shown === (value ? 'TRUE' : 'FALSE');
@@ -210,7 +209,7 @@ function agrees(shown, [, , type, value, format]) {
       }
       return shown !== undefined && Math.abs(seconds(shown) - value) <= 0.5 + 1e-9;
     case 'nocache':
-      return shown !== undefined && shown.endsWith('[formula, no cached value]');
+      return shown?.endsWith('[formula, no cached value]');
     default:
       return false;
   }
@@ -251,7 +250,7 @@ function differences(mine, reference) {
 const work = mkdtempSync(join(tmpdir(), 'excel-corpus-'));
 writeFileSync(join(work, 'reference.py'), REFERENCE);
 const results = {};
-let total = { workbooks: 0, identical: 0, referenceOnly: 0, bothFail: 0, slow: 0 };
+const total = { workbooks: 0, identical: 0, referenceOnly: 0, bothFail: 0, slow: 0 };
 for (const directory of directories.map((d) => resolve(d))) {
   const files = readdirSync(directory).filter((f) => /\.(xlsx|xlsm|xls)$/i.test(f) && statSync(join(directory, f)).size > 0).map((f) => join(directory, f)).sort();
   const referenceFile = join(work, 'reference.json');

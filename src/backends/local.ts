@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { chmod, link, lstat, mkdir, opendir, readdir, readFile, realpath, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { basename, delimiter, dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { escapeName, hasNameEscapes, unescapeName } from './names.js';
 import { globFiles, localNameAdapter } from './glob-files.js';
 import { tempPathFor } from './temp-files.js';

@@ -162,7 +162,7 @@ function quarryQuestions(path: string, raw: unknown): EvalQuestion[] {
         rows: rows.map((row, rowIndex) => {
           if (Array.isArray(row)) return row;
           if (row && typeof row === 'object') return Object.values(row as Record<string, unknown>);
-          fail(path, where, `expected_rows[${rowIndex}] must be a list or a mapping`);
+          return fail(path, where, `expected_rows[${rowIndex}] must be a list or a mapping`);
         }),
       };
     } else {

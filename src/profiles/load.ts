@@ -40,7 +40,7 @@ function readProfileFile(path: string, fallbackName: string): Profile {
   } catch (error) {
     throw new ProfileError(`cannot read profile ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
-  let raw: unknown = prebuiltParse(path, text);
+  const raw: unknown = prebuiltParse(path, text);
   if (raw !== undefined) return parseProfile(raw, path, fallbackName);
   return parseProfile(parseYamlDocument(text, path, ProfileError), path, fallbackName);
 }

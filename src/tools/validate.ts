@@ -32,7 +32,11 @@ async function validatorFor(schema: ToolParameters): Promise<ValidateFunction> {
   let validate = compiled.get(schema);
   if (!validate) {
     const full = fullSchema(schema);
-    validate = PRECOMPILED_VALIDATORS[JSON.stringify(full)] ?? (await (ajv ??= loadAjv())).compile(full);
+    validate = PRECOMPILED_VALIDATORS[JSON.stringify(full)];
+    if (!validate) {
+      ajv ??= loadAjv();
+      validate = (await ajv).compile(full);
+    }
     compiled.set(schema, validate);
   }
   return validate;

@@ -38,7 +38,7 @@ describe('quarry with Anthropic', () => {
     expect(first?.headers['x-api-key']).toBe('test-key');
     expect(first?.body).toMatchObject({ model: 'claude-sonnet-4-5', stream: true, max_tokens: 8192 });
     expect(String(first?.body.system)).toContain('careful data analyst');
-    expect((first?.body.tools as { name: string; input_schema: unknown }[]).find((tool) => tool.name === 'read')?.input_schema).toMatchObject({ type: 'object' });
+    expect((first?.body.tools as { name: string; input_schema: unknown }[] | undefined)?.find((tool) => tool.name === 'read')?.input_schema).toMatchObject({ type: 'object' });
     const third = server.requests[2]?.body.messages as { role: string; content: { type: string; tool_use_id?: string; content?: string; input?: unknown }[] }[];
     expect(third.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
     expect(third[1]?.content.map((block) => block.type)).toEqual(['text', 'tool_use', 'tool_use']);

@@ -86,7 +86,7 @@ describe('quarry with an OpenAI-compatible server', () => {
     expect(toolResults(2).map((m) => m.tool_call_id)).toEqual(['c1', 'c2', 'c3', 'c4']);
     expect(toolResults(2)[3]?.content).toContain('north,10');
     // The request offers the profile's tools with their schemas, and asks for usage.
-    const tools = (server?.requests[0]?.body.tools as { function: { name: string } }[]).map((tool) => tool.function.name);
+    const tools = (server?.requests[0]?.body.tools as { function: { name: string } }[] | undefined)?.map((tool) => tool.function.name);
     expect(tools).toEqual(expect.arrayContaining(['read', 'grep', 'glob', 'list']));
     expect(server?.requests[0]?.body.stream_options).toEqual({ include_usage: true });
     // The trace has every event kind of a run, and the meta the status and usage.
@@ -200,7 +200,7 @@ describe('quarry with an OpenAI-compatible server', () => {
     expect((JSON.parse(result.stdout) as { error: string }).error).toMatch(/same arguments 3 times in a row/);
     const lastResults = traceEvents(s.home).filter((e) => e.type === 'message' && (e.message as { role: string }).role === 'tool');
     expect(lastResults).toHaveLength(3);
-    expect(String((lastResults[2]?.message as { content: string }).content)).toMatch(/^not run/);
+    expect(String((lastResults[2]?.message as { content: string } | undefined)?.content)).toMatch(/^not run/);
   });
 
   it('stops at --max-turns (exit 1)', async () => {

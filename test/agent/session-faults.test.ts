@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.js';
 import { cliEnv, collect, runCli, spawnCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
-import { startOpenAIServer, type FakeServer, type ReplySource } from '../support/fake-openai.js';
+import { startOpenAIServer, type FakeServer, } from '../support/fake-openai.js';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { hostname } from 'node:os';
 

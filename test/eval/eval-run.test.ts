@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, collect, runCli, spawnCli } from '../support/agent-cli.js';
 import { REPO_ROOT } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';

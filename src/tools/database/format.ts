@@ -111,7 +111,7 @@ export function formatTable(columns: readonly string[], rows: readonly CellValue
     if (j > 0 && bytes + measure.tableBytes(floorRows) > budget) break;
     bytes += measure.tableBytes(floorRows);
     shownColumns++;
-    texts.forEach((text, i) => firstTexts[i]!.push(text));
+    for (const [i, text] of texts.entries()) firstTexts[i]!.push(text);
   }
 
   // Rows: widths grow only with the rows added; stop before the table would pass the budget.

@@ -1,7 +1,7 @@
 /** Shared database types: engines, configured databases and the per-engine driver interface. */
 
 // Engines and a configured database are defined with the configuration that makes them (src/config/databases.ts).
-import type { DatabaseConfig, Engine } from '../../config/databases.js';
+import type { Engine } from '../../config/databases.js';
 export { ENGINES, type DatabaseConfig, type Engine } from '../../config/databases.js';
 
 /** The profile's query_guard (README "Knowing the data"): the plan's row estimate is checked before query and export_query. */

@@ -1,7 +1,7 @@
 import { basename, dirname, resolve } from 'node:path';
 import type { Backend, ExecResult } from '../../backends/types.js';
 import { GrepOutputParser, type GrepRecord } from './output.js';
-import { countOf, formatCount, MAX_LINE_CHARS, showLine } from '../long-lines.js';
+import { countOf, MAX_LINE_CHARS, showLine } from '../long-lines.js';
 import { displayPath, SKIPPED_DIRECTORIES } from '../paths.js';
 import { resolveExistingPath } from '../existing-path.js';
 import { decodeBytesVisibly, escapeName, hasNameEscapes, unescapeName } from '../../backends/names.js';
@@ -177,7 +177,7 @@ function dropTrailingStrays(records: GrepRecord[], contextLines: number): GrepRe
 
 async function planSearch(context: ToolContext, args: GrepArgs): Promise<{ plan: SearchPlan; shown: string }> {
   const { path: target, shown, stat } = await resolveExistingPath(context, args.path ?? '.');
-  if (args.glob !== undefined && args.glob.includes('/')) {
+  if (args.glob?.includes('/')) {
     throw new ToolError(`glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`, 'bad_glob');
   }
   // Reading a pipe or device could block until the time limit.

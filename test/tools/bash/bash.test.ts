@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { processesLeft, processesMatching } from '../../support/processes.js';
+import { processesLeft, } from '../../support/processes.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildToolRegistry } from '../../../src/agent/toolset.js';

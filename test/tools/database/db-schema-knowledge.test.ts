@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
-import pg from 'pg';
+import type pg from 'pg';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

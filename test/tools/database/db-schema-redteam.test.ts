@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';

@@ -104,7 +104,10 @@ describe('duckdb queries over CSV, Parquet and JSON lines', () => {
     for (let k = 0; k < 7; k++) {
       let n = 0;
       let s = 0;
-      for (let id = k; id < 1_000_000; id += 7) (n++, (s += id));
+      for (let id = k; id < 1_000_000; id += 7) {
+        n++;
+        s += id;
+      }
       expect(result.output).toContain(`│ ${k} │ ${n} │ ${s} │`);
     }
   });

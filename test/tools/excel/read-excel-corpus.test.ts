@@ -399,7 +399,7 @@ function agrees(shown: string | undefined, cell: DumpCell): boolean {
       // [h]:mm:ss shows whole seconds, rounded; [mm]:ss likewise.
       return shown !== undefined && Math.abs(seconds(shown) - Number(value)) <= 0.5 + 1e-9;
     case 'nocache':
-      return shown !== undefined && shown.startsWith('=') && shown.endsWith('[formula, no cached value]');
+      return shown?.startsWith('=') && shown.endsWith('[formula, no cached value]');
     default:
       return false;
   }

@@ -136,7 +136,7 @@ function check(program: string): void {
     }
     if (ch === '<' && getline) refuse('getline < FILE reads a file named at run time (name the files as operands)');
     if ((ch === '+' || ch === '-') && program[i + 1] === ch) { i += 2; previous = 'ambiguous'; last = ch + ch; continue; }
-    if (!/[()[\]$,!~=*%^?:&<>+\-]/.test(ch)) refuse(`the character ${JSON.stringify(ch)} is not part of awk's syntax`);
+    if (!/[()[\]$,!~=*%^?:&<>+-]/.test(ch)) refuse(`the character ${JSON.stringify(ch)} is not part of awk's syntax`);
     previous = ch === ']' ? 'operand' : 'operator';
     if (ch === '(') parens.push(CONDITION_KEYWORDS.has(last));
     if (ch === '(' || ch === '[') depth += 1;

@@ -291,7 +291,7 @@ function walkStatements(node: SyntaxNode, out: SimpleCommand[], scope: Scope): v
  */
 function readLoopNames(node: SyntaxNode): string[] | null {
   if (node.type !== 'while_statement') return null;
-  const conditions = node.childrenForFieldName('condition').filter((child): child is SyntaxNode => child !== null && child.isNamed);
+  const conditions = node.childrenForFieldName('condition').filter((child): child is SyntaxNode => child?.isNamed === true);
   const condition = conditions[0];
   if (conditions.length !== 1 || condition?.type !== 'command') return null;
   const names: string[] = [];
@@ -305,7 +305,6 @@ function readLoopNames(node: SyntaxNode): string[] | null {
       if (child.text !== 'read') return null;
       read = true;
     } else if (child.type === 'word' && read && child.text === '-r' && names.length === 0) {
-      continue;
     } else if (child.type === 'word' && read && /^[a-z_][a-z0-9_]*$/.test(child.text)) {
       names.push(child.text);
     } else {
@@ -332,7 +331,7 @@ function walkReadLoop(node: SyntaxNode, names: string[], source: SimpleCommand, 
 function walkFor(node: SyntaxNode, out: SimpleCommand[], scope: Scope): void {
   const variable = node.childForFieldName('variable');
   const body = node.childForFieldName('body');
-  if (!variable || variable.type !== 'variable_name' || !body) refuse(node, 'an unusual for loop');
+  if (variable?.type !== 'variable_name' || !body) refuse(node, 'an unusual for loop');
   if (!/^[a-z_][a-z0-9_]*$/.test(variable.text)) refuse(node, `the loop variable "${variable.text}" (use a lower-case name: upper-case names such as PATH or IFS change how the shell runs commands)`);
   if (!node.children.some((child) => child?.type === 'in')) refuse(node, 'a for loop without "in WORDS"');
   const values: WordValue[] = [];

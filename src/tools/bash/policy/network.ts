@@ -49,15 +49,15 @@ const PODMAN_DENIED_LONG: Record<string, string> = Object.fromEntries([
 ].map((option) => [option, PODMAN_GLOBAL_WHY]));
 
 export const dockerRule = (command: string): Rule => (args, context) => {
-  let i = 0;
-  for (; i < args.length && args[i]!.startsWith('-'); i++) {
-    const arg = args[i]!;
-    if (arg === '--version' || arg === '-v') return args.length === 1 ? null : `${command}: --version takes nothing else`;
-    return `${command}: the global option ${arg} is refused (it can pick another engine, configuration or credentials); write the subcommand first`;
+  // A global option before the subcommand: only a lone --version is read.
+  const first = args[0];
+  if (first?.startsWith('-')) {
+    if (first === '--version' || first === '-v') return args.length === 1 ? null : `${command}: --version takes nothing else`;
+    return `${command}: the global option ${first} is refused (it can pick another engine, configuration or credentials); write the subcommand first`;
   }
-  const sub = args[i];
+  const sub = first;
   if (sub === undefined) return `${command}: name a reading subcommand (${listOf(DOCKER_READS)}, or ${listOf(Object.keys(DOCKER_GROUPS))} with theirs)`;
-  let rest = args.slice(i + 1);
+  let rest = args.slice(1);
   let name = sub;
   if (DOCKER_GROUPS[sub]) {
     let j = 0;

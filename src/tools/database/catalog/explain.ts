@@ -100,7 +100,7 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
       // reads all its input before its first row (a sort, an aggregate, a hash), the scan is whole again.
       const shares = new Map<string, number>();
       const walk = (node: Record<string, unknown>, share = 1) => {
-        const schema = typeof node['Schema'] === 'string' ? node['Schema'] : '';
+        const schema = typeof node.Schema === 'string' ? node.Schema : '';
         const relation = typeof node['Relation Name'] === 'string' ? `${schema && schema !== 'public' ? `${schema}.` : ''}${node['Relation Name']}` : null;
         // Only table accesses: a join's own estimate is not rows read, and on tables never
         // analysed it can be wildly high (a 200,000-row export estimated at a billion).
@@ -109,7 +109,7 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
           seqScans.push([relation, schema, String(node['Relation Name'])]);
           shares.set(relation, Math.max(shares.get(relation) ?? 0, share));
         }
-        for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) {
+        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) {
           const part = node['Node Type'] === 'Limit' ? Math.min(1, Number(node['Total Cost']) / Number(child['Total Cost'])) : 1;
           walk(child, BLOCKING.has(String(node['Node Type'])) ? 1 : share * (Number.isFinite(part) ? part : 1));
         }

@@ -1,5 +1,5 @@
 import { ToolError } from '../../types.js';
-import { formatTable, plural } from '../format.js';
+import { formatTable, } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions, TableDescription } from '../types.js';
 import { DIALECTS } from './dialects.js';
 
@@ -103,7 +103,7 @@ function tableHint(name: string): string {
 
 /** Comments and the foreign keys that point at the table, added to what the driver described. */
 export async function addCatalogDetails(engine: Engine, driver: DatabaseDriver, description: TableDescription, options: RunOptions): Promise<TableDescription> {
-  const rows = await driver.catalog(detailsSql(engine, description), detailsParams(engine, description), options);
+  const rows = await driver.catalog(detailsSql(engine), detailsParams(engine, description), options);
   const columnComments = new Map<string, string>();
   const referencedBy: string[] = [];
   let comment: string | null = null;
@@ -133,7 +133,7 @@ function detailsParams(engine: Engine, description: TableDescription): unknown[]
 }
 
 /** Rows (kind: table | column | referenced_by, name, text) for the table. */
-function detailsSql(engine: Engine, description: TableDescription): string {
+function detailsSql(engine: Engine): string {
   switch (engine) {
     case 'postgres':
       return `WITH t AS (SELECT to_regclass(?) AS oid)

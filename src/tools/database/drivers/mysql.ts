@@ -316,7 +316,7 @@ export function appendLimit(sql: string, limit: number): string | null {
     return null;
   }
   const first = tokens.find((token) => !(token.kind === 'punct' && token.value === '('));
-  if (!first || first.kind !== 'word' || (first.value !== 'SELECT' && first.value !== 'WITH')) return null;
+  if (first?.kind !== 'word' || (first.value !== 'SELECT' && first.value !== 'WITH')) return null;
   let depth = 0;
   for (const token of tokens) {
     if (token.kind === 'punct') {

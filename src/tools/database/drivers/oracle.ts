@@ -38,7 +38,7 @@ export class OracleDriver implements DatabaseDriver {
 
   async connect(signal: AbortSignal): Promise<void> {
     const current = this.connection;
-    if (await this.health.reusable(current !== null && current.isHealthy(), () => current!.ping())) return;
+    if (await this.health.reusable(current?.isHealthy() === true, () => current!.ping())) return;
     await this.close();
     const connection = await runCancellable(signal, () => undefined, () => this.connector(this.config));
     connection.callTimeout = this.config.statementTimeoutMs;

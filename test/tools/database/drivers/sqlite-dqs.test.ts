@@ -41,7 +41,7 @@ function reference(statements: string[]): string[] {
   const chunks = `${out.stdout}`.split('@@end@@\n');
   // Errors go to stderr in order; a statement whose chunk is empty and that errored is marked by the stderr count.
   const errors = `${out.stderr}`.split('\n').filter((line) => /error/i.test(line));
-  return statements.map((sql, index) => {
+  return statements.map((_sql, index) => {
     const chunk = chunks[index] ?? '';
     const failed = errors.some((line) => line.includes(`line ${index * 2 + 2}:`));
     return failed ? 'ERROR' : chunk;
