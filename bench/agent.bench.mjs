@@ -80,7 +80,21 @@ export async function run({ root, workDir, median }) {
   rmSync(home, { recursive: true, force: true });
 
   return [
-    { name: `agent loop overhead per turn (${TURNS + 1} scripted turns, trace on disk)`, quarry: median(perTurn), reference: TURN_TARGET_MS, referenceName: 'target', unit: 'ms', note: 'model and tool time excluded' },
-    { name: 'tool dispatch overhead (registry.run, validate+sanitise+cap)', quarry: median(perCall) * 1000, reference: DISPATCH_TARGET_MS * 1000, referenceName: 'target', unit: 'µs', note: `${DISPATCH_CALLS} calls` },
+    {
+      name: `agent loop overhead per turn (${TURNS + 1} scripted turns, trace on disk)`,
+      quarry: median(perTurn),
+      reference: TURN_TARGET_MS,
+      referenceName: 'target',
+      unit: 'ms',
+      note: 'model and tool time excluded',
+    },
+    {
+      name: 'tool dispatch overhead (registry.run, validate+sanitise+cap)',
+      quarry: median(perCall) * 1000,
+      reference: DISPATCH_TARGET_MS * 1000,
+      referenceName: 'target',
+      unit: 'µs',
+      note: `${DISPATCH_CALLS} calls`,
+    },
   ];
 }

@@ -14,7 +14,10 @@ export async function run({ root, median }) {
   const start = Date.UTC(2000, 0, 1);
   const data = {
     columns: ['day', 'value'],
-    rows: Array.from({ length: POINTS }, (_, i) => [new Date(start + i * 86_400_000).toISOString().slice(0, 10), Math.round((Math.sin(i / 50) * 1000 + i) * 100) / 100]),
+    rows: Array.from({ length: POINTS }, (_, i) => [
+      new Date(start + i * 86_400_000).toISOString().slice(0, 10),
+      Math.round((Math.sin(i / 50) * 1000 + i) * 100) / 100,
+    ]),
     kinds: { day: 'temporal', value: 'quantitative' },
     source: 'bench',
   };
@@ -37,6 +40,14 @@ export async function run({ root, median }) {
     ratios.push(a / b);
   }
   return [
-    { name: `chart: ${POINTS.toLocaleString('en-US')}-point line, SVG + PNG`, quarry: median(quarry), reference: median(reference), referenceName: 'vega SVG only', unit: 'ms', ratio: median(ratios), note: 'the difference is resvg making the 2x PNG' },
+    {
+      name: `chart: ${POINTS.toLocaleString('en-US')}-point line, SVG + PNG`,
+      quarry: median(quarry),
+      reference: median(reference),
+      referenceName: 'vega SVG only',
+      unit: 'ms',
+      ratio: median(ratios),
+      note: 'the difference is resvg making the 2x PNG',
+    },
   ];
 }

@@ -15,14 +15,16 @@ const isRoot = process.getuid?.() === 0;
 
 function createSqliteTable(root, path, rows) {
   if (existsSync(path)) return;
-  const script = `
+  const script =
+    `
     const Database = require(${JSON.stringify(join(root, 'node_modules/better-sqlite3'))});
     const db = new Database(${JSON.stringify(path)});
     db.exec("CREATE TABLE events (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL, kind TEXT NOT NULL, amount REAL, note TEXT, created_at TEXT NOT NULL)");
     const insert = db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)');
     const kinds = ['purchase', 'refund', 'view', 'signup'];
     db.transaction(() => {
-      for (let i = 1; i <= ${rows}; i++) insert.run(i, i % 9973, kinds[i % 4], Math.round(i * 1.37) / 100, i % 10 === 0 ? null : i % 7 === 0 ? 'said "hi", left' : 'note ' + i, new Date(1.6e12 + i * 60000).toISOString());
+      for (let i = 1; i <= ${rows}; i++) insert.run(i, i % 9973, kinds[i % 4], Math.round(i * 1.37) / 100, i % 10 === 0 ? null : i % 7 === 0 ? 'said "hi", ` +
+    `left' : 'note ' + i, new Date(1.6e12 + i * 60000).toISOString());
     })();
     db.close();`;
   execFileSync(process.execPath, ['-e', script]);
@@ -54,7 +56,17 @@ export async function startPostgres() {
   }
   const port = await freePort();
   asPostgres([join(bin, 'initdb'), '-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '--no-sync']);
-  asPostgres([join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-l', join(dir, 'log'), '-w', 'start', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`]);
+  asPostgres([
+    join(bin, 'pg_ctl'),
+    '-D',
+    join(dir, 'data'),
+    '-l',
+    join(dir, 'log'),
+    '-w',
+    'start',
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+  ]);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
@@ -122,47 +134,133 @@ export async function run({ root, workDir, measure }) {
   createSqliteTable(root, small, SMALL_ROWS);
   const cli = join(root, 'dist/cli.cjs');
   const out = join(dir, 'out.csv');
-  const quarryTool = (tool, db, args) =>
-    ['bash', '-c', `rm -f ${shellQuote(out)} && exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool ${tool} --yes -w ${shellQuote(dir)} --db ${shellQuote(db)} --args ${shellQuote(JSON.stringify(args))} > /dev/null`];
+  const quarryTool = (tool, db, args) => [
+    'bash',
+    '-c',
+    `rm -f ${shellQuote(out)} && exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool ${tool} --yes -w ${shellQuote(dir)} --db ${shellQuote(db)} ` +
+      `--args ${shellQuote(JSON.stringify(args))} > /dev/null`,
+  ];
   const exportArgs = { operation: 'export_query', sql: 'SELECT * FROM events', output_path: out };
   const rows = [];
 
-  const sqliteExport = measurePair(quarryTool('sqlite', big, exportArgs), ['bash', '-c', `sqlite3 -csv -header ${shellQuote(big)} 'SELECT * FROM events' > ${shellQuote(out)}`], { runs: RUNS });
+  const sqliteExport = measurePair(
+    quarryTool('sqlite', big, exportArgs),
+    ['bash', '-c', `sqlite3 -csv -header ${shellQuote(big)} 'SELECT * FROM events' > ${shellQuote(out)}`],
+    { runs: RUNS },
+  );
   const sqliteQuarry = sqliteExport.a;
   const sqliteReference = sqliteExport.b;
   const sqliteQuarrySmall = measure(quarryTool('sqlite', small, exportArgs), { runs: RUNS });
-  rows.push({ name: 'sqlite export 1M rows (time)', quarry: sqliteQuarry.ms, reference: sqliteReference.ms, ratio: sqliteExport.ratio, referenceName: 'sqlite3 -csv', unit: 'ms', note: 'target <= 1.5x (ratio: median of alternating pairs)' });
-  rows.push({ name: 'sqlite export 1M rows (peak memory)', quarry: sqliteQuarry.rssMb, reference: sqliteReference.rssMb, referenceName: 'sqlite3 -csv', unit: 'MB', note: 'target < 150 MB' });
-  rows.push({ name: 'sqlite export memory 100k vs 1M rows', quarry: sqliteQuarry.rssMb, reference: sqliteQuarrySmall.rssMb, referenceName: 'quarry at 100k', unit: 'MB', note: 'flat: ratio near 1' });
+  rows.push({
+    name: 'sqlite export 1M rows (time)',
+    quarry: sqliteQuarry.ms,
+    reference: sqliteReference.ms,
+    ratio: sqliteExport.ratio,
+    referenceName: 'sqlite3 -csv',
+    unit: 'ms',
+    note: 'target <= 1.5x (ratio: median of alternating pairs)',
+  });
+  rows.push({
+    name: 'sqlite export 1M rows (peak memory)',
+    quarry: sqliteQuarry.rssMb,
+    reference: sqliteReference.rssMb,
+    referenceName: 'sqlite3 -csv',
+    unit: 'MB',
+    note: 'target < 150 MB',
+  });
+  rows.push({
+    name: 'sqlite export memory 100k vs 1M rows',
+    quarry: sqliteQuarry.rssMb,
+    reference: sqliteQuarrySmall.rssMb,
+    referenceName: 'quarry at 100k',
+    unit: 'MB',
+    note: 'flat: ratio near 1',
+  });
 
   const sqliteQuery = measurePair(
     quarryTool('sqlite', big, { operation: 'query', sql: 'SELECT * FROM events ORDER BY customer_id' }),
     quarryTool('sqlite', big, { operation: 'query', sql: 'SELECT * FROM events ORDER BY customer_id LIMIT 101' }),
     { runs: RUNS },
   );
-  rows.push({ name: 'sqlite query, default limit, 1M rows', quarry: sqliteQuery.a.ms, reference: sqliteQuery.b.ms, ratio: sqliteQuery.ratio, referenceName: 'same with LIMIT 101', unit: 'ms', note: 'about 1x' });
+  rows.push({
+    name: 'sqlite query, default limit, 1M rows',
+    quarry: sqliteQuery.a.ms,
+    reference: sqliteQuery.b.ms,
+    ratio: sqliteQuery.ratio,
+    referenceName: 'same with LIMIT 101',
+    unit: 'ms',
+    note: 'about 1x',
+  });
 
   const postgres = await startPostgres();
   try {
     const psql = (...args) => execFileSync('psql', ['-X', '-q', '-d', postgres.url, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    psql('-c', 'CREATE TABLE events (id bigint PRIMARY KEY, customer_id int NOT NULL, kind text NOT NULL, amount double precision, note text, created_at text NOT NULL)');
+    psql(
+      '-c',
+      'CREATE TABLE events (id bigint PRIMARY KEY, customer_id int NOT NULL, kind text NOT NULL, amount double precision, note text, created_at text NOT NULL)',
+    );
     const source = join(dir, 'events.csv');
     spawnSync('bash', ['-c', `sqlite3 -csv ${shellQuote(big)} 'SELECT * FROM events' > ${shellQuote(source)}`]);
     psql('-c', `\\copy events FROM ${shellQuote(source)} CSV`);
     psql('-c', 'VACUUM ANALYZE events');
-    const pgExport = measurePair(quarryTool('postgres', postgres.url, exportArgs), ['bash', '-c', `rm -f ${shellQuote(out)} && exec psql -X -q -d ${shellQuote(postgres.url)} -c ${shellQuote(`\\copy (SELECT * FROM events) TO ${shellQuote(out)} CSV HEADER`)}`], { runs: RUNS });
+    const pgExport = measurePair(
+      quarryTool('postgres', postgres.url, exportArgs),
+      [
+        'bash',
+        '-c',
+        `rm -f ${shellQuote(out)} && exec psql -X -q -d ${shellQuote(postgres.url)} -c ` +
+          `${shellQuote(`\\copy (SELECT * FROM events) TO ${shellQuote(out)} CSV HEADER`)}`,
+      ],
+      { runs: RUNS },
+    );
     const pgQuarry = pgExport.a;
     const pgReference = pgExport.b;
-    rows.push({ name: 'postgres export 1M rows (time)', quarry: pgQuarry.ms, reference: pgReference.ms, ratio: pgExport.ratio, referenceName: 'psql \\copy', unit: 'ms', note: 'target <= 1.3x (ratio: median of alternating pairs)' });
-    const session = await sessionExports(root, postgres.url, dir, 'postgres', 'SELECT * FROM events', ['bash', '-c', `rm -f ${shellQuote(out)} && exec psql -X -q -d ${shellQuote(postgres.url)} -c ${shellQuote(`\\copy (SELECT * FROM events) TO ${shellQuote(out)} CSV HEADER`)}`]);
-    rows.push({ name: 'postgres export 1M rows, in a running session', quarry: session.quarryMs, reference: session.referenceMs, ratio: session.ratio, referenceName: 'psql \\copy', unit: 'ms', note: 'start-up excluded (see the start-up rows); target <= 1.3x' });
-    rows.push({ name: 'postgres export 1M rows (peak memory)', quarry: pgQuarry.rssMb, reference: pgReference.rssMb, referenceName: 'psql \\copy', unit: 'MB', note: 'target < 150 MB' });
+    rows.push({
+      name: 'postgres export 1M rows (time)',
+      quarry: pgQuarry.ms,
+      reference: pgReference.ms,
+      ratio: pgExport.ratio,
+      referenceName: 'psql \\copy',
+      unit: 'ms',
+      note: 'target <= 1.3x (ratio: median of alternating pairs)',
+    });
+    const session = await sessionExports(root, postgres.url, dir, 'postgres', 'SELECT * FROM events', [
+      'bash',
+      '-c',
+      `rm -f ${shellQuote(out)} && exec psql -X -q -d ${shellQuote(postgres.url)} -c ` +
+        `${shellQuote(`\\copy (SELECT * FROM events) TO ${shellQuote(out)} CSV HEADER`)}`,
+    ]);
+    rows.push({
+      name: 'postgres export 1M rows, in a running session',
+      quarry: session.quarryMs,
+      reference: session.referenceMs,
+      ratio: session.ratio,
+      referenceName: 'psql \\copy',
+      unit: 'ms',
+      note: 'start-up excluded (see the start-up rows); target <= 1.3x',
+    });
+    rows.push({
+      name: 'postgres export 1M rows (peak memory)',
+      quarry: pgQuarry.rssMb,
+      reference: pgReference.rssMb,
+      referenceName: 'psql \\copy',
+      unit: 'MB',
+      note: 'target < 150 MB',
+    });
     const pgQuery = measurePair(
       quarryTool('postgres', postgres.url, { operation: 'query', sql: 'SELECT * FROM events ORDER BY customer_id' }),
       quarryTool('postgres', postgres.url, { operation: 'query', sql: 'SELECT * FROM events ORDER BY customer_id LIMIT 101' }),
       { runs: RUNS },
     );
-    rows.push({ name: 'postgres query, default limit, 1M rows', quarry: pgQuery.a.ms, reference: pgQuery.b.ms, ratio: pgQuery.ratio, referenceName: 'same with LIMIT 101', unit: 'ms', note: 'about 1x' });
+    rows.push({
+      name: 'postgres query, default limit, 1M rows',
+      quarry: pgQuery.a.ms,
+      reference: pgQuery.b.ms,
+      ratio: pgQuery.ratio,
+      referenceName: 'same with LIMIT 101',
+      unit: 'ms',
+      note: 'about 1x',
+    });
   } finally {
     postgres.stop();
     rmSync(out, { force: true });

@@ -23,7 +23,10 @@ export async function run({ root, workDir }) {
   if (!existsSync(csv)) await connection.run(`COPY (${salesRows(1_000_000)}) TO '${csv}' (HEADER)`);
   if (!existsSync(small)) await connection.run(`COPY (${salesRows(100_000)}) TO '${small}' (HEADER)`);
   if (!existsSync(parquet)) {
-    await connection.run(`COPY (SELECT range AS id, range % 1000 AS k, (range % 10007) * 0.5 AS amount, 'kind ' || (range % 4) AS kind FROM range(10000000)) TO '${parquet}' (FORMAT parquet)`);
+    await connection.run(
+      `COPY (SELECT range AS id, range % 1000 AS k, (range % 10007) * 0.5 AS amount, 'kind ' || (range % 4) AS kind FROM range(10000000)) TO '${parquet}' ` +
+        `(FORMAT parquet)`,
+    );
   }
   connection.closeSync();
   instance.closeSync();
@@ -32,25 +35,64 @@ export async function run({ root, workDir }) {
   const out = join(dir, 'out.csv');
   const copyScript = join(root, 'bench/duckdb-copy.mjs');
   const sh = (command) => ['bash', '-c', `rm -f '${out}' && ${command} > /dev/null`];
-  const quarry = (db, sql) => sh(`exec '${process.execPath}' '${cli}' tool duckdb --yes -w '${dir}' --db '${db}' --args '${JSON.stringify({ operation: 'export_query', sql, output_path: 'out.csv' }).replaceAll("'", "'\\''")}'`);
+  const quarry = (db, sql) =>
+    sh(
+      `exec '${process.execPath}' '${cli}' tool duckdb --yes -w '${dir}' --db '${db}' --args ` +
+        `'${JSON.stringify({ operation: 'export_query', sql, output_path: 'out.csv' }).replaceAll("'", "'\\''")}'`,
+    );
   const copy = (sql) => sh(`exec '${process.execPath}' '${copyScript}' '${sql.replaceAll("'", "'\\''")}' '${out}'`);
 
   const rows = [];
   const exportSql = 'SELECT * FROM sales';
   const exported = measurePair(quarry(`sales=${csv}`, exportSql), copy(`SELECT * FROM read_csv('${csv}')`), { runs: RUNS });
-  rows.push({ name: 'duckdb CSV->CSV export 1M rows', quarry: exported.a.ms, reference: exported.b.ms, referenceName: 'DuckDB COPY TO', unit: 'ms', ratio: exported.ratio });
-  rows.push({ name: 'duckdb export 1M rows (peak memory)', quarry: exported.a.rssMb, reference: exported.b.rssMb, referenceName: 'DuckDB COPY TO', unit: 'MB' });
+  rows.push({
+    name: 'duckdb CSV->CSV export 1M rows',
+    quarry: exported.a.ms,
+    reference: exported.b.ms,
+    referenceName: 'DuckDB COPY TO',
+    unit: 'ms',
+    ratio: exported.ratio,
+  });
+  rows.push({
+    name: 'duckdb export 1M rows (peak memory)',
+    quarry: exported.a.rssMb,
+    reference: exported.b.rssMb,
+    referenceName: 'DuckDB COPY TO',
+    unit: 'MB',
+  });
   const smallRun = measure(quarry(`sales=${small}`, exportSql), { runs: 3 });
   // DuckDB's CSV reader itself grows with the file (SELECT count(*) over it does too, with one
   // thread or a memory_limit alike), so its own COPY is shown at both sizes beside ours.
   const smallCopy = measure(copy(`SELECT * FROM read_csv('${small}')`), { runs: 3 });
   const growth = (big, little) => `+${(big - little).toFixed(0)} MB`;
-  rows.push({ name: 'duckdb export memory 100k vs 1M rows', quarry: exported.a.rssMb, reference: smallRun.rssMb, referenceName: 'quarry at 100k', unit: 'MB', note: `flat: ratio near 1; quarry ${growth(exported.a.rssMb, smallRun.rssMb)}, DuckDB's own COPY ${growth(exported.b.rssMb, smallCopy.rssMb)} (${smallCopy.rssMb.toFixed(0)} -> ${exported.b.rssMb.toFixed(0)} MB)` });
+  rows.push({
+    name: 'duckdb export memory 100k vs 1M rows',
+    quarry: exported.a.rssMb,
+    reference: smallRun.rssMb,
+    referenceName: 'quarry at 100k',
+    unit: 'MB',
+    note:
+      `flat: ratio near 1; quarry ${growth(exported.a.rssMb, smallRun.rssMb)}, DuckDB's own COPY ${growth(exported.b.rssMb, smallCopy.rssMb)} ` +
+      `(${smallCopy.rssMb.toFixed(0)} -> ${exported.b.rssMb.toFixed(0)} MB)`,
+  });
 
   const groupSql = (from) => `SELECT k, kind, count(*) AS n, sum(amount) AS total FROM ${from} GROUP BY k, kind ORDER BY k, kind`;
   const grouped = measurePair(quarry(`events=${parquet}`, groupSql('events')), copy(groupSql(`read_parquet('${parquet}')`)), { runs: RUNS });
-  rows.push({ name: 'duckdb GROUP BY 10M-row Parquet', quarry: grouped.a.ms, reference: grouped.b.ms, referenceName: 'DuckDB COPY TO', unit: 'ms', ratio: grouped.ratio });
-  rows.push({ name: 'duckdb GROUP BY 10M rows (peak memory)', quarry: grouped.a.rssMb, reference: grouped.b.rssMb, referenceName: 'DuckDB COPY TO', unit: 'MB' });
+  rows.push({
+    name: 'duckdb GROUP BY 10M-row Parquet',
+    quarry: grouped.a.ms,
+    reference: grouped.b.ms,
+    referenceName: 'DuckDB COPY TO',
+    unit: 'ms',
+    ratio: grouped.ratio,
+  });
+  rows.push({
+    name: 'duckdb GROUP BY 10M rows (peak memory)',
+    quarry: grouped.a.rssMb,
+    reference: grouped.b.rssMb,
+    referenceName: 'DuckDB COPY TO',
+    unit: 'MB',
+  });
   rmSync(out, { force: true });
   return rows;
 }

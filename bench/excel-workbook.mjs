@@ -28,7 +28,16 @@ export async function ensureBenchWorkbook(path) {
   const partial = `${path}.partial`;
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: partial, useSharedStrings: true, useStyles: true });
   const sheet = workbook.addWorksheet('Orders');
-  sheet.columns = [{ key: 'id' }, { key: 'date', style: { numFmt: 'yyyy-mm-dd' } }, { key: 'region' }, { key: 'product' }, { key: 'qty' }, { key: 'price' }, { key: 'total' }, { key: 'note' }];
+  sheet.columns = [
+    { key: 'id' },
+    { key: 'date', style: { numFmt: 'yyyy-mm-dd' } },
+    { key: 'region' },
+    { key: 'product' },
+    { key: 'qty' },
+    { key: 'price' },
+    { key: 'total' },
+    { key: 'note' },
+  ];
   sheet.addRow(['Order', 'Date', 'Region', 'Product', 'Qty', 'Price', 'Total', 'Note']).commit();
   const start = Date.UTC(2022, 0, 1);
   for (let i = 1; i <= BENCH_ROWS; i++) {

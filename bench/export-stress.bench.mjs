@@ -27,9 +27,18 @@ export async function run({ root, workDir }) {
     const failed = /FAIL .*|AssertionError.*|Error: .*/.exec(`${vitest.stdout}\n${vitest.stderr}`)?.[0] ?? `exit ${vitest.status}`;
     return [{ name: 'stress export: NOT byte-exact or failed', note: failed.slice(0, 200) }];
   }
-  const lines = existsSync(report) ? readFileSync(report, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)) : [];
+  const lines = existsSync(report)
+    ? readFileSync(report, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+    : [];
   return lines.map((entry) => ({
-    name: `stress export ${entry.engine}: ${/wide/.test(entry.sql) ? `${entry.wideColumns} columns x 50 rows` : `${entry.rows.toLocaleString('en-US')} random rows + 10 MB values`} (${(entry.bytes / 1e6).toFixed(0)} MB)`,
+    name:
+      `stress export ${entry.engine}: ` +
+      `${/wide/.test(entry.sql) ? `${entry.wideColumns} columns x 50 rows` : `${entry.rows.toLocaleString('en-US')} random rows + 10 MB values`} ` +
+      `(${(entry.bytes / 1e6).toFixed(0)} MB)`,
     quarry: entry.toolMs,
     reference: entry.referenceMs,
     referenceName: entry.referenceName,

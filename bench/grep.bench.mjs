@@ -31,7 +31,14 @@ export async function run({ root, workDir, measure, median }) {
   const rg = measure(ripgrepArgv(rgPath, args, plan), { runs: RUNS, cwd: tree });
   const quarry = measure(cli, { runs: RUNS, cwd: root });
   const rows = [
-    { name: 'grep tool, whole `quarry tool grep` process', quarry: quarry.ms, referenceName: 'rg, same flags', reference: rg.ms, unit: 'ms', note: `${RUNS} runs; target ratio <= 1.3; includes CLI start-up` },
+    {
+      name: 'grep tool, whole `quarry tool grep` process',
+      quarry: quarry.ms,
+      referenceName: 'rg, same flags',
+      reference: rg.ms,
+      unit: 'ms',
+      note: `${RUNS} runs; target ratio <= 1.3; includes CLI start-up`,
+    },
   ];
 
   // The tool alone, inside one process: what grep itself adds to ripgrep (no CLI start-up).
@@ -48,11 +55,25 @@ export async function run({ root, workDir, measure, median }) {
     if (!result.ok || result.metadata.matches !== 1) throw new Error(`grep tool: unexpected result: ${result.output.slice(0, 300)}`);
     if (i > 0) inProcess.push(performance.now() - started); // the first run warms up
   }
-  rows.push({ name: 'grep tool, in process (registry.run)', quarry: median(inProcess), referenceName: 'rg, same flags', reference: rg.ms, unit: 'ms', note: 'the tool without CLI start-up' });
+  rows.push({
+    name: 'grep tool, in process (registry.run)',
+    quarry: median(inProcess),
+    referenceName: 'rg, same flags',
+    reference: rg.ms,
+    unit: 'ms',
+    note: 'the tool without CLI start-up',
+  });
 
   // The fallback for backends without ripgrep, against GNU grep run directly with its flags.
   const gnu = measure(grepArgv(args, plan, '-P'), { runs: 3, cwd: tree });
   const fallback = measure(cli, { runs: 3, cwd: root, env: { ...process.env, QUARRY_NO_RIPGREP: '1' } });
-  rows.push({ name: 'grep tool, GNU grep fallback (process)', quarry: fallback.ms, referenceName: 'grep -r, same flags', reference: gnu.ms, unit: 'ms', note: 'QUARRY_NO_RIPGREP=1; 3 runs' });
+  rows.push({
+    name: 'grep tool, GNU grep fallback (process)',
+    quarry: fallback.ms,
+    referenceName: 'grep -r, same flags',
+    reference: gnu.ms,
+    unit: 'ms',
+    note: 'QUARRY_NO_RIPGREP=1; 3 runs',
+  });
   return rows;
 }

@@ -15,7 +15,12 @@ export async function run({ root, median }) {
   const sample = join(root, 'fixtures', 'sample.db');
   const args = { operation: 'query', sql: 'SELECT id, name FROM customers ORDER BY id LIMIT 5' };
 
-  const transport = new StdioClientTransport({ command: process.execPath, args: [dist('cli.cjs'), 'mcp', '--db', `sample=${sample}`], cwd: root, stderr: 'ignore' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [dist('cli.cjs'), 'mcp', '--db', `sample=${sample}`],
+    cwd: root,
+    stderr: 'ignore',
+  });
   const client = new Client({ name: 'bench', version: '1' });
   await client.connect(transport);
   const workspace = await openWorkspace({ profile: 'readonly', cwd: root, databases: { dbFlags: [`sample=${sample}`] }, mcp: false });

@@ -32,7 +32,10 @@ function makeDatabases(root, dir) {
 }
 
 function makeFiles(dir) {
-  execFileSync('bash', ['-c', `mkdir -p ${shellQuote(join(dir, 'flat'))} && cd ${shellQuote(join(dir, 'flat'))} && seq -f 'file%06g.csv' 1 ${FILES} | xargs touch`]);
+  execFileSync('bash', [
+    '-c',
+    `mkdir -p ${shellQuote(join(dir, 'flat'))} && cd ${shellQuote(join(dir, 'flat'))} && seq -f 'file%06g.csv' 1 ${FILES} | xargs touch`,
+  ]);
   const fd = openSync(join(dir, 'big.log'), 'w');
   const block = Buffer.from(`${'2026-01-01T00:00:00Z INFO request served in 12 ms by worker 7 '.padEnd(99, '.')}\n`.repeat(10_000));
   for (let written = 0; written < BIG_FILE_BYTES; written += block.length) writeSync(fd, block);
@@ -45,14 +48,25 @@ export async function run({ root }) {
     makeDatabases(root, dir);
     makeFiles(dir);
     const cli = join(root, 'dist/cli.cjs');
-    const quarry = (tool, args, db) =>
-      ['bash', '-c', `exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool ${tool} -w ${shellQuote(dir)}${db ? ` --db ${shellQuote(db)}` : ''} --args ${shellQuote(JSON.stringify(args))} > /dev/null`];
+    const quarry = (tool, args, db) => [
+      'bash',
+      '-c',
+      `exec ${shellQuote(process.execPath)} ${shellQuote(cli)} tool ${tool} -w ${shellQuote(dir)}${db ? ` --db ${shellQuote(db)}` : ''} --args ` +
+        `${shellQuote(JSON.stringify(args))} > /dev/null`,
+    ];
     const shell = (command) => ['bash', '-c', `${command} > /dev/null`];
     const rows = [];
     const pair = (name, a, b, referenceName, note) => {
       const result = measurePair(a, b, { runs: RUNS });
       rows.push({ name: `${name} (time)`, quarry: result.a.ms, reference: result.b.ms, ratio: result.ratio, referenceName, unit: 'ms', note });
-      rows.push({ name: `${name} (peak memory)`, quarry: result.a.rssMb, reference: result.b.rssMb, referenceName, unit: 'MB', note: 'bounded by what is shown' });
+      rows.push({
+        name: `${name} (peak memory)`,
+        quarry: result.a.rssMb,
+        reference: result.b.rssMb,
+        referenceName,
+        unit: 'MB',
+        note: 'bounded by what is shown',
+      });
     };
 
     const wide = join(dir, 'wide.db');

@@ -19,6 +19,14 @@ export async function run({ root }) {
     const pair = measurePair(argv, node, { runs });
     const difference = pair.a.ms - pair.b.ms;
     const cpu = pair.a.cpuMs !== undefined ? `; CPU ${pair.a.cpuMs.toFixed(0)} vs ${pair.b.cpuMs.toFixed(0)} ms` : '';
-    return { name: `${name} (wall)`, quarry: pair.a.ms, referenceName: 'node -e 0', reference: pair.b.ms, ratio: pair.ratio, unit: 'ms', note: `difference ${difference.toFixed(1)} ms (goal < 100 ms)${cpu}` };
+    return {
+      name: `${name} (wall)`,
+      quarry: pair.a.ms,
+      referenceName: 'node -e 0',
+      reference: pair.b.ms,
+      ratio: pair.ratio,
+      unit: 'ms',
+      note: `difference ${difference.toFixed(1)} ms (goal < 100 ms)${cpu}`,
+    };
   });
 }

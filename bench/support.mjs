@@ -34,14 +34,21 @@ export function measurePair(a, b, { runs = 5, warmup = 1 } = {}) {
     const first = runOnce(a);
     const second = runOnce(b);
     if (i < warmup) continue;
-    for (const [side, run] of [[result.a, first], [result.b, second]]) {
+    for (const [side, run] of [
+      [result.a, first],
+      [result.b, second],
+    ]) {
       side.times.push(run.ms);
       if (run.rssMb !== undefined) side.rss.push(run.rssMb);
       if (run.cpuMs !== undefined) side.cpu.push(run.cpuMs);
     }
     result.ratios.push(first.ms / second.ms);
   }
-  const summary = (side) => ({ ms: median(side.times), rssMb: side.rss.length ? median(side.rss) : undefined, cpuMs: side.cpu.length ? median(side.cpu) : undefined });
+  const summary = (side) => ({
+    ms: median(side.times),
+    rssMb: side.rss.length ? median(side.rss) : undefined,
+    cpuMs: side.cpu.length ? median(side.cpu) : undefined,
+  });
   return { a: summary(result.a), b: summary(result.b), ratio: median(result.ratios) };
 }
 

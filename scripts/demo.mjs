@@ -19,9 +19,12 @@ if (!existsSync(database)) {
 const workDir = mkdtempSync(join(tmpdir(), 'quarry-demo-'));
 const args = [
   join(root, 'dist', 'cli.cjs'),
-  '--model', `script:${script}`,
-  '--db', `sales=${database}`,
-  '--working-dir', workDir,
+  '--model',
+  `script:${script}`,
+  '--db',
+  `sales=${database}`,
+  '--working-dir',
+  workDir,
   // The readonly profile asks before an export writes a file; --yes is the user's approval.
   '--yes',
   question,

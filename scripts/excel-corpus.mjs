@@ -22,7 +22,10 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values, positionals: directories } = parseArgs({ allowPositionals: true, options: { dist: { type: 'string' }, show: { type: 'string', default: '3' }, json: { type: 'string' } } });
+const { values, positionals: directories } = parseArgs({
+  allowPositionals: true,
+  options: { dist: { type: 'string' }, show: { type: 'string', default: '3' }, json: { type: 'string' } },
+});
 const dist = resolve(values.dist ?? new URL('../dist', import.meta.url).pathname);
 const show = Number(values.show);
 if (directories.length === 0) {
@@ -46,7 +49,12 @@ const columnNumber = (letters) => [...letters].reduce((n, ch) => n * 26 + ch.cha
 
 /** Every sheet's grid as read_excel shows it: {sheet: {"row,column": text}}, or {error}. */
 async function readExcel(file) {
-  const call = (action) => registry.run('read_excel', { path: basename(file), ...action }, { workingDir: dirname(file), backend: new LocalBackend(), profile, signal: new AbortController().signal });
+  const call = (action) =>
+    registry.run(
+      'read_excel',
+      { path: basename(file), ...action },
+      { workingDir: dirname(file), backend: new LocalBackend(), profile, signal: new AbortController().signal },
+    );
   const started = performance.now();
   const list = await call({ action: 'list_sheets' });
   if (!list.ok) return { error: list.output };
@@ -65,7 +73,14 @@ async function readExcel(file) {
     let row = 1;
     let nextColumn = null;
     for (let guard = 0; guard < 5000 && column; guard++) {
-      const result = await call({ action: 'read_sheet', sheet: name, show_hidden: true, start_row: row, end_row: Math.min(MAX_ROW, row + page - 1), start_column: column });
+      const result = await call({
+        action: 'read_sheet',
+        sheet: name,
+        show_hidden: true,
+        start_row: row,
+        end_row: Math.min(MAX_ROW, row + page - 1),
+        start_column: column,
+      });
       if (!result.ok) break;
       if (result.output.includes('[output cut:') && page > 1) {
         page = Math.max(1, Math.floor(page / 10));
@@ -73,7 +88,10 @@ async function readExcel(file) {
       }
       const lines = result.output.split('\n');
       if (lines.length < 3) break; // an empty sheet
-      const header = lines[1].split('\t').slice(1).map((letters) => columnNumber(letters.replace('[hidden]', '')));
+      const header = lines[1]
+        .split('\t')
+        .slice(1)
+        .map((letters) => columnNumber(letters.replace('[hidden]', '')));
       for (const text of lines.slice(2, -1)) {
         const [rowText, ...fields] = text.split('\t');
         fields.forEach((field, i) => {
@@ -167,7 +185,10 @@ json.dump(out, open(sys.argv[2], "w"))
 
 // ---------------------------------------------------------------- comparing
 
-const controls = (text) => text.replace(/[\t\n\r]/g, (c) => (c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r')).replace(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+const controls = (text) =>
+  text
+    .replace(/[\t\n\r]/g, (c) => (c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'))
+    .replace(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 const decoded = (text) => text.replace(/_x([0-9A-Fa-f]{4})_/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)));
 const cut = (text) => (Array.from(text).length <= 300 ? text : `${Array.from(text).slice(0, 300).join('')}…[${Array.from(text).length} chars]`);
 const seconds = (hms) => hms.split(':').reduce((total, part) => total * 60 + Number(part), 0);
@@ -191,7 +212,8 @@ function agrees(shown, [, , type, value, format]) {
     case 'datetime': {
       if (shown === undefined) return false;
       if (/^\d{4}-\d\d-\d\d$/.test(shown)) return value.startsWith(shown);
-      if (/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(shown)) return Math.abs(Date.parse(`${shown.replace(' ', 'T')}Z`) - Date.parse(`${value.slice(0, 23)}Z`)) < 1000;
+      if (/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(shown))
+        return Math.abs(Date.parse(`${shown.replace(' ', 'T')}Z`) - Date.parse(`${value.slice(0, 23)}Z`)) < 1000;
       if (/^\d\d:\d\d:\d\d$/.test(shown)) return Math.abs(seconds(shown) - seconds(value.slice(11, 19))) <= 1;
       if (value < '1900' && /^-[\d.]+(e-?\d+)?$/.test(shown)) return true;
       return lonePart(format);
@@ -199,7 +221,8 @@ function agrees(shown, [, , type, value, format]) {
     case 'time':
       if (shown === undefined) return false;
       if (lonePart(format)) return true;
-      if (/^(1900-01-00|1904-01-01)/.test(shown)) return shown.length === 10 || Math.abs(seconds(shown.slice(11)) - Math.round(seconds(value.slice(0, 8)))) <= 1;
+      if (/^(1900-01-00|1904-01-01)/.test(shown))
+        return shown.length === 10 || Math.abs(seconds(shown.slice(11)) - Math.round(seconds(value.slice(0, 8)))) <= 1;
       return Math.abs(seconds(shown) - Math.round(seconds(value.slice(0, 8)))) <= 1;
     case 'timedelta':
       if (shown !== undefined && /^-[\d.]+$/.test(shown)) return Math.abs(Number(shown) * 86400 - value) < 1e-6 * Math.max(1, Math.abs(value));
@@ -235,7 +258,11 @@ function differences(mine, reference) {
     for (const cell of sheet.cells) {
       const key = `${cell[0]},${cell[1]}`;
       expected.add(key);
-      if (!agrees(shown[key], cell)) found.push(`${sheet.name}!${cellName(cell[0], cell[1])}: read_excel ${JSON.stringify(shown[key])}, reference ${JSON.stringify(cell[3])} (${cell[2]}, format ${cell[4]})`);
+      if (!agrees(shown[key], cell))
+        found.push(
+          `${sheet.name}!${cellName(cell[0], cell[1])}: read_excel ${JSON.stringify(shown[key])}, reference ${JSON.stringify(cell[3])} (${cell[2]}, format ` +
+            `${cell[4]})`,
+        );
     }
     for (const [key, text] of Object.entries(shown)) {
       const [row, column] = key.split(',').map(Number);
@@ -252,9 +279,15 @@ writeFileSync(join(work, 'reference.py'), REFERENCE);
 const results = {};
 const total = { workbooks: 0, identical: 0, referenceOnly: 0, bothFail: 0, slow: 0 };
 for (const directory of directories.map((d) => resolve(d))) {
-  const files = readdirSync(directory).filter((f) => /\.(xlsx|xlsm|xls)$/i.test(f) && statSync(join(directory, f)).size > 0).map((f) => join(directory, f)).sort();
+  const files = readdirSync(directory)
+    .filter((f) => /\.(xlsx|xlsm|xls)$/i.test(f) && statSync(join(directory, f)).size > 0)
+    .map((f) => join(directory, f))
+    .sort();
   const referenceFile = join(work, 'reference.json');
-  execFileSync('/usr/bin/python3', [join(work, 'reference.py'), String(MAX_ROW), referenceFile, ...files], { stdio: ['ignore', 'ignore', 'ignore'], maxBuffer: 1 << 30 });
+  execFileSync('/usr/bin/python3', [join(work, 'reference.py'), String(MAX_ROW), referenceFile, ...files], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+    maxBuffer: 1 << 30,
+  });
   const references = JSON.parse(readFileSync(referenceFile, 'utf8'));
   const counts = { workbooks: 0, identical: 0, referenceOnly: 0, bothFail: 0, slow: 0 };
   for (const file of files) {
@@ -271,9 +304,15 @@ for (const directory of directories.map((d) => resolve(d))) {
     else if (show > 0) console.log(`${file} (${found.length} differences)\n  ${found.slice(0, show).join('\n  ')}`);
     results[file] = { differences: found.length, getInfoMs: Math.round(mine.infoMs ?? 0) };
   }
-  console.log(`${basename(directory)}: ${counts.identical} of ${counts.workbooks} workbooks identical; ${counts.referenceOnly} more read only by read_excel, ${counts.bothFail} by neither; ${counts.slow} whole-sheet scans (get_info) over 2 s`);
+  console.log(
+    `${basename(directory)}: ${counts.identical} of ${counts.workbooks} workbooks identical; ${counts.referenceOnly} more read only by read_excel, ` +
+      `${counts.bothFail} by neither; ${counts.slow} whole-sheet scans (get_info) over 2 s`,
+  );
   for (const key of Object.keys(total)) total[key] += counts[key];
 }
 const share = total.workbooks === 0 ? 0 : (100 * total.identical) / total.workbooks;
-console.log(`all: ${total.identical} of ${total.workbooks} workbooks identical (${share.toFixed(1)}%); ${total.referenceOnly} more read only by read_excel, ${total.bothFail} by neither; ${total.slow} get_info calls over 2 s`);
+console.log(
+  `all: ${total.identical} of ${total.workbooks} workbooks identical (${share.toFixed(1)}%); ${total.referenceOnly} more read only by read_excel, ` +
+    `${total.bothFail} by neither; ${total.slow} get_info calls over 2 s`,
+);
 if (values.json) writeFileSync(values.json, JSON.stringify(results, null, 1));

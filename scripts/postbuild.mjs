@@ -14,12 +14,27 @@ import { createRequire } from 'node:module';
 
 const root = new URL('..', import.meta.url).pathname;
 const EXTERNAL = [
-  'better-sqlite3', '@duckdb/node-bindings', 'oracledb', 'mysql2', 'pg-native', 'pg-cloudflare', 'vertica-nodejs',
-  '@vscode/ripgrep', 'web-tree-sitter', 'tree-sitter-bash',
-  '@e965/xlsx', 'yauzl', 'saxes',
-  'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk', '@daytonaio/sdk',
+  'better-sqlite3',
+  '@duckdb/node-bindings',
+  'oracledb',
+  'mysql2',
+  'pg-native',
+  'pg-cloudflare',
+  'vertica-nodejs',
+  '@vscode/ripgrep',
+  'web-tree-sitter',
+  'tree-sitter-bash',
+  '@e965/xlsx',
+  'yauzl',
+  'saxes',
+  'openai',
+  '@anthropic-ai/sdk',
+  '@modelcontextprotocol/sdk',
+  '@daytonaio/sdk',
   // Charts: native resvg, and vega's large lazily loaded graph.
-  '@resvg/resvg-js', 'vega', 'vega-lite',
+  '@resvg/resvg-js',
+  'vega',
+  'vega-lite',
 ];
 
 /**
@@ -64,7 +79,8 @@ const lazySegmenter = {
         console.warn(`postbuild: ${path} is not the string-width this build knows; bundled unchanged`);
         return { contents: source, loader: 'js' };
       }
-      const lazy = 'let quarrySegmenter;\nconst segmenter = { segment: (text) => (quarrySegmenter ??= new Intl.Segmenter()).segment(text) }; // scripts/postbuild.mjs';
+      const lazy =
+        'let quarrySegmenter;\nconst segmenter = { segment: (text) => (quarrySegmenter ??= new Intl.Segmenter()).segment(text) }; // scripts/postbuild.mjs';
       // Regular expressions with Unicode properties load ICU's property data when they are created
       // (about 10 ms for yargs' copy): they are created on the first text that is not plain ASCII.
       const lazyRegexes = [];
@@ -72,7 +88,9 @@ const lazySegmenter = {
         lazyRegexes.push(`${name} ??= ${literal};`);
         return `let ${name}; // created on first use (scripts/postbuild.mjs)`;
       });
-      const ascii = `${entry[0]}\n\tif (typeof ${entry[1]} === 'string' && /^[\\x20-\\x7E]*$/.test(${entry[1]})) return ${entry[1]}.length; // scripts/postbuild.mjs\n\t${lazyRegexes.join(' ')}`;
+      const ascii =
+        `${entry[0]}\n\tif (typeof ${entry[1]} === 'string' && /^[\\x20-\\x7E]*$/.test(${entry[1]})) return ${entry[1]}.length; // ` +
+        `scripts/postbuild.mjs\n\t${lazyRegexes.join(' ')}`;
       return { contents: deferred.replace(marker, lazy).replace(entry[0], ascii), loader: 'js' };
     });
   },
@@ -91,8 +109,10 @@ const lazyAssertForYargs = {
     );
     bundle.onLoad({ filter: /.*/, namespace: 'quarry-lazy-assert' }, () => ({
       contents:
-        "export function strictEqual(actual, expected, message) { if (!Object.is(actual, expected)) require('node:assert').strictEqual(actual, expected, message); }\n" +
-        "export function notStrictEqual(actual, expected, message) { if (Object.is(actual, expected)) require('node:assert').notStrictEqual(actual, expected, message); }\n",
+        "export function strictEqual(actual, expected, message) { if (!Object.is(actual, expected)) require('node:assert').strictEqual(actual, expected, " +
+        'message); }\n' +
+        "export function notStrictEqual(actual, expected, message) { if (Object.is(actual, expected)) require('node:assert').notStrictEqual(actual, " +
+        'expected, message); }\n',
       loader: 'js',
     }));
   },
@@ -134,7 +154,11 @@ async function precompileValidators() {
   // exports under Node, but the helper itself where a loader honours __esModule (esbuild's
   // bundle, vitest): either way the helper is passed on as `.default`.
   const imports = runtimes
-    .map((specifier, index) => `import quarryAjvRuntimeImport${index} from '${specifier}.js';\nconst quarryAjvRuntime${index} = { default: typeof quarryAjvRuntimeImport${index} === 'function' ? quarryAjvRuntimeImport${index} : quarryAjvRuntimeImport${index}.default };\n`)
+    .map(
+      (specifier, index) =>
+        `import quarryAjvRuntimeImport${index} from '${specifier}.js';\nconst quarryAjvRuntime${index} = { default: typeof quarryAjvRuntimeImport${index} ` +
+        `=== 'function' ? quarryAjvRuntimeImport${index} : quarryAjvRuntimeImport${index}.default };\n`,
+    )
     .join('');
   const table = keys.map((key, index) => `  ${JSON.stringify(key)}: validate_${index},`).join('\n');
   writeFileSync(
@@ -156,7 +180,9 @@ function precompileBuiltinProfiles() {
   const require = createRequire(import.meta.url);
   const { parse } = require('yaml');
   const profiles = {};
-  for (const name of readdirSync(`${root}profiles`).filter((file) => file.endsWith('.yaml')).sort()) {
+  for (const name of readdirSync(`${root}profiles`)
+    .filter((file) => file.endsWith('.yaml'))
+    .sort()) {
     const text = readFileSync(`${root}profiles/${name}`, 'utf8');
     profiles[name] = { text, parsed: parse(text) };
   }
@@ -202,15 +228,23 @@ await build({
   // otherwise write `new RegExp(...)`, which parses them, loading ICU's tables, when a module loads.
   supported: { 'dynamic-import': false, 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true, 'regexp-lookbehind-assertions': true },
   define: { 'import.meta.url': 'quarryImportMetaUrl' },
-  banner: { js: '(function (module, exports, require, __filename, __dirname, quarryImport) {\nconst quarryImportMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
+  banner: {
+    js:
+      '(function (module, exports, require, __filename, __dirname, quarryImport) {\nconst quarryImportMetaUrl = ' +
+      'require("node:url").pathToFileURL(__filename).href;',
+  },
   footer: { js: '})' },
 });
 const bundlePath = `${root}dist/bundle/main.cjs`;
 let bundled = readFileSync(bundlePath, 'utf8');
 for (const name of IMPORT_ONLY) {
-  const converted = new RegExp(`Promise\\.resolve\\(\\)\\.then\\(\\(\\) => (__toESM\\d*)\\(require\\("(${name.replace(/[/.]/g, '\\$&')}(?:/[^"]*)?)"\\)(?:, 1)?\\)\\)`, 'g');
+  const converted = new RegExp(
+    `Promise\\.resolve\\(\\)\\.then\\(\\(\\) => (__toESM\\d*)\\(require\\("(${name.replace(/[/.]/g, '\\$&')}(?:/[^"]*)?)"\\)(?:, 1)?\\)\\)`,
+    'g',
+  );
   bundled = bundled.replace(converted, (_match, _helper, specifier) => `quarryImport(${JSON.stringify(specifier)})`);
-  if (new RegExp(`require\\("${name.replace(/[/.]/g, '\\$&')}(/[^"]*)?"\\)`).test(bundled)) throw new Error(`postbuild: dist/bundle/main.cjs still requires ${name}, which has no CommonJS entry`);
+  if (new RegExp(`require\\("${name.replace(/[/.]/g, '\\$&')}(/[^"]*)?"\\)`).test(bundled))
+    throw new Error(`postbuild: dist/bundle/main.cjs still requires ${name}, which has no CommonJS entry`);
 }
 writeFileSync(bundlePath, bundled);
 
@@ -231,7 +265,10 @@ await build({
  */
 // Without NODE_OPTIONS: V8 flags given there would make a cache that plain `node` runs refuse.
 const { NODE_OPTIONS: _nodeOptions, ...trainingEnv } = process.env;
-const training = spawnSync(process.execPath, [`${root}scripts/code-cache.mjs`, bundlePath, `${bundlePath}.cache`], { stdio: ['ignore', 'ignore', 'inherit'], env: trainingEnv });
+const training = spawnSync(process.execPath, [`${root}scripts/code-cache.mjs`, bundlePath, `${bundlePath}.cache`], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+  env: trainingEnv,
+});
 if (training.status !== 0) {
   // The CLI works without the cache (dist/cli/load-bundle.cjs compiles from source), only slower.
   rmSync(`${bundlePath}.cache`, { force: true });

@@ -48,7 +48,8 @@ for (const path of [...args, ...(spiderTables ? [spiderTables] : []), checkPath]
 }
 const { checkReadOnlyStatement } = await import(pathToFileURL(checkPath).href);
 
-const READ_START = /^[\s(]*(SELECT|WITH|VALUES|TABLE|SHOW|DESCRIBE|DESC|EXPLAIN|PRAGMA|CHECKSUM\s+TABLE|HELP|ANALYZE\s+(?:FORMAT\s*=\s*\w+\s+)?[(\s]*SELECT)\b/i;
+const READ_START =
+  /^[\s(]*(SELECT|WITH|VALUES|TABLE|SHOW|DESCRIBE|DESC|EXPLAIN|PRAGMA|CHECKSUM\s+TABLE|HELP|ANALYZE\s+(?:FORMAT\s*=\s*\w+\s+)?[(\s]*SELECT)\b/i;
 
 function* files(path) {
   if (statSync(path).isDirectory()) {
@@ -123,12 +124,18 @@ function sqllogictestStatements(text) {
     }
     if (skip || !lines.length || !/^(statement|query)\b/.test(lines[0])) continue;
     const end = lines.findIndex((line) => line.trim() === '----');
-    out.push(lines.slice(1, end < 0 ? undefined : end).join('\n').trim());
+    out.push(
+      lines
+        .slice(1, end < 0 ? undefined : end)
+        .join('\n')
+        .trim(),
+    );
   }
   return out.filter(Boolean);
 }
 
-const MYSQLTEST_COMMANDS = /^(let|eval|echo|connect|connection|disconnect|source|if|while|}|{|sleep|real_sleep|error|send|reap|query_vertical|query_horizontal|replace_column|replace_result|replace_regex|disable_\w+|enable_\w+|exec|perl|die|skip|inc|dec|vertical_results|horizontal_results|system|write_file|append_file|cat_file|remove_file|remove_files_wildcard|copy_file|move_file|file_exists|mkdir|rmdir|list_files\w*|save_master_pos|sync_slave_with_master|sync_with_master|wait_for_slave_to_stop|dirty_close|ping|character_set|sorted_result|start_timer|end_timer|result_format|lowercase_result|query_get_value|change_user|chmod|exit|send_eval|shutdown_server|send_shutdown|debug_sync|--)\b/i;
+const MYSQLTEST_COMMANDS =
+  /^(let|eval|echo|connect|connection|disconnect|source|if|while|}|{|sleep|real_sleep|error|send|reap|query_vertical|query_horizontal|replace_column|replace_result|replace_regex|disable_\w+|enable_\w+|exec|perl|die|skip|inc|dec|vertical_results|horizontal_results|system|write_file|append_file|cat_file|remove_file|remove_files_wildcard|copy_file|move_file|file_exists|mkdir|rmdir|list_files\w*|save_master_pos|sync_slave_with_master|sync_with_master|wait_for_slave_to_stop|dirty_close|ping|character_set|sorted_result|start_timer|end_timer|result_format|lowercase_result|query_get_value|change_user|chmod|exit|send_eval|shutdown_server|send_shutdown|debug_sync|--)\b/i;
 
 /** mysqltest: `--command` lines and mysqltest's own commands skipped; `delimiter X` honoured; $variables dropped. */
 function mysqltestStatements(text) {
@@ -175,11 +182,20 @@ function jsonStatements(text) {
 function statementsOf(path) {
   const text = readFileSync(path, 'utf8');
   switch (extname(path)) {
-    case '.sql': return engine === 'postgres' ? psqlStatements(text) : splitSql(text, { backslash: engine === 'mysql', hash: engine === 'mysql' });
-    case '.test': return engine === 'mysql' ? mysqltestStatements(text) : sqllogictestStatements(text);
-    case '.json': return jsonStatements(text);
-    case '.txt': case '.tsv': return text.split('\n').map((line) => line.split('\t')[0].trim()).filter(Boolean);
-    default: return [];
+    case '.sql':
+      return engine === 'postgres' ? psqlStatements(text) : splitSql(text, { backslash: engine === 'mysql', hash: engine === 'mysql' });
+    case '.test':
+      return engine === 'mysql' ? mysqltestStatements(text) : sqllogictestStatements(text);
+    case '.json':
+      return jsonStatements(text);
+    case '.txt':
+    case '.tsv':
+      return text
+        .split('\n')
+        .map((line) => line.split('\t')[0].trim())
+        .filter(Boolean);
+    default:
+      return [];
   }
 }
 
@@ -234,7 +250,10 @@ async function prepareSpider(tablesPath, recordFiles) {
     }
   }
   const percent = (part) => ((100 * part) / records).toFixed(1);
-  console.log(`${records} statements prepared against their schemas: ${failedBefore} (${percent(failedBefore)}%) fail as written, ${failedAfter} (${percent(failedAfter)}%) with double-quoted strings accepted`);
+  console.log(
+    `${records} statements prepared against their schemas: ${failedBefore} (${percent(failedBefore)}%) fail as written, ${failedAfter} ` +
+      `(${percent(failedAfter)}%) with double-quoted strings accepted`,
+  );
   for (const [reason, count] of reasons) console.log(`${String(count).padStart(7)}  ${reason}`);
 }
 
@@ -258,7 +277,13 @@ for (const dir of args) {
       } catch (error) {
         if (!/^refused/.test(error.message)) throw error;
         refused++;
-        const cause = error.message.replace(/\(at character \d+\)/g, '').replace(/character \d+/g, 'character N').replace(/\s*\(found \d+,/, ' (found N,').replace(/; allowed: .*/, '').replace(/;.*$/, '').slice(0, 110);
+        const cause = error.message
+          .replace(/\(at character \d+\)/g, '')
+          .replace(/character \d+/g, 'character N')
+          .replace(/\s*\(found \d+,/, ' (found N,')
+          .replace(/; allowed: .*/, '')
+          .replace(/;.*$/, '')
+          .slice(0, 110);
         const entry = causes.get(cause) ?? { count: 0, examples: [] };
         entry.count++;
         if (entry.examples.length < show) entry.examples.push(sql.replace(/\s+/g, ' ').slice(0, 140));

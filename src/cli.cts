@@ -18,7 +18,9 @@ if (versionAsked >= 0 && args.slice(0, versionAsked).every((arg) => arg.startsWi
   const main: Promise<typeof Main> = existsSync(bundle)
     ? Promise.resolve((require('./cli/load-bundle.cjs') as typeof import('./cli/load-bundle.cjs')).loadBundle(bundle).main)
     : import('./cli/main.js').then((module) => module.main);
-  void main.then((run) => run(args)).then((code) => {
-    process.exitCode = code;
-  });
+  void main
+    .then((run) => run(args))
+    .then((code) => {
+      process.exitCode = code;
+    });
 }

@@ -62,7 +62,9 @@ export class Approver {
       return {
         approved: false,
         reason: 'no_tty',
-        message: `refused: ${reason}, and there is no terminal to ask the user; nothing was run. The user can rerun quarry with --yes (or use /approve in the REPL) to approve such calls.`,
+        message:
+          `refused: ${reason}, and there is no terminal to ask the user; nothing was run. The user can rerun quarry with --yes (or use /approve in ` +
+          `the REPL) to approve such calls.`,
       };
     }
     let preview = JSON.stringify(args);
@@ -75,7 +77,11 @@ export class Approver {
     }
     if (answer === 'always') this.alwaysTools.add(tool.name);
     if (answer === 'no') {
-      return { approved: false, reason: 'declined', message: 'refused by the user: nothing was run. Do not repeat this call; take another approach or ask the user.' };
+      return {
+        approved: false,
+        reason: 'declined',
+        message: 'refused by the user: nothing was run. Do not repeat this call; take another approach or ask the user.',
+      };
     }
     return { approved: true };
   }

@@ -18,8 +18,11 @@ const SUMMARY_TOOL_RESULT_CHARS = 1500;
 
 export const SUMMARY_PREFIX = '[Summary of the earlier conversation, written when it was compacted]';
 
-export const SUMMARY_SYSTEM_PROMPT = `You summarise the earlier part of a conversation between a user and quarry, a data-analysis agent, so that the agent can continue without it.
-Keep everything the agent still needs: the user's goals and requests, decisions made, database and table names, columns, the exact SQL that worked, key numbers and results, files read or written (with paths), errors met and how they were resolved, and what was left to do.
+export const SUMMARY_SYSTEM_PROMPT =
+  `You summarise the earlier part of a conversation between a user and quarry, a data-analysis agent, so that the agent ` +
+  `can continue without it.
+Keep everything the agent still needs: the user's goals and requests, decisions made, database and table names, columns, the exact SQL that worked, key ` +
+  `numbers and results, files read or written (with paths), errors met and how they were resolved, and what was left to do.
 Write plain, dense prose or bullet points. Do not invent anything. Do not address the user.`;
 
 export function estimateTokens(messages: readonly Message[], extraChars = 0): number {

@@ -36,7 +36,12 @@ export function childAgentRunner(parent: AgentOptions): (context: ToolContext, c
   });
 }
 
-async function runChild(parent: AgentOptions, registry: AgentOptions['workspace']['registry'], request: ChildAgentRequest, conversation: readonly Message[]): Promise<ChildAgentResult> {
+async function runChild(
+  parent: AgentOptions,
+  registry: AgentOptions['workspace']['registry'],
+  request: ChildAgentRequest,
+  conversation: readonly Message[],
+): Promise<ChildAgentResult> {
   const started = performance.now();
   const session = parent.session.createChild({ profile: parent.workspace.profile.name, model: parent.provider.label, workingDir: parent.workspace.workingDir });
   const { extendToolContext: _none, onEvent: _quiet, messages: _parentMessages, ...shared } = parent;

@@ -22,7 +22,16 @@ export type RunEvent =
   | { type: 'assistant_message'; turn: number; message: AssistantMessage; usage: UsageJson }
   | { type: 'tool_start'; id: string; name: string; arguments: string }
   | { type: 'tool_blocked'; id: string; name: string; reason: string }
-  | { type: 'tool_end'; id: string; name: string; arguments: Record<string, unknown> | null; ok: boolean; duration_ms: number; output: string; metadata: Record<string, unknown> }
+  | {
+      type: 'tool_end';
+      id: string;
+      name: string;
+      arguments: Record<string, unknown> | null;
+      ok: boolean;
+      duration_ms: number;
+      output: string;
+      metadata: Record<string, unknown>;
+    }
   | { type: 'compact'; ok: true; message: string; summarized_messages: number; kept_messages: number; messages: Message[] }
   | { type: 'compact'; ok: false; message: string }
   | { type: 'error'; message: string }
@@ -69,7 +78,8 @@ export function traceSubscriber(session: { append(event: TraceEvent): void }): R
         return;
       }
       case 'compact':
-        if (event.ok) session.append({ type: 'compact', summarized_messages: event.summarized_messages, kept_messages: event.kept_messages, messages: event.messages });
+        if (event.ok)
+          session.append({ type: 'compact', summarized_messages: event.summarized_messages, kept_messages: event.kept_messages, messages: event.messages });
         else session.append({ type: 'error', message: event.message });
         return;
       default:

@@ -9,8 +9,15 @@ import { isReadOnlyCall, type Tool, type ToolContext } from '../tools/types.js';
 import { approvalReason } from './approval.js';
 import type { Approver } from './approver.js';
 import {
-  COMPACTION_THRESHOLD, KEEP_RECENT_FRACTION, MIN_SUMMARISED_FRACTION, SUMMARY_SYSTEM_PROMPT, compactedConversation, compactionSplit,
-  estimateTokens, manualCompactionSplit, renderForSummary,
+  COMPACTION_THRESHOLD,
+  KEEP_RECENT_FRACTION,
+  MIN_SUMMARISED_FRACTION,
+  SUMMARY_SYSTEM_PROMPT,
+  compactedConversation,
+  compactionSplit,
+  estimateTokens,
+  manualCompactionSplit,
+  renderForSummary,
 } from './compaction.js';
 import { toolResultMessage, traceSubscriber, type ModelCallPurpose, type RunEvent, type RunEventSubscriber, type ToolEndEvent } from './events.js';
 import type { Session, SessionStatus } from './session.js';
@@ -95,14 +102,18 @@ function parseArguments(text: string): { args: Record<string, unknown> | null; e
   } catch (error) {
     return { args: null, error: `the arguments are not valid JSON (${(error as Error).message}); send one JSON object matching the tool's schema` };
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { args: null, error: 'the arguments must be a JSON object matching the tool\'s schema' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { args: null, error: "the arguments must be a JSON object matching the tool's schema" };
   return { args: value as Record<string, unknown>, error: null };
 }
 
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }
@@ -119,7 +130,9 @@ export class Agent {
   constructor(private readonly options: AgentOptions) {
     this.messages = options.messages ? [...options.messages] : [];
     this.subscribers = [traceSubscriber(options.session), ...(options.onEvent ? [options.onEvent] : [])];
-    this.toolSpecs = options.workspace.registry.list().map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters as unknown as Record<string, unknown> }));
+    this.toolSpecs = options.workspace.registry
+      .list()
+      .map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters as unknown as Record<string, unknown> }));
   }
 
   /** Each event once, to every subscriber in order: the trace first, so what was shown is on disk. */
@@ -147,7 +160,14 @@ export class Agent {
     poll.unref();
     const signal = controller.signal;
     const { profile, workingDir } = this.options.workspace;
-    this.emit({ type: 'run_start', prompt, model: this.options.provider.label, profile: profile.name, profile_source: profile.source, working_dir: workingDir });
+    this.emit({
+      type: 'run_start',
+      prompt,
+      model: this.options.provider.label,
+      profile: profile.name,
+      profile_source: profile.source,
+      working_dir: workingDir,
+    });
     const question: Message = { role: 'user', content: prompt };
     this.messages.push(question);
     this.emit({ type: 'message', message: question });
@@ -166,7 +186,13 @@ export class Agent {
         const turn = await this.modelTurn(turns, signal);
         usage = addUsage(usage, turn.usage);
         // Reasoning and refusals go into the trace with the message; the provider sends back what it must.
-        const answer = { role: 'assistant' as const, content: turn.text, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}), ...(turn.reasoning ? { reasoning: turn.reasoning } : {}), ...(turn.refusal ? { refusal: turn.refusal } : {}) };
+        const answer = {
+          role: 'assistant' as const,
+          content: turn.text,
+          ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}),
+          ...(turn.reasoning ? { reasoning: turn.reasoning } : {}),
+          ...(turn.refusal ? { refusal: turn.refusal } : {}),
+        };
         this.messages.push(answer);
         this.emit({ type: 'assistant_message', turn: turns, message: answer, usage: usageJson(turn.usage) });
         if (turn.text.trim()) text = turn.text;
@@ -188,7 +214,10 @@ export class Agent {
         error = 'cancelled by the user';
       } else {
         status = 'failed';
-        error = caught instanceof RunStopped || caught instanceof ModelCallFailed ? caught.message : `internal error: ${(caught as Error)?.message ?? String(caught)}`;
+        error =
+          caught instanceof RunStopped || caught instanceof ModelCallFailed
+            ? caught.message
+            : `internal error: ${(caught as Error)?.message ?? String(caught)}`;
         this.emit({ type: 'error', message: error });
       }
     } finally {
@@ -212,14 +241,18 @@ export class Agent {
     let reasoning: Reasoning | undefined;
     let refusal: string | undefined;
     let attempts = 1;
-    const events = streamWithRetries(provider, {
-      system: request?.system ?? this.options.system,
-      messages,
-      tools: request?.tools ?? this.toolSpecs,
-      signal,
-      purpose,
-      ...(this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : {}),
-    }, retryPolicy);
+    const events = streamWithRetries(
+      provider,
+      {
+        system: request?.system ?? this.options.system,
+        messages,
+        tools: request?.tools ?? this.toolSpecs,
+        signal,
+        purpose,
+        ...(this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : {}),
+      },
+      retryPolicy,
+    );
     for await (const event of events) {
       if (event.type === 'text') {
         text += event.text;
@@ -238,7 +271,15 @@ export class Agent {
         this.emit({ type: 'retry', attempt: event.attempt, delay_ms: event.delayMs, reason: event.reason });
       }
     }
-    this.emit({ type: 'llm_end', turn, usage: usageJson(usage), duration_ms: Math.round(performance.now() - started), stop_reason: stopReason, attempts, purpose });
+    this.emit({
+      type: 'llm_end',
+      turn,
+      usage: usageJson(usage),
+      duration_ms: Math.round(performance.now() - started),
+      stop_reason: stopReason,
+      attempts,
+      purpose,
+    });
     session.addUsage(usage);
     this.reportedTokens = usage.inputTokens + usage.outputTokens;
     return { text, toolCalls, usage, ...(reasoning ? { reasoning } : {}), ...(refusal !== undefined ? { refusal } : {}) };
@@ -268,7 +309,11 @@ export class Agent {
     const kept = this.messages.slice(split);
     let summary: string;
     try {
-      const turn = await this.modelTurn(0, signal, 'compaction', { system: SUMMARY_SYSTEM_PROMPT, messages: [{ role: 'user', content: renderForSummary(older) }], tools: [] });
+      const turn = await this.modelTurn(0, signal, 'compaction', {
+        system: SUMMARY_SYSTEM_PROMPT,
+        messages: [{ role: 'user', content: renderForSummary(older) }],
+        tools: [],
+      });
       summary = turn.text.trim();
       if (!summary) throw new Error('the model returned an empty summary');
     } catch (error) {
@@ -298,7 +343,9 @@ export class Agent {
       const lastCalls = this.recentCalls.slice(-REPEATED_CALL_LIMIT);
       if (lastCalls.length === REPEATED_CALL_LIMIT && lastCalls.every((key) => key === lastCalls[0])) {
         stopAt = index;
-        stopReason = `stopped: the model called ${item.call.name} with the same arguments ${REPEATED_CALL_LIMIT} times in a row (${item.call.arguments.slice(0, 200)}), which usually means it is stuck; rephrase the question or give it more to go on`;
+        stopReason =
+          `stopped: the model called ${item.call.name} with the same arguments ${REPEATED_CALL_LIMIT} times in a row ` +
+          `(${item.call.arguments.slice(0, 200)}), which usually means it is stuck; rephrase the question or give it more to go on`;
         break;
       }
     }
@@ -322,9 +369,21 @@ export class Agent {
     }
     for (let i = stopAt; i < prepared.length; i++) {
       const { call } = prepared[i] as PreparedCall;
-      const content = i === stopAt ? `not run: the same ${call.name} call ${REPEATED_CALL_LIMIT} times in a row; the run stops here` : 'not run: the run stopped before this call';
+      const content =
+        i === stopAt
+          ? `not run: the same ${call.name} call ${REPEATED_CALL_LIMIT} times in a row; the run stops here`
+          : 'not run: the run stopped before this call';
       this.emit({ type: 'tool_blocked', id: call.id, name: call.name, reason: content });
-      const end: ToolEndEvent = { type: 'tool_end', id: call.id, name: call.name, arguments: prepared[i]?.args ?? null, ok: false, duration_ms: 0, output: content, metadata: { error: 'repeated_call' } };
+      const end: ToolEndEvent = {
+        type: 'tool_end',
+        id: call.id,
+        name: call.name,
+        arguments: prepared[i]?.args ?? null,
+        ok: false,
+        duration_ms: 0,
+        output: content,
+        metadata: { error: 'repeated_call' },
+      };
       this.emit(end);
       results[i] = toolResultMessage(end);
     }
@@ -350,7 +409,16 @@ export class Agent {
     // The trace writer puts the result in the trace the moment the call finishes, before its tool_end,
     // so a crash while other calls of the message still run cannot lose it (conversationFromTrace).
     const finish = (ok: boolean, output: string, metadata: Record<string, unknown>): Message => {
-      const end: ToolEndEvent = { type: 'tool_end', id: call.id, name: call.name, arguments: item.args, ok, duration_ms: Math.round(performance.now() - started), output, metadata };
+      const end: ToolEndEvent = {
+        type: 'tool_end',
+        id: call.id,
+        name: call.name,
+        arguments: item.args,
+        ok,
+        duration_ms: Math.round(performance.now() - started),
+        output,
+        metadata,
+      };
       this.emit(end);
       return toolResultMessage(end);
     };

@@ -12,18 +12,23 @@ import type { Profile } from '../profiles/schema.js';
  * variables, the front matter's defaults, --vars-file and --var (later ones win).
  */
 
-export const DEFAULT_SYSTEM_PROMPT = `You are quarry, a careful data analyst working from the command line.
+export const DEFAULT_SYSTEM_PROMPT =
+  `You are quarry, a careful data analyst working from the command line.
 You answer questions about databases, spreadsheets and files by looking at the data with your tools.
 
 How you work:
-- Explore before you query: on a database, search for the tables and columns the question is about (operation search; list_tables only on small databases), describe the ones you need (columns, types, keys, comments, which tables reference them), look at real values with sample or profile, then write SQL; look at sheet names and headers before reading a workbook.
+- Explore before you query: on a database, search for the tables and columns the question is about (operation search; list_tables only on small databases), ` +
+  `describe the ones you need (columns, types, keys, comments, which tables reference them), look at real values with sample or profile, then write SQL; ` +
+  `look at sheet names and headers before reading a workbook.
 - Before a query that may scan a big table, check its plan with operation explain (estimated rows), and prefer filters on indexed columns and aggregates.
 - Never invent numbers, names or results. Every figure you state comes from a tool result in this conversation; if you could not get it, say so.
 - Show the SQL you ran for every number you report, in a fenced sql block.
 - Check row counts (COUNT(*)) before drawing conclusions, and say when a result was cut to a limit.
-- For large results, or whenever the user wants a file, use export_query to write a CSV instead of paging through rows; report the path, the row count and the columns.
+- For large results, or whenever the user wants a file, use export_query to write a CSV instead of paging through rows; report the path, the row count and ` +
+  `the columns.
 - Read files before you change them, and change only what was asked.
-- When the profile does not allow something (writing files, running a command, changing data), say so plainly and suggest what the user could do instead; do not try to work around it.
+- When the profile does not allow something (writing files, running a command, changing data), say so plainly and suggest what the user could do instead; ` +
+  `do not try to work around it.
 - Be concise: lead with the answer, then the evidence.
 
 Environment:
@@ -67,10 +72,12 @@ export function parseTemplate(text: string, where: string): PromptTemplate {
   }
   const variables: Record<string, TemplateVariable> = {};
   const declared = front.variables ?? {};
-  if (typeof declared !== 'object' || declared === null || Array.isArray(declared)) throw new UsageError(`${where}: "variables" must be a mapping of name to {required, default, description}`);
+  if (typeof declared !== 'object' || declared === null || Array.isArray(declared))
+    throw new UsageError(`${where}: "variables" must be a mapping of name to {required, default, description}`);
   for (const [name, spec] of Object.entries(declared as Record<string, unknown>)) {
     const entry = (spec ?? {}) as Record<string, unknown>;
-    if (typeof entry !== 'object' || Array.isArray(entry)) throw new UsageError(`${where}: variables.${name} must be a mapping with required, default, description`);
+    if (typeof entry !== 'object' || Array.isArray(entry))
+      throw new UsageError(`${where}: variables.${name} must be a mapping with required, default, description`);
     for (const key of Object.keys(entry)) {
       if (!VARIABLE_KEYS.includes(key)) throw new UsageError(`${where}: variables.${name}: unknown key "${key}"; allowed keys: ${VARIABLE_KEYS.join(', ')}`);
     }
@@ -180,7 +187,9 @@ export function buildSystemPrompt(options: SystemPromptOptions): BuiltPrompt {
   const values = { ...options.automatic, ...defaults, ...options.vars };
   for (const [name, spec] of Object.entries(template.variables)) {
     if (spec.required && values[name] === undefined) {
-      throw new UsageError(`${path}: required template variable "${name}" has no value; pass --var ${name}=VALUE${spec.description ? ` (${spec.description})` : ''}`);
+      throw new UsageError(
+        `${path}: required template variable "${name}" has no value; pass --var ${name}=VALUE${spec.description ? ` (${spec.description})` : ''}`,
+      );
     }
   }
   return {

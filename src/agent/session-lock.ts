@@ -28,7 +28,10 @@ export interface LockHolder {
 /** Another live process owns the session: a usage error (exit 2), nothing was run. */
 export class SessionLockedError extends UsageError {
   override name = 'SessionLockedError';
-  constructor(message: string, readonly holder: LockHolder | undefined) {
+  constructor(
+    message: string,
+    readonly holder: LockHolder | undefined,
+  ) {
     super(message);
   }
 }
@@ -117,7 +120,13 @@ function installExitHook(): void {
 export function acquireSessionLock(dir: string, describe: (holder: LockHolder | undefined) => string): boolean {
   if (held.has(dir)) return false;
   const path = join(dir, LOCK_FILE);
-  const me: LockHolder = { pid: process.pid, ...(ownStart ? { started: ownStart } : {}), host: hostname(), nonce: nodeCrypto().randomBytes(8).toString('hex'), at: new Date().toISOString() };
+  const me: LockHolder = {
+    pid: process.pid,
+    ...(ownStart ? { started: ownStart } : {}),
+    host: hostname(),
+    nonce: nodeCrypto().randomBytes(8).toString('hex'),
+    at: new Date().toISOString(),
+  };
   for (let attempt = 0; attempt < 400; attempt++) {
     let fd: number;
     try {
@@ -183,9 +192,7 @@ function takeOverStale(dir: string, path: string, stale: LockHolder | undefined)
   try {
     closeSync(fd);
     const current = readLockHolder(dir);
-    const same = stale
-      ? current?.nonce === stale.nonce
-      : current === undefined && lockExists(dir).exists && lockExists(dir).ageMs >= UNREADABLE_LOCK_GRACE_MS;
+    const same = stale ? current?.nonce === stale.nonce : current === undefined && lockExists(dir).exists && lockExists(dir).ageMs >= UNREADABLE_LOCK_GRACE_MS;
     if (same) rmSync(path, { force: true });
   } finally {
     rmSync(mutex, { force: true });

@@ -8,7 +8,15 @@ import { addUsage, emptyUsage, usageJson } from '../model/types.js';
 import { nodeCrypto } from '../node-crypto.js';
 import type { Profile } from '../profiles/schema.js';
 import {
-  LOCK_FILE, SessionLockedError, acquireSessionLock, holderAlive, isProcessAlive, ownProcessStart, readLockHolder, releaseSessionLock, type LockHolder,
+  LOCK_FILE,
+  SessionLockedError,
+  acquireSessionLock,
+  holderAlive,
+  isProcessAlive,
+  ownProcessStart,
+  readLockHolder,
+  releaseSessionLock,
+  type LockHolder,
 } from './session-lock.js';
 
 /**
@@ -73,7 +81,15 @@ export type SessionSetupRecord = Pick<SessionMeta, 'profile_ref' | 'profile_sour
 export type TraceEvent =
   | { type: 'run_start'; prompt: string; model: string; profile: string; working_dir: string; profile_source?: string; resumed?: boolean }
   | { type: 'llm_start'; turn: number; messages: number; purpose: 'turn' | 'compaction' }
-  | { type: 'llm_end'; turn: number; usage: ReturnType<typeof usageJson>; duration_ms: number; stop_reason: string; attempts: number; purpose: 'turn' | 'compaction' }
+  | {
+      type: 'llm_end';
+      turn: number;
+      usage: ReturnType<typeof usageJson>;
+      duration_ms: number;
+      stop_reason: string;
+      attempts: number;
+      purpose: 'turn' | 'compaction';
+    }
   | { type: 'message'; message: Message }
   | { type: 'tool_start'; id: string; name: string; arguments: string }
   | { type: 'tool_end'; id: string; name: string; ok: boolean; duration_ms: number; metadata: Record<string, unknown> }
@@ -238,12 +254,18 @@ function danglingResult(call: ToolCall, progress: CallProgress | undefined): Ext
     const summary = details && details !== '{}' ? ` (${details.length > 400 ? `${details.slice(0, 400)}...` : details})` : '';
     return {
       ...base,
-      content: `${ended.ok ? 'finished' : 'failed'}: this call ${ended.ok ? 'completed' : 'ended with an error'} before the session was interrupted, but its output was not saved${summary}`,
+      content:
+        `${ended.ok ? 'finished' : 'failed'}: this call ${ended.ok ? 'completed' : 'ended with an error'} before the session was interrupted, but ` +
+        `its output was not saved${summary}`,
       ...(ended.ok ? {} : { isError: true }),
     };
   }
   if (progress?.started.has(call.id)) {
-    return { ...base, content: 'interrupted: the session ended while this call was running; it may or may not have taken effect, so check before repeating it', isError: true };
+    return {
+      ...base,
+      content: 'interrupted: the session ended while this call was running; it may or may not have taken effect, so check before repeating it',
+      isError: true,
+    };
   }
   return { ...base, content: 'not run: the session ended before this call started', isError: true };
 }
@@ -294,7 +316,11 @@ export class Session {
   /** The trace's length after the last complete event this process wrote. */
   private traceBytes: number;
 
-  private constructor(readonly id: string, readonly dir: string, private meta: SessionMeta) {
+  private constructor(
+    readonly id: string,
+    readonly dir: string,
+    private meta: SessionMeta,
+  ) {
     this.usageTotal = { inputTokens: meta.usage.input_tokens, outputTokens: meta.usage.output_tokens, cachedTokens: meta.usage.cached_tokens };
     this.traceBytes = traceSize(dir);
   }
@@ -318,8 +344,18 @@ export class Session {
     const { profile, model, workingDir, ...record } = info;
     const started = ownProcessStart();
     const meta: SessionMeta = {
-      id, status: 'running', profile, model, working_dir: workingDir,
-      created_at: now, updated_at: now, pid: process.pid, ...(started ? { pid_started: started } : {}), runs: 0, first_prompt: '', usage: usageJson(emptyUsage()),
+      id,
+      status: 'running',
+      profile,
+      model,
+      working_dir: workingDir,
+      created_at: now,
+      updated_at: now,
+      pid: process.pid,
+      ...(started ? { pid_started: started } : {}),
+      runs: 0,
+      first_prompt: '',
+      usage: usageJson(emptyUsage()),
       ...(parentId ? { parent_id: parentId } : {}),
       ...record,
     };
@@ -364,7 +400,12 @@ export class Session {
   private recoverFromCrash(): void {
     const removed = repairTraceTail(this.dir);
     this.traceBytes = traceSize(this.dir);
-    if (removed > 0) this.append({ type: 'trace_repaired', removed_bytes: removed, reason: 'the last line was cut off while being written (the process stopped or the disk was full)' });
+    if (removed > 0)
+      this.append({
+        type: 'trace_repaired',
+        removed_bytes: removed,
+        reason: 'the last line was cut off while being written (the process stopped or the disk was full)',
+      });
     if (this.meta.status === 'running') {
       const error = `the run in process ${this.meta.pid} ended without finishing (it was killed or crashed)`;
       this.append({ type: 'run_end', status: 'interrupted', usage: usageJson(emptyUsage()), error });
@@ -417,7 +458,13 @@ export class Session {
   startRun(prompt: string): void {
     this.clearCancelRequest();
     const started = ownProcessStart();
-    this.update({ status: 'running', pid: process.pid, ...(started ? { pid_started: started } : {}), runs: this.meta.runs + 1, first_prompt: this.meta.first_prompt || prompt.slice(0, 200) });
+    this.update({
+      status: 'running',
+      pid: process.pid,
+      ...(started ? { pid_started: started } : {}),
+      runs: this.meta.runs + 1,
+      first_prompt: this.meta.first_prompt || prompt.slice(0, 200),
+    });
   }
 
   addUsage(usage: Usage): void {
@@ -464,7 +511,8 @@ function traceSize(dir: string): number {
 
 function lockedMessage(id: string, dir: string, holder: LockHolder | undefined, meta: SessionMeta | undefined): string {
   if (!holder) return `session ${id} is being opened by another process; try again in a moment`;
-  if (holder.host !== hostname()) return `session ${id} is held by process ${holder.pid} on host ${holder.host}; if that process is gone, remove ${join(dir, LOCK_FILE)}`;
+  if (holder.host !== hostname())
+    return `session ${id} is held by process ${holder.pid} on host ${holder.host}; if that process is gone, remove ${join(dir, LOCK_FILE)}`;
   if (meta?.status === 'running') return `session ${id} is running in process ${holder.pid}; wait for it or stop it with quarry cancel ${id}`;
   return `session ${id} is open in process ${holder.pid} (a REPL, or a run starting up); try again once that quarry has exited`;
 }

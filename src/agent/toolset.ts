@@ -83,8 +83,14 @@ const DEFAULT_PROFILE = parseProfile(null, 'defaults', 'defaults');
 /** Every built-in tool, built for `profile` (also those the profile does not offer, for `quarry tools --all`). */
 export function allBuiltinTools(profile: Profile = DEFAULT_PROFILE): Tool[] {
   return [
-    readTool, readExcelTool, grepTool, globTool, listTool,
-    createBashTool(bashToolOptions(profile)), createWriteTool(writeToolOptions(profile)), createEditTool(editToolOptions(profile)),
+    readTool,
+    readExcelTool,
+    grepTool,
+    globTool,
+    listTool,
+    createBashTool(bashToolOptions(profile)),
+    createWriteTool(writeToolOptions(profile)),
+    createEditTool(editToolOptions(profile)),
     delegateTool,
   ];
 }
@@ -112,7 +118,8 @@ export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions
     if (profileAllowsTool(profile, tool.name)) registry.register(tool);
   }
   // chart draws from any configured database or from a CSV file, so every profile gets it.
-  if (profileAllowsTool(profile, 'chart')) registry.register(createChartTool(options.databases ?? [], { writeRoots: database.writeRoots, exportFiles: database.exportFiles }));
+  if (profileAllowsTool(profile, 'chart'))
+    registry.register(createChartTool(options.databases ?? [], { writeRoots: database.writeRoots, exportFiles: database.exportFiles }));
   for (const tool of options.mcpTools ?? []) {
     if (profileAllowsTool(profile, tool.name)) registry.register(tool);
   }

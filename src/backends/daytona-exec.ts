@@ -100,7 +100,9 @@ export function parseRunReport(output: string, runId: string): RunReport | null 
   const lines = output.split('\n');
   const head = lines.findIndex((line) => line.startsWith(`${marker} `));
   if (head === -1) return null;
-  const fields = lines[head]!.slice(marker.length + 1).trim().split(/\s+/);
+  const fields = lines[head]!.slice(marker.length + 1)
+    .trim()
+    .split(/\s+/);
   const separator = lines.indexOf(marker, head + 1);
   const end = lines.indexOf(`${marker}-end`, separator + 1);
   if (fields.length !== 3 || separator === -1 || end === -1) return null;

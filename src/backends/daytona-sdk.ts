@@ -84,13 +84,18 @@ export function sandboxSpecFromEnv(env: NodeJS.ProcessEnv): SandboxSpec {
  * 55 MB that only Daytona users need): installed by default, left out by
  * `npm install --omit=optional`. Without it the daytona backend says how to add it.
  */
-export async function loadDaytonaSdk(load: () => Promise<typeof import('@daytonaio/sdk')> = () => import('@daytonaio/sdk')): Promise<typeof import('@daytonaio/sdk')> {
+export async function loadDaytonaSdk(
+  load: () => Promise<typeof import('@daytonaio/sdk')> = () => import('@daytonaio/sdk'),
+): Promise<typeof import('@daytonaio/sdk')> {
   try {
     return await load();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
-    throw new Error('the daytona backend needs the optional package @daytonaio/sdk, which is not installed (quarry was installed with --omit=optional?): run `npm install @daytonaio/sdk@^0.218` in quarry\'s folder, or reinstall quarry without --omit=optional');
+    throw new Error(
+      'the daytona backend needs the optional package @daytonaio/sdk, which is not installed (quarry was installed with --omit=optional?): run `npm install ' +
+        "@daytonaio/sdk@^0.218` in quarry's folder, or reinstall quarry without --omit=optional",
+    );
   }
 }
 

@@ -125,9 +125,11 @@ export class DaytonaBackend implements Backend {
     const found = await sandbox.process.executeCommand(shCommandLine(`if [ -d ${path} ]; then echo directory; elif [ -e ${path} ]; then echo other; fi`));
     const kind = found.result.trim();
     if (found.exitCode === 0 && kind === 'directory') return sandbox;
-    this.refusal = new BackendUnavailableError(kind === 'other'
-      ? `working directory is not a directory in the Daytona sandbox: ${dir}`
-      : `working directory does not exist in the Daytona sandbox: ${dir} (the sandbox has its own files; give -w a directory that exists there)`);
+    this.refusal = new BackendUnavailableError(
+      kind === 'other'
+        ? `working directory is not a directory in the Daytona sandbox: ${dir}`
+        : `working directory does not exist in the Daytona sandbox: ${dir} (the sandbox has its own files; give -w a directory that exists there)`,
+    );
     await sandbox.delete(DELETE_TIMEOUT_SECONDS).catch(() => undefined);
     throw this.refusal;
   }
@@ -186,14 +188,24 @@ export class DaytonaBackend implements Backend {
     const runId = nodeCrypto().randomBytes(8).toString('hex');
     const keepBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     const stdoutLimit = options.onStdout ? Math.max(keepBytes, REMOTE_STREAMED_OUTPUT_LIMIT_BYTES) : keepBytes;
-    const script = buildRunScript({ runId, argv, cwd: options.cwd, env: options.env, timeoutMs: options.timeoutMs, stdoutLimit, stderrLimit: STDERR_LIMIT_BYTES });
+    const script = buildRunScript({
+      runId,
+      argv,
+      cwd: options.cwd,
+      env: options.env,
+      timeoutMs: options.timeoutMs,
+      stdoutLimit,
+      stderrLimit: STDERR_LIMIT_BYTES,
+    });
     const requestTimeout = options.timeoutMs === undefined ? 0 : Math.ceil(options.timeoutMs / 1000) + REMOTE_KILL_GRACE_SECONDS + REMOTE_REQUEST_SLACK_SECONDS;
 
     let aborted = false;
     let killing: Promise<unknown> | undefined;
     const onAbort = () => {
       aborted = true;
-      killing ??= sandbox.process.executeCommand(shCommandLine(buildKillScript(runId)), undefined, undefined, REMOTE_KILL_GRACE_SECONDS + REMOTE_REQUEST_SLACK_SECONDS).catch(() => undefined);
+      killing ??= sandbox.process
+        .executeCommand(shCommandLine(buildKillScript(runId)), undefined, undefined, REMOTE_KILL_GRACE_SECONDS + REMOTE_REQUEST_SLACK_SECONDS)
+        .catch(() => undefined);
     };
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });

@@ -30,7 +30,8 @@ export async function globFiles(pattern: string, options: GlobOptions, fs?: File
 export function localNameAdapter(cwd: string, cwdOnDisk: string | Buffer): FileSystemAdapter {
   const root = typeof cwdOnDisk === 'string' ? Buffer.from(cwdOnDisk, 'utf8') : cwdOnDisk;
   const onDisk = (path: string): Buffer => {
-    const below = path === cwd || path === '.' || path === '' ? '' : path.startsWith(`${cwd}/`) ? path.slice(cwd.length + 1) : path.startsWith('/') ? null : path;
+    const below =
+      path === cwd || path === '.' || path === '' ? '' : path.startsWith(`${cwd}/`) ? path.slice(cwd.length + 1) : path.startsWith('/') ? null : path;
     if (below === null) return unescapeName(path);
     return below === '' ? root : Buffer.concat([root, Buffer.from('/'), unescapeName(below.replace(/\/$/, ''))]);
   };

@@ -17,7 +17,10 @@ const READ_CHUNK_BYTES = 256 * 1024;
 async function* emptyChunks(): AsyncIterable<Buffer> {}
 
 async function exists(path: string | Buffer): Promise<boolean> {
-  return lstat(path).then(() => true, () => false);
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -153,8 +156,17 @@ export class LocalBackend implements Backend {
       const stop = () => {
         if (child.pid !== undefined && !exited) killProcessGroup(child.pid, () => exited);
       };
-      const timer = options.timeoutMs !== undefined ? setTimeout(() => { timedOut = true; stop(); }, options.timeoutMs) : undefined;
-      const onAbort = () => { aborted = true; stop(); };
+      const timer =
+        options.timeoutMs !== undefined
+          ? setTimeout(() => {
+              timedOut = true;
+              stop();
+            }, options.timeoutMs)
+          : undefined;
+      const onAbort = () => {
+        aborted = true;
+        stop();
+      };
       if (options.signal?.aborted) onAbort();
       else options.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -270,7 +282,10 @@ export class LocalBackend implements Backend {
 
   /** lstat of named entries (as listNames gives them), at most 32 at a time; vanished entries are left out. */
   async statEntries(path: string, names: readonly string[]): Promise<DirEntry[]> {
-    return this.statNames(path, names.map((name) => unescapeName(name)));
+    return this.statNames(
+      path,
+      names.map((name) => unescapeName(name)),
+    );
   }
 
   private async statNames(path: string, names: readonly Buffer[]): Promise<DirEntry[]> {

@@ -14,10 +14,16 @@ function utf8SequenceLength(bytes: Uint8Array, i: number): number {
   if (b0 < 0x80) return 1;
   let length: number;
   let min: number;
-  if (b0 >= 0xc2 && b0 <= 0xdf) { length = 2; min = 0x80; }
-  else if (b0 >= 0xe0 && b0 <= 0xef) { length = 3; min = 0x800; }
-  else if (b0 >= 0xf0 && b0 <= 0xf4) { length = 4; min = 0x10000; }
-  else return 0;
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
+    length = 2;
+    min = 0x80;
+  } else if (b0 >= 0xe0 && b0 <= 0xef) {
+    length = 3;
+    min = 0x800;
+  } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+    length = 4;
+    min = 0x10000;
+  } else return 0;
   if (i + length > bytes.length) return 0;
   let codePoint = b0 & (0xff >> (length + 1));
   for (let k = 1; k < length; k++) {

@@ -38,7 +38,9 @@ function listDatabases(configs: DatabaseConfig[], format: 'text' | 'json'): void
     return;
   }
   if (configs.length === 0) {
-    process.stdout.write('No databases configured. Use --db [ALIAS=]TARGET, --databases FILE, SQLITE_DB/POSTGRES_*/MYSQL_*/ORACLE_*/VERTICA_* or databases: in config.yaml.\n');
+    process.stdout.write(
+      'No databases configured. Use --db [ALIAS=]TARGET, --databases FILE, SQLITE_DB/POSTGRES_*/MYSQL_*/ORACLE_*/VERTICA_* or databases: in config.yaml.\n',
+    );
     return;
   }
   const width = Math.max(...configs.map((config) => config.alias.length));
@@ -67,28 +69,38 @@ export function registerDbCommand(parser: Argv, setExit: (code: number) => void)
     withDatabaseOptions(y)
       .option('config', { type: 'string', describe: 'Config file with databases: (default: $QUARRY_HOME/config.yaml)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
-      .command('list', 'List configured databases (passwords are never shown)', () => undefined, (argv) => {
-        listDatabases(loadConfigs(argv as unknown as DbArgv, true), (argv as unknown as DbArgv).format);
-        setExit(EXIT_OK);
-      })
-      .command('check [alias]', 'Connect to each database (or one) and run a trivial read-only query', (c) => c.positional('alias', { type: 'string' }), async (argv) => {
-        const configs = loadConfigs(argv as unknown as DbArgv, false);
-        const alias = argv.alias as string | undefined;
-        const selected = alias ? configs.filter((config) => config.alias === alias) : configs;
-        if (alias && selected.length === 0) throw new UsageError(`no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ') || '(none)'}`);
-        if (selected.length === 0) throw new UsageError('no databases configured (see quarry db list)');
-        let failed = false;
-        try {
-          for (const config of selected) {
-            const result = await checkDatabase(config);
-            failed ||= !result.ok;
-            (result.ok ? process.stdout : process.stderr).write(`${result.text}\n`);
+      .command(
+        'list',
+        'List configured databases (passwords are never shown)',
+        () => undefined,
+        (argv) => {
+          listDatabases(loadConfigs(argv as unknown as DbArgv, true), (argv as unknown as DbArgv).format);
+          setExit(EXIT_OK);
+        },
+      )
+      .command(
+        'check [alias]',
+        'Connect to each database (or one) and run a trivial read-only query',
+        (c) => c.positional('alias', { type: 'string' }),
+        async (argv) => {
+          const configs = loadConfigs(argv as unknown as DbArgv, false);
+          const alias = argv.alias as string | undefined;
+          const selected = alias ? configs.filter((config) => config.alias === alias) : configs;
+          if (alias && selected.length === 0) throw new UsageError(`no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ') || '(none)'}`);
+          if (selected.length === 0) throw new UsageError('no databases configured (see quarry db list)');
+          let failed = false;
+          try {
+            for (const config of selected) {
+              const result = await checkDatabase(config);
+              failed ||= !result.ok;
+              (result.ok ? process.stdout : process.stderr).write(`${result.text}\n`);
+            }
+          } finally {
+            await (await import('../tools/database/connections.js')).closeAllDatabaseConnections();
           }
-        } finally {
-          await (await import('../tools/database/connections.js')).closeAllDatabaseConnections();
-        }
-        setExit(failed ? EXIT_FAILED : EXIT_OK);
-      })
+          setExit(failed ? EXIT_FAILED : EXIT_OK);
+        },
+      )
       .demandCommand(1, 'name a subcommand: quarry db list | quarry db check [ALIAS]'),
   );
 }

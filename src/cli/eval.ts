@@ -114,7 +114,11 @@ function duration(ms: number): string {
 
 async function evalCommand(options: EvalCommandOptions): Promise<number> {
   const cwd = process.cwd();
-  const [{ loadSuite }, { chooseModel }, { ModelError }] = await Promise.all([import('../eval/suite.js'), import('../model/resolve.js'), import('../model/types.js')]);
+  const [{ loadSuite }, { chooseModel }, { ModelError }] = await Promise.all([
+    import('../eval/suite.js'),
+    import('../model/resolve.js'),
+    import('../model/types.js'),
+  ]);
   const suite = loadSuite(options.suite, cwd);
   let choice;
   try {
@@ -129,7 +133,10 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   readConfigFile(configFileLocation(options.configFile, process.env, cwd));
   let selection = suite.questions;
   if (options.only) {
-    const ids = options.only.split(',').map((id) => id.trim()).filter(Boolean);
+    const ids = options.only
+      .split(',')
+      .map((id) => id.trim())
+      .filter(Boolean);
     const unknown = ids.filter((id) => !suite.questions.some((question) => question.id === id));
     if (unknown.length) throw new UsageError(`--only: no question with id ${unknown.join(', ')} in ${suite.path}`);
     selection = selection.filter((question) => ids.includes(question.id));
@@ -151,9 +158,19 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   try {
     outcome = await runEval(
       {
-        suite, choice, profile: options.profile, databases: options.databases, concurrency: options.concurrency,
-        timeoutMs: options.timeoutS * 1000, vote: options.vote, maxTurns: options.maxTurns, outDir, resume: options.resume, cwd,
-        signal: controller.signal, version: version(),
+        suite,
+        choice,
+        profile: options.profile,
+        databases: options.databases,
+        concurrency: options.concurrency,
+        timeoutMs: options.timeoutS * 1000,
+        vote: options.vote,
+        maxTurns: options.maxTurns,
+        outDir,
+        resume: options.resume,
+        cwd,
+        signal: controller.signal,
+        version: version(),
         ...(options.dbDir ? { dbDir: options.dbDir } : {}),
         ...(options.configFile ? { configFile: options.configFile } : {}),
         ...(options.systemPrompt ? { systemPromptFile: options.systemPrompt } : {}),
@@ -165,11 +182,16 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
           if (tty) {
             const width = 24;
             const filled = Math.round((progress.done / Math.max(1, progress.total)) * width);
-            process.stderr.write(`\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${progress.done}/${progress.total}  accuracy ${accuracy}  ETA ${left ? eta : '0s'}`);
+            process.stderr.write(
+              `\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${progress.done}/${progress.total}  accuracy ${accuracy}  ETA ${left ? eta : '0s'}`,
+            );
           } else if (progress.last) {
             const last = progress.last;
             const verdict = last.gold_error ? 'unscored (gold failed)' : (options.vote > 1 ? last.voted?.correct : last.correct) ? 'correct' : 'wrong';
-            process.stderr.write(`[${progress.done}/${progress.total}] ${last.id} ${verdict} (${(last.duration_ms / 1000).toFixed(1)} s); accuracy ${accuracy}, ETA ${left ? eta : '0s'}\n`);
+            process.stderr.write(
+              `[${progress.done}/${progress.total}] ${last.id} ${verdict} (${(last.duration_ms / 1000).toFixed(1)} s); accuracy ${accuracy}, ETA ` +
+                `${left ? eta : '0s'}\n`,
+            );
           }
         },
       },
@@ -181,7 +203,8 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   }
   const report = buildReport(outcome.config, outcome.results, outcome.unfinished, outcome.cancelled);
   const files = writeReport(outDir, report);
-  if (options.format === 'json') process.stdout.write(`${JSON.stringify({ ...report, files: { ...files, results: join(outDir, 'results.jsonl') } }, null, 2)}\n`);
+  if (options.format === 'json')
+    process.stdout.write(`${JSON.stringify({ ...report, files: { ...files, results: join(outDir, 'results.jsonl') } }, null, 2)}\n`);
   else {
     process.stdout.write(reportMarkdown(report));
     process.stdout.write(`\nreport: ${files.markdown}\nresults: ${join(outDir, 'results.jsonl')}\n`);

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Script } from 'node:vm';
 
-type CliModule = typeof import('./main.js', { with: { 'resolution-mode': 'import' } });
+type CliModule = typeof import('./main.js', { with: { 'resolution-mode': 'import' }});
 type BundleFunction = (
   module: { exports: unknown },
   exports: unknown,

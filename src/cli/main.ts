@@ -29,7 +29,9 @@ export function reportError(error: unknown, verbose: boolean, args: readonly str
   if (verbose && error instanceof Error && error.stack && !isUsage) process.stderr.write(`${error.stack}\n`);
   const format = requestedFormat(args);
   if (format === 'json' || format === 'stream-json') {
-    process.stdout.write(`${JSON.stringify({ ...(format === 'stream-json' ? { type: 'result' } : {}), status: 'error', error: message, exit_code: exitCode })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ...(format === 'stream-json' ? { type: 'result' } : {}), status: 'error', error: message, exit_code: exitCode })}\n`,
+    );
   }
   return exitCode;
 }

@@ -53,10 +53,15 @@ export function registerMcpCommand(parser: Argv, setExit: (code: number) => void
           describe: 'An extra browser Origin allowed over HTTP (repeatable); loopback origins are always allowed',
           coerce: (value: string | string[] | undefined): string[] => (value === undefined ? [] : [value].flat()),
         })
-        .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Serve tools the profile would ask approval for; the client\'s approval applies' })
+        .option('yes', {
+          alias: 'y',
+          type: 'boolean',
+          default: false,
+          describe: "Serve tools the profile would ask approval for; the client's approval applies",
+        })
         .epilog(
           'quarry cannot ask for approval over MCP: without --yes, tools and calls the profile would ask about are not served ' +
-            '(they are refused with the reason); with --yes they are, and the MCP client\'s own approval applies. ' +
+            "(they are refused with the reason); with --yes they are, and the MCP client's own approval applies. " +
             'delegate is never served. See README "quarry mcp" for client configuration.',
         ),
     async (argv) => {
@@ -96,7 +101,10 @@ export async function runMcpCommand(options: McpCommandOptions): Promise<number>
   const bind = options.http !== undefined ? parseHttpBind(options.http) : undefined;
   const token = options.token?.trim() || undefined;
   if (bind && !isLoopbackHost(bind.host) && !token) {
-    throw new UsageError(`quarry mcp --http ${bind.host}:${bind.port} binds a non-loopback address: set a bearer token with --token or QUARRY_MCP_TOKEN (anyone who can reach the port could otherwise use these tools)`);
+    throw new UsageError(
+      `quarry mcp --http ${bind.host}:${bind.port} binds a non-loopback address: set a bearer token with --token or QUARRY_MCP_TOKEN (anyone who can reach ` +
+        `the port could otherwise use these tools)`,
+    );
   }
   const { openWorkspace } = await import('../agent/workspace.js');
   const workspace = await openWorkspace({
@@ -218,7 +226,8 @@ async function serveHttp(
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (!hostAllowed(req.headers.host, bind)) return reject(res, 403, 'forbidden: the Host header does not name this loopback server');
-    if (!originAllowed(req.headers.origin, allowOrigins)) return reject(res, 403, `forbidden: Origin ${req.headers.origin} is not allowed (see --allow-origin)`);
+    if (!originAllowed(req.headers.origin, allowOrigins))
+      return reject(res, 403, `forbidden: Origin ${req.headers.origin} is not allowed (see --allow-origin)`);
     if (token) {
       const auth = req.headers.authorization ?? '';
       const given = /^Bearer\s+(.+)$/i.exec(auth)?.[1]?.trim() ?? '';
@@ -243,7 +252,12 @@ async function serveHttp(
       if (!isInitializeRequest(body)) return reject(res, 400, 'bad request: no session; the first request must be initialize');
       closeIdle();
       if (sessions.size >= maxSessions) {
-        return reject(res, 503, `too many sessions (${maxSessions}, QUARRY_MCP_MAX_SESSIONS): end one with DELETE /mcp, or wait for one to be idle for ${idleMs / 1000} s`, { 'retry-after': '60' });
+        return reject(
+          res,
+          503,
+          `too many sessions (${maxSessions}, QUARRY_MCP_MAX_SESSIONS): end one with DELETE /mcp, or wait for one to be idle for ${idleMs / 1000} s`,
+          { 'retry-after': '60' },
+        );
       }
       const server = newServer();
       const transport: HttpTransport = new StreamableHTTPServerTransport({
@@ -271,14 +285,19 @@ async function serveHttp(
   });
   await new Promise<void>((resolve, rejectListen) => {
     httpServer.once('error', (error: NodeJS.ErrnoException) =>
-      rejectListen(new UsageError(`quarry mcp: cannot listen on ${bind.host}:${bind.port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`)),
+      rejectListen(
+        new UsageError(`quarry mcp: cannot listen on ${bind.host}:${bind.port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`),
+      ),
     );
     httpServer.listen(bind.port, bind.host, () => resolve());
   });
   const address = httpServer.address();
   const port = typeof address === 'object' && address ? address.port : bind.port;
   const hostText = bind.host.includes(':') ? `[${bind.host}]` : bind.host;
-  process.stderr.write(`quarry mcp: serving ${served.length} tools (${served.join(', ')}) at http://${hostText}:${port}/mcp under profile "${profileName}"${token ? ' (bearer token required)' : ''}\n`);
+  process.stderr.write(
+    `quarry mcp: serving ${served.length} tools (${served.join(', ')}) at http://${hostText}:${port}/mcp under profile ` +
+      `"${profileName}"${token ? ' (bearer token required)' : ''}\n`,
+  );
   await new Promise<void>((resolve) => {
     const stop = () => {
       clearInterval(sweeper);

@@ -3,7 +3,13 @@ import type { Argv } from 'yargs';
 /** Options every command that opens a workspace understands. */
 export function withCommonOptions<T>(argv: Argv<T>) {
   return argv
-    .option('profile', { alias: 'p', type: 'string', describe: 'Profile name or YAML path (env QUARRY_PROFILE)', default: process.env.QUARRY_PROFILE || 'readonly', defaultDescription: 'readonly' })
+    .option('profile', {
+      alias: 'p',
+      type: 'string',
+      describe: 'Profile name or YAML path (env QUARRY_PROFILE)',
+      default: process.env.QUARRY_PROFILE || 'readonly',
+      defaultDescription: 'readonly',
+    })
     .option('working-dir', { alias: 'w', type: 'string', describe: 'Directory every relative path resolves against (default: the current directory)' })
     .option('config', { type: 'string', describe: 'Config file with databases and mcp_servers (default: $QUARRY_HOME/config.yaml)' });
 }
@@ -13,7 +19,9 @@ export function withDatabaseOptions<T>(argv: Argv<T>) {
   return argv
     .option('db', {
       type: 'string',
-      describe: 'A database: [ALIAS=]TARGET (postgres://, mysql://, oracle://, vertica://, sqlite:PATH, a SQLite file, a .duckdb file, a CSV/Parquet/JSON file or duckdb:GLOB); repeatable',
+      describe:
+        'A database: [ALIAS=]TARGET (postgres://, mysql://, oracle://, vertica://, sqlite:PATH, a SQLite file, a .duckdb file, a CSV/Parquet/JSON file or ' +
+        'duckdb:GLOB); repeatable',
       coerce: (value: string | string[] | undefined): string[] => (value === undefined ? [] : [value].flat()),
     })
     .option('databases', { type: 'string', describe: 'YAML file of databases (env QUARRY_DB_CONFIG)' });

@@ -33,7 +33,10 @@ export function hideProcessSecrets(): { variables: number; arguments: number } {
     return hidden;
   }
   // Fields after "(comm)": the name may hold spaces and parentheses, so count from the last ")".
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).trim().split(' ');
+  const fields = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .trim()
+    .split(' ');
   const field = (n: number) => Number(fields[n - 3]);
   const [argStart, argEnd, envStart, envEnd] = [field(48), field(49), field(50), field(51)];
   if (![argStart, argEnd, envStart, envEnd].every((value) => Number.isSafeInteger(value) && value > 0)) return hidden;

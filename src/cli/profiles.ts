@@ -5,9 +5,10 @@ import type { Profile } from '../profiles/schema.js';
 import { EXIT_OK, EXIT_USAGE } from '../errors.js';
 
 function describeProfile(profile: Profile): string {
-  const approval = profile.approval.mode === 'granular'
-    ? `granular (tools: ${profile.approval.tools.join(', ') || 'none'}; patterns: ${profile.approval.patterns.join(', ') || 'none'})`
-    : profile.approval.mode;
+  const approval =
+    profile.approval.mode === 'granular'
+      ? `granular (tools: ${profile.approval.tools.join(', ') || 'none'}; patterns: ${profile.approval.patterns.join(', ') || 'none'})`
+      : profile.approval.mode;
   return [
     `name:          ${profile.name}`,
     `source:        ${profile.source}`,
@@ -49,7 +50,10 @@ export function registerProfilesCommand(parser: Argv, setExit: (code: number) =>
             broken.push(`quarry: profile "${name}" is broken: ${error.message}`);
             continue;
           }
-          rows.push(`${name.padEnd(12)} shell=${p.shell.padEnd(12)} file_write=${p.file_write.padEnd(11)} database=${p.database.padEnd(9)} approval=${p.approval.mode.padEnd(9)} backend=${p.backend.padEnd(7)} ${p.source === 'built-in' ? '' : `(${p.source})`}`.trimEnd());
+          rows.push(
+            `${name.padEnd(12)} shell=${p.shell.padEnd(12)} file_write=${p.file_write.padEnd(11)} database=${p.database.padEnd(9)} ` +
+              `approval=${p.approval.mode.padEnd(9)} backend=${p.backend.padEnd(7)} ${p.source === 'built-in' ? '' : `(${p.source})`}`.trimEnd(),
+          );
         }
         process.stdout.write(`${rows.join('\n')}\n`);
         if (broken.length) {

@@ -137,7 +137,13 @@ class TextRenderer implements Renderer {
     if (!this.atLineStart) this.out('\n');
     if (result.status === 'cancelled') this.err(this.paint('yellow', 'quarry: cancelled'));
     const u = result.usage;
-    this.err(this.paint('dim', `[session ${info.sessionId} · ${result.status} · ${u.inputTokens} in / ${u.outputTokens} out tokens${u.cachedTokens ? ` (${u.cachedTokens} cached)` : ''}]`));
+    this.err(
+      this.paint(
+        'dim',
+        `[session ${info.sessionId} · ${result.status} · ${u.inputTokens} in / ${u.outputTokens} out ` +
+          `tokens${u.cachedTokens ? ` (${u.cachedTokens} cached)` : ''}]`,
+      ),
+    );
   }
 }
 

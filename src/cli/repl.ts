@@ -91,11 +91,21 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
   const { renderer, workspace, approver } = setup;
   let session = firstSession;
   let agent = setup.makeAgent(session, messages);
-  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, history: loadHistory(), historySize: HISTORY_LINES, prompt: 'quarry> ' });
+  const rl = createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    terminal: true,
+    history: loadHistory(),
+    historySize: HISTORY_LINES,
+    prompt: 'quarry> ',
+  });
   approver.setAsk(askWith(rl));
   let running: AbortController | null = null;
   let exitArmed = false;
-  renderer.note(`quarry · ${setup.provider.label} · profile ${workspace.profile.name} · session ${session.id}${messages.length ? ` (resumed, ${messages.length} messages)` : ''}\n/help for commands, Ctrl+D to exit.`);
+  renderer.note(
+    `quarry · ${setup.provider.label} · profile ${workspace.profile.name} · session ` +
+      `${session.id}${messages.length ? ` (resumed, ${messages.length} messages)` : ''}\n/help for commands, Ctrl+D to exit.`,
+  );
 
   const runPrompt = async (prompt: string) => {
     running = new AbortController();
@@ -119,13 +129,20 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         return true;
       case 'profile': {
         const p = workspace.profile;
-        renderer.note(`profile ${p.name}: ${p.description}\n  shell ${p.shell}, file_write ${p.file_write}, database ${p.database}, approval ${approver.approvesAll ? 'off (/approve or --yes)' : p.approval.mode}, backend ${p.backend}`);
+        renderer.note(
+          `profile ${p.name}: ${p.description}\n  shell ${p.shell}, file_write ${p.file_write}, database ${p.database}, approval ` +
+            `${approver.approvesAll ? 'off (/approve or --yes)' : p.approval.mode}, backend ${p.backend}`,
+        );
         return true;
       }
       case 'tools': {
         if (arg) {
           const tool = workspace.registry.get(arg);
-          renderer.note(tool ? `${tool.name}${tool.readOnly ? ' (read-only)' : ''}\n${tool.description}\narguments: ${JSON.stringify(tool.parameters.properties)}` : `no tool "${arg}"; /tools lists them`);
+          renderer.note(
+            tool
+              ? `${tool.name}${tool.readOnly ? ' (read-only)' : ''}\n${tool.description}\narguments: ${JSON.stringify(tool.parameters.properties)}`
+              : `no tool "${arg}"; /tools lists them`,
+          );
         } else {
           renderer.note([...toolLines(workspace.registry.list(), process.stdout.columns || 100), '/tools NAME shows one tool in full.'].join('\n'));
         }

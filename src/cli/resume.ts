@@ -63,24 +63,36 @@ function planProfile(options: RunCommandOptions, resumed: Session | undefined, c
     const { profile, ref } = resolveProfile(options.profile, cwd);
     const stored = resumed?.info.profile_content;
     const switched = resumed && (!stored || profileDifferences(stored, profileContent(profile)).length > 0);
-    const note = switched ? `quarry: session ${resumed.id} ran under profile ${resumed.info.profile} (${resumed.info.profile_source ?? 'source not recorded'}); continuing it under profile ${profile.name} (${profile.source}) as --profile asks` : undefined;
+    const note = switched
+      ? `quarry: session ${resumed.id} ran under profile ${resumed.info.profile} (${resumed.info.profile_source ?? 'source not recorded'}); continuing it ` +
+        `under profile ${profile.name} (${profile.source}) as --profile asks`
+      : undefined;
     return { profile, profileRef: ref, ...(note ? { note } : {}) };
   }
   const meta = resumed.info;
   const how = 'restore it, or pass --profile NAME|PATH to continue the session under a profile you choose';
   if (!meta.profile_content || !meta.profile_ref) {
-    throw new UsageError(`session ${resumed.id} was saved without its profile's settings (only the name "${meta.profile}"), so quarry cannot tell which profile it ran under; pass --profile NAME|PATH to choose the profile to continue it under`);
+    throw new UsageError(
+      `session ${resumed.id} was saved without its profile's settings (only the name "${meta.profile}"), so quarry cannot tell which profile it ran under; ` +
+        `pass --profile NAME|PATH to choose the profile to continue it under`,
+    );
   }
   let loaded: { profile: Profile; ref: string };
   try {
     loaded = resolveProfile(meta.profile_ref, cwd);
   } catch (error) {
     if (!(error instanceof ProfileError)) throw error;
-    throw new UsageError(`session ${resumed.id} ran under profile ${meta.profile} from ${meta.profile_source ?? meta.profile_ref}, which cannot be loaded now (${error.message}); ${how}`);
+    throw new UsageError(
+      `session ${resumed.id} ran under profile ${meta.profile} from ${meta.profile_source ?? meta.profile_ref}, which cannot be loaded now ` +
+        `(${error.message}); ${how}`,
+    );
   }
   const differences = profileDifferences(meta.profile_content, profileContent(loaded.profile));
   if (differences.length > 0) {
-    throw new UsageError(`session ${resumed.id} ran under profile ${meta.profile} from ${meta.profile_source ?? meta.profile_ref}, which has changed since (${differences.join('; ')}); ${how}`);
+    throw new UsageError(
+      `session ${resumed.id} ran under profile ${meta.profile} from ${meta.profile_source ?? meta.profile_ref}, which has changed since ` +
+        `(${differences.join('; ')}); ${how}`,
+    );
   }
   return { profile: loaded.profile, profileRef: loaded.ref };
 }
@@ -89,11 +101,17 @@ function planDatabases(options: RunCommandOptions, resumed: Session | undefined)
   const explicit = options.db.length > 0 || options.databases !== undefined || options.configFile !== undefined;
   const stored = resumed?.info.databases;
   if (!stored || explicit) {
-    return { databases: { dbFlags: options.db, ...(options.databases ? { databasesFile: options.databases } : {}) }, ...(options.configFile ? { configFile: options.configFile } : {}) };
+    return {
+      databases: { dbFlags: options.db, ...(options.databases ? { databasesFile: options.databases } : {}) },
+      ...(options.configFile ? { configFile: options.configFile } : {}),
+    };
   }
   const withPassword = stored.db_flags.filter((entry) => entry.password_removed);
   if (withPassword.length > 0) {
-    throw new UsageError(`session ${resumed.id} used ${withPassword.map((entry) => `--db ${entry.flag}`).join(', ')}, whose password quarry does not keep; give the --db flags again with the resume (or keep the password in a --databases file as \${VARIABLE}, or in POSTGRES_PASSWORD / MYSQL_PASSWORD ...)`);
+    throw new UsageError(
+      `session ${resumed.id} used ${withPassword.map((entry) => `--db ${entry.flag}`).join(', ')}, whose password quarry does not keep; give the --db flags ` +
+        `again with the resume (or keep the password in a --databases file as \${VARIABLE}, or in POSTGRES_PASSWORD / MYSQL_PASSWORD ...)`,
+    );
   }
   return {
     databases: { dbFlags: stored.db_flags.map((entry) => entry.flag), ...(stored.databases_file ? { databasesFile: stored.databases_file } : {}) },
@@ -108,9 +126,18 @@ export function planRun(options: RunCommandOptions, resumed: Session | undefined
   const baseUrl = options.baseUrl ?? (options.model === undefined ? spec?.base_url : undefined);
   const stored = resumed?.info.prompt;
   const promptGiven = options.systemPrompt !== undefined || options.varsFile !== undefined || options.vars.length > 0;
-  const prompt = !stored || promptGiven
-    ? { ...(options.systemPrompt ? { systemPrompt: findTemplateFile(options.systemPrompt, cwd) } : {}), ...(options.varsFile ? { varsFile: resolve(cwd, options.varsFile) } : {}), vars: options.vars }
-    : { ...(stored.system_prompt ? { systemPrompt: stored.system_prompt } : {}), ...(stored.vars_file ? { varsFile: stored.vars_file } : {}), vars: stored.vars };
+  const prompt =
+    !stored || promptGiven
+      ? {
+          ...(options.systemPrompt ? { systemPrompt: findTemplateFile(options.systemPrompt, cwd) } : {}),
+          ...(options.varsFile ? { varsFile: resolve(cwd, options.varsFile) } : {}),
+          vars: options.vars,
+        }
+      : {
+          ...(stored.system_prompt ? { systemPrompt: stored.system_prompt } : {}),
+          ...(stored.vars_file ? { varsFile: stored.vars_file } : {}),
+          vars: stored.vars,
+        };
   return {
     ...planProfile(options, resumed, cwd),
     model: { ...(model ? { model } : {}), ...(baseUrl ? { baseUrl } : {}) },
@@ -125,7 +152,11 @@ export function checkDatabaseTargets(sessionId: string, expected: StoredDatabase
     const now = workspace.databases.find((config) => config.alias === target.alias);
     const nowTarget = now ? describeDatabase(now) : undefined;
     if (nowTarget === target.target) continue;
-    throw new UsageError(`session ${sessionId} used database ${target.alias} (${target.target}, from ${target.source}), which ${nowTarget ? `is now ${nowTarget}` : 'is not configured now'}; configure it as before, or pass --db / --databases to choose the databases for this run`);
+    throw new UsageError(
+      `session ${sessionId} used database ${target.alias} (${target.target}, from ${target.source}), which ` +
+        `${nowTarget ? `is now ${nowTarget}` : 'is not configured now'}; configure it as before, or pass --db / --databases to choose the databases for ` +
+        `this run`,
+    );
   }
 }
 
@@ -150,7 +181,11 @@ export function setupRecord(plan: RunPlan, workspace: Workspace, cwd: string, en
     profile_content: profileContent(workspace.profile),
     ...(model ? { model_spec: { model, ...(plan.model.baseUrl ? { base_url: plan.model.baseUrl } : {}) } } : {}),
     databases,
-    prompt: { ...(plan.prompt.systemPrompt ? { system_prompt: plan.prompt.systemPrompt } : {}), ...(plan.prompt.varsFile ? { vars_file: plan.prompt.varsFile } : {}), vars: plan.prompt.vars },
+    prompt: {
+      ...(plan.prompt.systemPrompt ? { system_prompt: plan.prompt.systemPrompt } : {}),
+      ...(plan.prompt.varsFile ? { vars_file: plan.prompt.varsFile } : {}),
+      vars: plan.prompt.vars,
+    },
   };
 }
 
@@ -158,5 +193,8 @@ export function setupRecord(plan: RunPlan, workspace: Workspace, cwd: string, en
 export function checkResumableUnder(session: Session, profile: Profile): void {
   const stored = session.info.profile_content;
   if (stored && profileDifferences(stored, profileContent(profile)).length === 0) return;
-  throw new UsageError(`session ${session.id} ran under profile ${session.info.profile} (${session.info.profile_source ?? 'settings not recorded'}), not this REPL's ${profile.name} (${profile.source}); continue it with quarry --resume ${session.id}`);
+  throw new UsageError(
+    `session ${session.id} ran under profile ${session.info.profile} (${session.info.profile_source ?? 'settings not recorded'}), not this REPL's ` +
+      `${profile.name} (${profile.source}); continue it with quarry --resume ${session.id}`,
+  );
 }

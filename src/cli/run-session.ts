@@ -63,7 +63,6 @@ export const askOnTerminal: AskApproval = async (question, signal) => {
   }
 };
 
-
 export async function runAgentCommand(options: RunCommandOptions): Promise<number> {
   const cwd = process.cwd();
   // Taken first: of two processes resuming one session, one gets it and the other stops here (exit 2).
@@ -101,10 +100,22 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
       const renderer = createRenderer(options.format, options.color && Boolean(process.stderr.isTTY));
       const contextWindow = options.contextWindow ?? knownContextWindow(choice.model);
       const setup: RunSetup = {
-        options, workspace, provider, system: built.system, contextWindow, approver, renderer,
+        options,
+        workspace,
+        provider,
+        system: built.system,
+        contextWindow,
+        approver,
+        renderer,
         makeAgent: (session, messages) => {
           const agentOptions: AgentOptions = {
-            provider, system: built.system, workspace, session, approver, contextWindow, messages,
+            provider,
+            system: built.system,
+            workspace,
+            session,
+            approver,
+            contextWindow,
+            messages,
             maxTurns: options.maxTurns,
             retryPolicy: retryPolicyFromEnv(),
             ...(options.reasoningEffort ? { reasoningEffort: options.reasoningEffort } : {}),

@@ -53,7 +53,11 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
     (y) =>
       withCommonOptions(y)
         .positional('prompt', { type: 'string', array: true, describe: 'The question; read from stdin when piped' })
-        .option('model', { alias: 'm', type: 'string', describe: 'PROVIDER/MODEL: openai/NAME, anthropic/NAME, ollama/NAME, NAME with --base-url, or script:FILE (env QUARRY_MODEL)' })
+        .option('model', {
+          alias: 'm',
+          type: 'string',
+          describe: 'PROVIDER/MODEL: openai/NAME, anthropic/NAME, ollama/NAME, NAME with --base-url, or script:FILE (env QUARRY_MODEL)',
+        })
         .option('base-url', { type: 'string', describe: 'An OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 (env OPENAI_BASE_URL)' })
         .option('db', { type: 'string', describe: 'A database: [ALIAS=]TARGET (postgres://..., mysql://..., sqlite:PATH or a SQLite file); repeatable' })
         .option('databases', { type: 'string', describe: 'YAML file of databases (env QUARRY_DB_CONFIG)' })
@@ -62,11 +66,15 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
         .option('vars-file', { type: 'string', describe: 'YAML or JSON file of template variables' })
         .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Approve every tool call the profile would ask about' })
         .option('resume', { type: 'string', describe: 'Continue a session: its ID or "latest"' })
-        .option('format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: streamed answer; json: one result object; stream-json: every event as a JSON line' })
+        .option('format', {
+          choices: ['text', 'json', 'stream-json'] as const,
+          default: 'text' as const,
+          describe: 'text: streamed answer; json: one result object; stream-json: every event as a JSON line',
+        })
         .option('output', { alias: 'o', type: 'string', describe: 'Also write the final answer to this file' })
         // Strings, checked by positiveInteger: yargs' number type turns "abc" into NaN before any check.
         .option('max-turns', { type: 'string', default: '50', describe: 'Stop after this many model turns' })
-        .option('context-window', { type: 'string', describe: 'The model\'s context window in tokens (compaction starts at 80%); known models need none' })
+        .option('context-window', { type: 'string', describe: "The model's context window in tokens (compaction starts at 80%); known models need none" })
         .option('reasoning-effort', { type: 'string', describe: 'Passed to models that support it (e.g. low, medium, high)' }),
     async (argv) => {
       const given = (...flags: string[]) => rawArgs.some((arg) => flags.some((flag) => arg === flag || arg.startsWith(`${flag}=`)));
@@ -122,6 +130,14 @@ export function checkOutputPath(path: string): void {
   } catch (error) {
     if (error instanceof UsageError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(`--output ${path}: ${code === 'ENOENT' ? `the folder ${dirname(absolute)} does not exist` : code === 'EACCES' ? `the folder ${dirname(absolute)} is not writable` : (error as Error).message}; nothing was run`);
+    throw new UsageError(
+      `--output ${path}: ${
+        code === 'ENOENT'
+          ? `the folder ${dirname(absolute)} does not ` + `exist`
+          : code === 'EACCES'
+            ? `the folder ${dirname(absolute)} is not writable`
+            : (error as Error).message
+      }; nothing was run`,
+    );
   }
 }

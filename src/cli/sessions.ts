@@ -1,6 +1,15 @@
 import type { Argv } from 'yargs';
 import {
-  childSessions, conversationFromTrace, effectiveStatus, listSessionIds, readSessionMeta, readTraceChecked, requestCancel, resolveSessionId, sessionsDir, type SessionMeta,
+  childSessions,
+  conversationFromTrace,
+  effectiveStatus,
+  listSessionIds,
+  readSessionMeta,
+  readTraceChecked,
+  requestCancel,
+  resolveSessionId,
+  sessionsDir,
+  type SessionMeta,
 } from '../agent/session.js';
 import { join } from 'node:path';
 import { EXIT_FAILED, EXIT_OK } from '../errors.js';
@@ -23,7 +32,9 @@ function currentMeta(id: string): SessionMeta | undefined {
 }
 
 function listSessions(format: 'text' | 'json'): number {
-  const metas = listSessionIds().map((id) => currentMeta(id)).filter((meta) => meta !== undefined);
+  const metas = listSessionIds()
+    .map((id) => currentMeta(id))
+    .filter((meta) => meta !== undefined);
   if (format === 'json') {
     process.stdout.write(`${JSON.stringify(metas, null, 2)}\n`);
     return EXIT_OK;
@@ -54,7 +65,12 @@ function showSession(requested: string): number {
     `  usage ${meta?.usage.input_tokens} in / ${meta?.usage.output_tokens} out / ${meta?.usage.cached_tokens} cached tokens`,
     ...(meta?.error ? [`  last error: ${meta.error}`] : []),
     `  trace ${join(dir, 'trace.jsonl')}`,
-    ...(unreadable.length ? [`  ${unreadable.length} unreadable trace line${unreadable.length > 1 ? 's' : ''} skipped (cut off while being written): line ${unreadable.map((u) => u.line).join(', ')}`] : []),
+    ...(unreadable.length
+      ? [
+          `  ${unreadable.length} unreadable trace line${unreadable.length > 1 ? 's' : ''} skipped (cut off while being written): line ` +
+            `${unreadable.map((u) => u.line).join(', ')}`,
+        ]
+      : []),
     ...children.map((child) => `  delegated ${child.id}: ${effectiveStatus(child.meta, child.dir)}, ${clip(child.meta.first_prompt, PROMPT_PREVIEW_CHARS)}`),
     '',
   ];
@@ -107,12 +123,22 @@ export function registerSessionsCommands(parser: Argv, setExit: (code: number) =
     (y) =>
       y
         .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
-        .command('show <id>', 'A session: meta and conversation ("latest" works)', (s) => s.positional('id', { type: 'string', demandOption: true }), (argv) => {
-          setExit(showSession(argv.id));
-        })
-        .command('export <id>', 'A session as JSON: meta and every trace event', (s) => s.positional('id', { type: 'string', demandOption: true }), (argv) => {
-          setExit(exportSession(argv.id));
-        }),
+        .command(
+          'show <id>',
+          'A session: meta and conversation ("latest" works)',
+          (s) => s.positional('id', { type: 'string', demandOption: true }),
+          (argv) => {
+            setExit(showSession(argv.id));
+          },
+        )
+        .command(
+          'export <id>',
+          'A session as JSON: meta and every trace event',
+          (s) => s.positional('id', { type: 'string', demandOption: true }),
+          (argv) => {
+            setExit(exportSession(argv.id));
+          },
+        ),
     (argv) => {
       setExit(listSessions(argv.format));
     },

@@ -17,19 +17,25 @@ export function registerToolCommand(parser: Argv, setExit: (code: number) => voi
       withDatabaseOptions(withCommonOptions(y))
         .positional('name', { type: 'string', describe: 'Tool name (see quarry tools)', demandOption: true })
         .option('args', { type: 'string', default: '{}', describe: 'Arguments as a JSON object' })
-        .option('format', { choices: ['text', 'json'] as const, default: 'text' as const, describe: 'text: the output; json: one {"ok","output","metadata"} object' })
+        .option('format', {
+          choices: ['text', 'json'] as const,
+          default: 'text' as const,
+          describe: 'text: the output; json: one {"ok","output","metadata"} object',
+        })
         .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Approve the call if the profile asks for approval' }),
     async (argv) => {
-      setExit(await runToolCommand({
-        name: argv.name as string,
-        argsJson: argv.args,
-        format: argv.format,
-        yes: argv.yes,
-        profile: argv.profile,
-        workingDir: argv['working-dir'],
-        configFile: argv.config,
-        databases: databaseOptions(argv),
-      }));
+      setExit(
+        await runToolCommand({
+          name: argv.name as string,
+          argsJson: argv.args,
+          format: argv.format,
+          yes: argv.yes,
+          profile: argv.profile,
+          workingDir: argv['working-dir'],
+          configFile: argv.config,
+          databases: databaseOptions(argv),
+        }),
+      );
     },
   );
 }
@@ -80,7 +86,9 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
   const args = parseArgsJson(options.argsJson);
   // Loaded here, not at start-up: `quarry --help` and other commands do not need the tools.
   const [{ approvalReason }, { profileAllowsTool, toolAvailability }, { openWorkspace }] = await Promise.all([
-    import('../agent/approval.js'), import('../agent/toolset.js'), import('../agent/workspace.js'),
+    import('../agent/approval.js'),
+    import('../agent/toolset.js'),
+    import('../agent/workspace.js'),
   ]);
   const workspace = await openWorkspace({
     profile: options.profile,
@@ -93,7 +101,10 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
   try {
     const tool = workspace.registry.get(options.name);
     if (!tool && (DATABASE_TOOL_NAMES as readonly string[]).includes(options.name) && profileAllowsTool(workspace.profile, options.name)) {
-      throw new UsageError(`no ${options.name} database is configured, so there is no ${options.name} tool; add one with --db ${DATABASE_HINTS[options.name]}, a --databases FILE or databases: in config.yaml (quarry db list shows what is configured)`);
+      throw new UsageError(
+        `no ${options.name} database is configured, so there is no ${options.name} tool; add one with --db ${DATABASE_HINTS[options.name]}, a --databases ` +
+          `FILE or databases: in config.yaml (quarry db list shows what is configured)`,
+      );
     }
     if (!tool) {
       const known = toolAvailability(workspace.profile).find((entry) => entry.tool.name === options.name);

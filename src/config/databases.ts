@@ -40,7 +40,12 @@ export const DEFAULT_STATEMENT_TIMEOUT_SECONDS = 120;
 const DEFAULT_PORTS: Partial<Record<Engine, number>> = { postgres: 5432, mysql: 3306, vertica: 5433, oracle: 1521 };
 const ALIAS_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]*$/;
 const URL_SCHEMES: Record<string, Engine> = {
-  postgres: 'postgres', postgresql: 'postgres', mysql: 'mysql', mariadb: 'mysql', oracle: 'oracle', vertica: 'vertica',
+  postgres: 'postgres',
+  postgresql: 'postgres',
+  mysql: 'mysql',
+  mariadb: 'mysql',
+  oracle: 'oracle',
+  vertica: 'vertica',
 };
 const YAML_TYPES: Record<string, Engine> = { ...URL_SCHEMES, sqlite: 'sqlite', sqlite3: 'sqlite', duckdb: 'duckdb' };
 const YAML_KEYS = ['type', 'url', 'path', 'host', 'port', 'database', 'user', 'password', 'dsn', 'connect_timeout', 'statement_timeout', 'files'] as const;
@@ -133,7 +138,10 @@ function finish(drafts: Draft[]): DatabaseConfig[] {
     }
     const earlier = seen.get(draft.alias);
     if (earlier) {
-      throw new ConfigError(`database alias "${draft.alias}" names two different databases (${describeDraft(earlier)} from ${earlier.source}, and ${describeDraft(draft)} from ${draft.source}); give one of them another name with --db ALIAS=TARGET`);
+      throw new ConfigError(
+        `database alias "${draft.alias}" names two different databases (${describeDraft(earlier)} from ${earlier.source}, and ${describeDraft(draft)} from ` +
+          `${draft.source}); give one of them another name with --db ALIAS=TARGET`,
+      );
     }
     seen.set(draft.alias, draft);
   }
@@ -161,8 +169,14 @@ function describeDraft(draft: Draft): string {
 
 /** The file's name without extension, or the database name, made into a valid alias. */
 function defaultAlias(draft: Draft): string {
-  const raw = draft.engine === 'duckdb' ? (draft.path ? basename(draft.path, extname(draft.path)) : Object.keys(draft.files ?? {})[0] ?? 'duckdb')
-    : draft.engine === 'sqlite' ? basename(draft.path ?? 'sqlite', extname(draft.path ?? '')) : draft.database ?? draft.dsn?.split('/').pop() ?? draft.engine;
+  const raw =
+    draft.engine === 'duckdb'
+      ? draft.path
+        ? basename(draft.path, extname(draft.path))
+        : (Object.keys(draft.files ?? {})[0] ?? 'duckdb')
+      : draft.engine === 'sqlite'
+        ? basename(draft.path ?? 'sqlite', extname(draft.path ?? ''))
+        : (draft.database ?? draft.dsn?.split('/').pop() ?? draft.engine);
   const cleaned = raw.replace(/[^A-Za-z0-9_.-]/g, '_');
   return /^[A-Za-z]/.test(cleaned) ? cleaned : `db_${cleaned}`;
 }
@@ -196,7 +210,10 @@ function parseTarget(target: string, cwd: string, where: string | ((shown: strin
   if (scheme) {
     const engine = URL_SCHEMES[scheme];
     if (!engine) {
-      throw new ConfigError(`${sourceFor(redactUrl(target))}: unsupported database URL scheme "${scheme}://"; use postgres://, mysql://, oracle://, vertica://, sqlite:PATH or the path of a SQLite file`);
+      throw new ConfigError(
+        `${sourceFor(redactUrl(target))}: unsupported database URL scheme "${scheme}://"; use postgres://, mysql://, oracle://, vertica://, sqlite:PATH or ` +
+          `the path of a SQLite file`,
+      );
     }
     return urlDraft(target, engine, sourceFor);
   }
@@ -215,7 +232,9 @@ function decodePart(text: string, part: string, source: string, engine: Engine):
   try {
     return decodeURIComponent(text);
   } catch {
-    throw new ConfigError(`${source}: the URL's ${part} has a malformed %-escape; write a "%" as %25 (expected e.g. ${engine}://user:password@host:port/database)`);
+    throw new ConfigError(
+      `${source}: the URL's ${part} has a malformed %-escape; write a "%" as %25 (expected e.g. ${engine}://user:password@host:port/database)`,
+    );
   }
 }
 
@@ -229,7 +248,9 @@ function urlDraft(target: string, engine: Engine, sourceFor: (shown: string) => 
   try {
     url = new URL(target);
   } catch {
-    throw new ConfigError(`${sourceFor(`${target.slice(0, target.indexOf('://') + 3)}...`)}: not a valid URL; expected e.g. ${engine}://user:password@host:port/database`);
+    throw new ConfigError(
+      `${sourceFor(`${target.slice(0, target.indexOf('://') + 3)}...`)}: not a valid URL; expected e.g. ${engine}://user:password@host:port/database`,
+    );
   }
   const shown = new URL(url.href);
   if (shown.password) shown.password = '***';
@@ -290,8 +311,7 @@ function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.Proces
       // db list shows no password, so it does not need the password's variables to be set.
       if (key === 'password' && passwordsOptional && /\$\{/.test(value)) continue;
       values[key] = interpolateEnv(value, env, `${where}.${key}`);
-    }
-    else if (typeof value === 'number') values[key] = value;
+    } else if (typeof value === 'number') values[key] = value;
     else if (key === 'files') continue;
     else if (value !== null && value !== undefined) throw new ConfigError(`${where}.${key} must be a string or a number`);
   }
@@ -352,10 +372,17 @@ const DATABASE_NAME_VARIABLES: Record<string, string[]> = {
 /** SQLITE_DB (comma-separated), POSTGRES_*, MYSQL_*, ORACLE_*, VERTICA_*. */
 export function databasesFromEnv(env: NodeJS.ProcessEnv, cwd: string): Draft[] {
   const drafts: Draft[] = [];
-  for (const path of (env.SQLITE_DB ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const path of (env.SQLITE_DB ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     drafts.push(sqliteDraft(path, cwd, 'env SQLITE_DB'));
   }
-  for (const [engine, prefix] of [['postgres', 'POSTGRES'], ['mysql', 'MYSQL'], ['vertica', 'VERTICA']] as const) {
+  for (const [engine, prefix] of [
+    ['postgres', 'POSTGRES'],
+    ['mysql', 'MYSQL'],
+    ['vertica', 'VERTICA'],
+  ] as const) {
     const nameVariables = (DATABASE_NAME_VARIABLES[prefix] ?? []).filter((name) => env[name]);
     const names = new Set(nameVariables.map((name) => env[name]));
     if (names.size > 1) throw new ConfigError(`${nameVariables.join(' and ')} are both set, to different databases; set one of them`);

@@ -73,7 +73,8 @@ export function duckdbDraft(target: string, cwd: string, source: string): Draft 
   const prefixed = target.toLowerCase().startsWith('duckdb:');
   let rest = prefixed ? target.slice('duckdb:'.length) : target;
   if (rest.startsWith('//')) rest = rest.slice(2);
-  if (!rest) throw new ConfigError(`${source}: missing path after "duckdb:"; expected a .duckdb file, a CSV, Parquet or JSON file, or a glob such as 'exports/*.csv'`);
+  if (!rest)
+    throw new ConfigError(`${source}: missing path after "duckdb:"; expected a .duckdb file, a CSV, Parquet or JSON file, or a glob such as 'exports/*.csv'`);
   if (isGlob(rest) || isDuckdbDataFile(rest)) {
     const path = dataPath(rest, cwd, source);
     return { engine: 'duckdb', files: { [defaultViewName(path)]: path }, source };
@@ -85,10 +86,12 @@ export function duckdbYamlDraft(path: string | undefined, files: unknown, dir: s
   const draft: Draft = { engine: 'duckdb', source };
   if (path !== undefined) draft.path = databasePath(path, dir, where);
   if (files !== undefined && files !== null) {
-    if (typeof files !== 'object' || Array.isArray(files)) throw new ConfigError(`${where}.files must be a mapping of view name to file path or glob, e.g. files: {sales: data/sales.csv}`);
+    if (typeof files !== 'object' || Array.isArray(files))
+      throw new ConfigError(`${where}.files must be a mapping of view name to file path or glob, e.g. files: {sales: data/sales.csv}`);
     draft.files = {};
     for (const [view, value] of Object.entries(files as Record<string, unknown>)) {
-      if (!VIEW_NAME.test(view)) throw new ConfigError(`${where}.files: invalid view name "${view}"; use letters, digits and "_", starting with a letter or "_"`);
+      if (!VIEW_NAME.test(view))
+        throw new ConfigError(`${where}.files: invalid view name "${view}"; use letters, digits and "_", starting with a letter or "_"`);
       if (typeof value !== 'string' || value.trim() === '') throw new ConfigError(`${where}.files.${view} must be a file path or glob`);
       draft.files[view] = dataPath(interpolateEnv(value, env, `${where}.files.${view}`), dir, `${where}.files.${view}`);
     }
@@ -109,7 +112,9 @@ function databasePath(path: string, cwd: string, where: string): string {
 function dataPath(path: string, cwd: string, where: string): string {
   const absolute = absoluteDataPath(path, cwd);
   if (!duckdbReaderFor(absolute)) {
-    throw new ConfigError(`${where}: ${absolute} is not a CSV, Parquet or JSON file by its extension (.csv, .tsv, .parquet, .json, .jsonl, .ndjson, optionally .gz)`);
+    throw new ConfigError(
+      `${where}: ${absolute} is not a CSV, Parquet or JSON file by its extension (.csv, .tsv, .parquet, .json, .jsonl, .ndjson, optionally .gz)`,
+    );
   }
   if (isGlob(absolute)) {
     const root = globRoot(absolute);

@@ -57,7 +57,8 @@ function stringMap(raw: unknown, where: string, env: NodeJS.ProcessEnv): Record<
 
 function seconds(raw: unknown, where: string, fallback: number): number {
   if (raw === undefined || raw === null) return fallback * 1000;
-  if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) throw new ConfigError(`${where} must be a positive number of seconds (got ${JSON.stringify(raw)})`);
+  if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0)
+    throw new ConfigError(`${where} must be a positive number of seconds (got ${JSON.stringify(raw)})`);
   return raw * 1000;
 }
 
@@ -68,7 +69,8 @@ function parseServer(name: string, raw: unknown, file: string, env: NodeJS.Proce
   if (type !== 'stdio' && type !== 'http') throw new ConfigError(`${where}.type must be stdio or http (got ${JSON.stringify(type ?? null)})`);
   const allowed: readonly string[] = KEYS_BY_TYPE[type];
   const unknown = Object.keys(raw).filter((key) => !allowed.includes(key));
-  if (unknown.length > 0) throw new ConfigError(`${where}: unknown key ${unknown.map((key) => `"${key}"`).join(', ')}; a ${type} server takes ${allowed.join(', ')}`);
+  if (unknown.length > 0)
+    throw new ConfigError(`${where}: unknown key ${unknown.map((key) => `"${key}"`).join(', ')}; a ${type} server takes ${allowed.join(', ')}`);
   const common = {
     name,
     startupTimeoutMs: seconds(raw.startup_timeout_secs, `${where}.startup_timeout_secs`, DEFAULT_STARTUP_TIMEOUT_SECS),
@@ -77,7 +79,9 @@ function parseServer(name: string, raw: unknown, file: string, env: NodeJS.Proce
   if (type === 'stdio') {
     const command = raw.command;
     if (!Array.isArray(command) || command.length === 0 || !command.every((part) => typeof part === 'string' || typeof part === 'number')) {
-      throw new ConfigError(`${where}.command must be a non-empty list: the program and its arguments, e.g. [npx, -y, "@modelcontextprotocol/server-filesystem", /data]`);
+      throw new ConfigError(
+        `${where}.command must be a non-empty list: the program and its arguments, e.g. [npx, -y, "@modelcontextprotocol/server-filesystem", /data]`,
+      );
     }
     const cwd = raw.cwd === undefined ? undefined : interpolateEnv(String(raw.cwd), env, `${where}.cwd`);
     return {

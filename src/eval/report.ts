@@ -98,16 +98,15 @@ const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 export function reportMarkdown(report: EvalReport): string {
   const voting = report.config.vote > 1;
   const header = ['group', 'questions', 'accuracy', ...(voting ? [`voted (k=${report.config.vote})`] : []), 'mean turns', 'mean tokens', 'mean time'];
-  const line = (row: GroupRow) =>
-    [
-      row.group,
-      String(row.count) + (row.unscored ? ` (${row.unscored} unscored)` : ''),
-      `${percent(row.accuracy)} (${row.correct})`,
-      ...(voting ? [`${percent(row.voted_accuracy ?? 0)} (${row.voted_correct ?? 0})`] : []),
-      row.mean_turns.toFixed(1),
-      Math.round(row.mean_tokens).toLocaleString('en-US'),
-      `${row.mean_seconds.toFixed(1)} s`,
-    ];
+  const line = (row: GroupRow) => [
+    row.group,
+    String(row.count) + (row.unscored ? ` (${row.unscored} unscored)` : ''),
+    `${percent(row.accuracy)} (${row.correct})`,
+    ...(voting ? [`${percent(row.voted_accuracy ?? 0)} (${row.voted_correct ?? 0})`] : []),
+    row.mean_turns.toFixed(1),
+    Math.round(row.mean_tokens).toLocaleString('en-US'),
+    `${row.mean_seconds.toFixed(1)} s`,
+  ];
   const rows = [...report.groups, report.total].map(line);
   const table = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((cells) => `| ${cells.join(' | ')} |`)];
   const c = report.config;
@@ -118,7 +117,11 @@ export function reportMarkdown(report: EvalReport): string {
     ...table,
     '',
     `Scoring rule: ${report.compare_rule === 'per question' ? 'multiset, or ordered where order_matters (quarry YAML)' : report.compare_rule}. ` +
-      `SQL taken from: ${Object.entries(report.sql_sources).map(([source, count]) => `${source} ${count}`).join(', ') || 'none'}.`,
+      `SQL taken from: ${
+        Object.entries(report.sql_sources)
+          .map(([source, count]) => `${source} ${count}`)
+          .join(', ') || 'none'
+      }.`,
     `Runner overhead: ${report.runner_overhead_ms.toFixed(0)} ms per question (scoring and bookkeeping outside the agent runs).`,
     '',
     '| setting | value |',

@@ -29,9 +29,11 @@ import type { EvalQuestion, Suite } from './suite.js';
 /** The most rows of a gold or predicted result that are fetched for scoring. */
 export const MAX_SCORED_ROWS = 100_000;
 
-export const EVAL_INSTRUCTIONS = `
+export const EVAL_INSTRUCTIONS =
+  `
 
-You are answering one question of a text-to-SQL evaluation. Explore the schema and data as you need, run your SQL to check it, then end your answer with the final SQL statement that answers the question, in exactly one fenced block:
+You are answering one question of a text-to-SQL evaluation. Explore the schema and data as you need, run your SQL to check it, then end your answer with ` +
+  `the final SQL statement that answers the question, in exactly one fenced block:
 
 \`\`\`sql
 SELECT ...
@@ -183,14 +185,22 @@ class Databases {
     if (this.usesConfigured()) {
       const workspace = await this.configuredWorkspace();
       const configs = this.configuredDatabases(workspace);
-      if (configs.length === 0) throw new UsageError('no databases configured for this suite: pass --db (or --databases FILE), or --db-dir for BIRD/Spider suites');
+      if (configs.length === 0)
+        throw new UsageError('no databases configured for this suite: pass --db (or --databases FILE), or --db-dir for BIRD/Spider suites');
       if (configs.length > 1) {
         const missing = [...new Set(questions.map((question) => question.database))].filter((name) => !configs.some((config) => config.alias === name));
-        if (missing.length) throw new UsageError(`the suite names databases that are not configured: ${missing.join(', ')} (configured: ${configs.map((config) => config.alias).join(', ')})`);
+        if (missing.length)
+          throw new UsageError(
+            `the suite names databases that are not configured: ${missing.join(', ')} (configured: ${configs.map((config) => config.alias).join(', ')})`,
+          );
       }
       return;
     }
-    if (!this.options.dbDir) throw new UsageError(`a ${this.options.suite.format === 'bird' ? 'BIRD' : 'Spider'} suite needs --db-dir DIR (databases at DIR/<db_id>/<db_id>.sqlite) or --db for one database`);
+    if (!this.options.dbDir)
+      throw new UsageError(
+        `a ${this.options.suite.format === 'bird' ? 'BIRD' : 'Spider'} suite needs --db-dir DIR (databases at DIR/<db_id>/<db_id>.sqlite) or --db for one ` +
+          `database`,
+      );
     const dir = resolve(this.options.cwd, this.options.dbDir);
     if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`--db-dir ${dir}: no such directory`);
     for (const name of new Set(questions.map((question) => question.database))) {
@@ -290,7 +300,9 @@ function ruleFor(question: EvalQuestion, options: EvalRunOptions): CompareRule {
 
 function promptHash(options: EvalRunOptions): string {
   const base = options.systemPromptFile ? readFileSync(resolve(options.cwd, options.systemPromptFile), 'utf8') : DEFAULT_SYSTEM_PROMPT;
-  return createHash('sha256').update(base + EVAL_INSTRUCTIONS).digest('hex');
+  return createHash('sha256')
+    .update(base + EVAL_INSTRUCTIONS)
+    .digest('hex');
 }
 
 /** At most `limit` tasks at once; stops taking new ones when the signal aborts. */
@@ -326,7 +338,8 @@ export async function runEval(options: EvalRunOptions, selection: readonly EvalQ
   if (options.resume) {
     if (existsSync(runFile)) {
       const previous = JSON.parse(readFileSync(runFile, 'utf8')) as EvalRunConfig;
-      if (previous.suite_sha256 !== config.suite_sha256) throw new UsageError(`--resume: ${options.outDir} holds results of a different suite (or the suite file changed); use a new --out`);
+      if (previous.suite_sha256 !== config.suite_sha256)
+        throw new UsageError(`--resume: ${options.outDir} holds results of a different suite (or the suite file changed); use a new --out`);
       config.started_at = previous.started_at;
     }
   } else if (existsSync(join(options.outDir, RESULTS_FILE)) && readResults(options.outDir).length > 0) {
@@ -370,7 +383,12 @@ export async function runEval(options: EvalRunOptions, selection: readonly EvalQ
   return { config, results, unfinished: selection.length - results.length, cancelled: options.signal.aborted };
 }
 
-async function runQuestion(question: EvalQuestion, options: EvalRunOptions, databases: Databases, sessionEnv: NodeJS.ProcessEnv): Promise<QuestionResult | undefined> {
+async function runQuestion(
+  question: EvalQuestion,
+  options: EvalRunOptions,
+  databases: Databases,
+  sessionEnv: NodeJS.ProcessEnv,
+): Promise<QuestionResult | undefined> {
   const started = Date.now();
   const target = await databases.target(question);
   const rule = ruleFor(question, options);
@@ -439,7 +457,12 @@ export function vote(attempts: readonly AttemptResult[]): { sql: string | null; 
   return { sql: best[0]!.sql, correct: best[0]!.correct, votes: best.length, groups: groups.size };
 }
 
-async function runAttempt(question: EvalQuestion, options: EvalRunOptions, target: DatabaseTarget, sessionEnv: NodeJS.ProcessEnv): Promise<AttemptResult | undefined> {
+async function runAttempt(
+  question: EvalQuestion,
+  options: EvalRunOptions,
+  target: DatabaseTarget,
+  sessionEnv: NodeJS.ProcessEnv,
+): Promise<AttemptResult | undefined> {
   const { workspace, config } = target;
   const started = Date.now();
   const provider = await createProvider(options.choice, options.cwd);
@@ -447,7 +470,11 @@ async function runAttempt(question: EvalQuestion, options: EvalRunOptions, targe
   const built = buildSystemPrompt({
     ...(options.systemPromptFile ? { file: options.systemPromptFile } : {}),
     vars: {},
-    automatic: automaticVariables({ profile: workspace.profile, workingDir: workspace.workingDir, databases: databaseTools.map((tool) => (tool === 'duckdb' ? `reachable with the duckdb tool; ${DUCKDB_PROMPT_NOTE}` : `reachable with the ${tool} tool`)) }),
+    automatic: automaticVariables({
+      profile: workspace.profile,
+      workingDir: workspace.workingDir,
+      databases: databaseTools.map((tool) => (tool === 'duckdb' ? `reachable with the duckdb tool; ${DUCKDB_PROMPT_NOTE}` : `reachable with the ${tool} tool`)),
+    }),
     cwd: options.cwd,
   });
   const session = Session.create({ profile: workspace.profile.name, model: provider.label, workingDir: workspace.workingDir }, sessionEnv);
@@ -469,7 +496,9 @@ async function runAttempt(question: EvalQuestion, options: EvalRunOptions, targe
     onEvent,
   });
   const timeout = AbortSignal.timeout(options.timeoutMs);
-  const note = `Database: "${config.alias}" (${config.engine}; use the ${config.engine} tool${databaseTools.length > 1 || workspace.databases.length > 1 ? ` with database "${config.alias}"` : ''}).`;
+  const note =
+    `Database: "${config.alias}" (${config.engine}; use the ${config.engine} ` +
+    `tool${databaseTools.length > 1 || workspace.databases.length > 1 ? ` with database "${config.alias}"` : ''}).`;
   const result = await agent.run(prompt(question, note), AbortSignal.any([options.signal, timeout]));
   if (options.signal.aborted) return undefined;
   const fromAnswer = result.status === 'completed' ? extractFinalSql(result.text) : null;

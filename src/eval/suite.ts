@@ -15,10 +15,7 @@ import type { CompareRule } from './compare.js';
 export type SuiteFormat = 'bird' | 'spider' | 'quarry';
 
 /** What a question's answer is checked against. */
-export type Expected =
-  | { kind: 'sql'; sql: string }
-  | { kind: 'rows'; rows: unknown[][] }
-  | { kind: 'csv'; rows: string[][] };
+export type Expected = { kind: 'sql'; sql: string } | { kind: 'rows'; rows: unknown[][] } | { kind: 'csv'; rows: string[][] };
 
 export interface EvalQuestion {
   /** Unique within the suite: BIRD's question_id, Spider's position, or the YAML id. */
@@ -84,7 +81,7 @@ function optionalString(path: string, where: string, raw: Record<string, unknown
 }
 
 function asRecord(path: string, where: string, value: unknown): Record<string, unknown> {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) fail(path, where, 'expected an object with the question\'s fields');
+  if (!value || typeof value !== 'object' || Array.isArray(value)) fail(path, where, "expected an object with the question's fields");
   return value as Record<string, unknown>;
 }
 
@@ -137,7 +134,19 @@ export function parseCsv(text: string): string[][] {
   return parseCsvRecords(/[\r\n]$/.test(text) ? text : `${text}\n`, Number.POSITIVE_INFINITY);
 }
 
-const YAML_KEYS = ['id', 'question', 'evidence', 'database', 'expected_sql', 'expected_rows', 'expected_csv', 'order_matters', 'tolerance', 'tags', 'difficulty'];
+const YAML_KEYS = [
+  'id',
+  'question',
+  'evidence',
+  'database',
+  'expected_sql',
+  'expected_rows',
+  'expected_csv',
+  'order_matters',
+  'tolerance',
+  'tags',
+  'difficulty',
+];
 
 function quarryQuestions(path: string, raw: unknown): EvalQuestion[] {
   const list = Array.isArray(raw) ? raw : (raw as { questions?: unknown } | null)?.questions;
@@ -151,7 +160,8 @@ function quarryQuestions(path: string, raw: unknown): EvalQuestion[] {
     if (seen.has(id)) fail(path, where, `id "${id}" is used twice`);
     seen.add(id);
     const given = ['expected_sql', 'expected_rows', 'expected_csv'].filter((key) => entry[key] !== undefined);
-    if (given.length !== 1) fail(path, where, `needs exactly one of expected_sql, expected_rows, expected_csv (has ${given.length ? given.join(', ') : 'none'})`);
+    if (given.length !== 1)
+      fail(path, where, `needs exactly one of expected_sql, expected_rows, expected_csv (has ${given.length ? given.join(', ') : 'none'})`);
     let expected: Expected;
     if (entry.expected_sql !== undefined) expected = { kind: 'sql', sql: requireString(path, where, entry, 'expected_sql') };
     else if (entry.expected_rows !== undefined) {

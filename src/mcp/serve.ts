@@ -42,13 +42,15 @@ export interface ServeOptions {
 
 /** Why a tool is not served, or null when it is. */
 export function notServedReason(tool: Tool, profile: Profile, yes: boolean): string | null {
-  if (tool.name === 'delegate') return 'delegate runs quarry\'s own model and is not served over MCP';
+  if (tool.name === 'delegate') return "delegate runs quarry's own model and is not served over MCP";
   if (tool.name.startsWith(MCP_TOOL_PREFIX)) return 'tools of MCP servers configured in quarry are not re-served';
   if (yes) return null;
   const { mode, tools } = profile.approval;
   if (mode === 'all') return `profile "${profile.name}" asks before every call (start quarry mcp with --yes to serve it)`;
-  if (mode === 'granular' && tools.includes(tool.name)) return `profile "${profile.name}" asks before every ${tool.name} call (start quarry mcp with --yes to serve it)`;
-  if (mode === 'dangerous' && !canBeRead(tool, profile)) return `${tool.name} can change things and profile "${profile.name}" asks before such calls (start quarry mcp with --yes to serve it)`;
+  if (mode === 'granular' && tools.includes(tool.name))
+    return `profile "${profile.name}" asks before every ${tool.name} call (start quarry mcp with --yes to serve it)`;
+  if (mode === 'dangerous' && !canBeRead(tool, profile))
+    return `${tool.name} can change things and profile "${profile.name}" asks before such calls (start quarry mcp with --yes to serve it)`;
   return null;
 }
 
@@ -84,7 +86,13 @@ export function toolAnnotations(tool: Tool, profile: Profile): ToolAnnotations {
       return { title, readOnlyHint: restricted, destructiveHint: !restricted, idempotentHint: restricted, openWorldHint: !restricted };
     }
     case 'write':
-      return { title, readOnlyHint: false, destructiveHint: profile.file_write === 'full', idempotentHint: profile.file_write === 'full', openWorldHint: false };
+      return {
+        title,
+        readOnlyHint: false,
+        destructiveHint: profile.file_write === 'full',
+        idempotentHint: profile.file_write === 'full',
+        openWorldHint: false,
+      };
     case 'edit':
       return { title, readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
     case 'chart':
@@ -104,13 +112,17 @@ export function servedTools(workspace: Workspace, yes: boolean): Tool[] {
 function instructions(workspace: Workspace, served: readonly Tool[], yes: boolean): string {
   const profile = workspace.profile;
   return [
-    `quarry's tools under profile "${profile.name}" (shell ${profile.shell}, file_write ${profile.file_write}, database ${profile.database}); working directory ${workspace.workingDir}.`,
+    `quarry's tools under profile "${profile.name}" (shell ${profile.shell}, file_write ${profile.file_write}, database ${profile.database}); working ` +
+      `directory ${workspace.workingDir}.`,
     `Served tools: ${served.map((tool) => tool.name).join(', ') || '(none)'}.`,
-    profile.database === 'readonly' ? 'Database tools run one read-only statement at a time; writes are refused by a statement check and by the engine.' : 'Database tools may change data (database: mutations).',
+    profile.database === 'readonly'
+      ? 'Database tools run one read-only statement at a time; writes are refused by a statement check and by the engine.'
+      : 'Database tools may change data (database: mutations).',
     yes
-      ? 'Started with --yes: every call is approved by quarry; your client\'s own approval applies.'
-      : 'Calls the profile would ask approval for are refused (quarry cannot ask over MCP); start quarry mcp with --yes to serve them and rely on your client\'s approval.',
-    'Each configured database\'s table list is a resource (quarry://databases/ALIAS/tables).',
+      ? "Started with --yes: every call is approved by quarry; your client's own approval applies."
+      : 'Calls the profile would ask approval for are refused (quarry cannot ask over MCP); start quarry mcp with --yes to serve them and rely on your ' +
+        "client's approval.",
+    "Each configured database's table list is a resource (quarry://databases/ALIAS/tables).",
   ].join('\n');
 }
 
@@ -147,7 +159,10 @@ export function createQuarryMcpServer(workspace: Workspace, options: ServeOption
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     if (!options.yes) {
       const needsApproval = approvalReason(workspace.profile, tool, args);
-      if (needsApproval) return errorResult(`refused: ${needsApproval}; nothing was run. Start quarry mcp with --yes to let your client approve such calls.`, { error: 'approval_required' });
+      if (needsApproval)
+        return errorResult(`refused: ${needsApproval}; nothing was run. Start quarry mcp with --yes to let your client approve such calls.`, {
+          error: 'approval_required',
+        });
     }
     const progressToken = request.params._meta?.progressToken;
     const result = await workspace.registry.run(name, args, {
@@ -196,11 +211,15 @@ export function createQuarryMcpServer(workspace: Workspace, options: ServeOption
     const alias = match ? decodeURIComponent(match[1]!) : undefined;
     const entry = databaseAliases().find((candidate) => candidate.alias === alias);
     if (!entry) throw new McpError(ErrorCode.InvalidParams, `unknown resource ${request.params.uri}; resources are quarry://databases/ALIAS/tables`);
-    const result = await workspace.registry.run(entry.tool.name, { database: entry.alias, operation: 'list_tables' }, {
-      workingDir: workspace.workingDir,
-      backend: workspace.backend,
-      signal: extra.signal,
-    });
+    const result = await workspace.registry.run(
+      entry.tool.name,
+      { database: entry.alias, operation: 'list_tables' },
+      {
+        workingDir: workspace.workingDir,
+        backend: workspace.backend,
+        signal: extra.signal,
+      },
+    );
     if (!result.ok) throw new McpError(ErrorCode.InternalError, result.output);
     return { contents: [{ uri: request.params.uri, mimeType: 'text/plain', text: result.output }] };
   });

@@ -58,8 +58,7 @@ export class AnthropicProvider implements ModelProvider {
           if (event.delta.type === 'text_delta') {
             text += event.delta.text;
             yield { type: 'text', text: event.delta.text };
-          }
-          else if (event.delta.type === 'input_json_delta') {
+          } else if (event.delta.type === 'input_json_delta') {
             const block = blocks.get(event.index);
             if (block) block.json += event.delta.partial_json;
           }
@@ -68,7 +67,14 @@ export class AnthropicProvider implements ModelProvider {
           stopReason = event.delta.stop_reason ?? stopReason;
           // The final figures win over message_start's (server tools, fallback models and gateways
           // report the real input here); each field only where it is present.
-          const u = event.usage as { output_tokens?: number | null; input_tokens?: number | null; cache_read_input_tokens?: number | null; cache_creation_input_tokens?: number | null } | undefined;
+          const u = event.usage as
+            | {
+                output_tokens?: number | null;
+                input_tokens?: number | null;
+                cache_read_input_tokens?: number | null;
+                cache_creation_input_tokens?: number | null;
+              }
+            | undefined;
           if (typeof u?.output_tokens === 'number') usage.outputTokens = u.output_tokens;
           if (typeof u?.input_tokens === 'number' || typeof u?.cache_read_input_tokens === 'number' || typeof u?.cache_creation_input_tokens === 'number') {
             const cached = u?.cache_read_input_tokens ?? usage.cachedTokens;
@@ -93,7 +99,12 @@ export class AnthropicProvider implements ModelProvider {
       yield { type: 'tool_call', call: { id: block.id, name: block.name, arguments: block.json || '{}' } };
     }
     const refused = stopReason === 'refusal';
-    yield { type: 'end', usage, stopReason: stopReason ?? 'end_turn', ...(refused ? { refusal: text.trim() || 'the model declined to answer (stop_reason "refusal")' } : {}) };
+    yield {
+      type: 'end',
+      usage,
+      stopReason: stopReason ?? 'end_turn',
+      ...(refused ? { refusal: text.trim() || 'the model declined to answer (stop_reason "refusal")' } : {}),
+    };
   }
 }
 
@@ -121,7 +132,9 @@ export function toAnthropicMessages(messages: Message[]): MessageParam[] {
   for (const message of messages) {
     if (message.role === 'user') push('user', [{ type: 'text', text: message.content || '(empty)' }]);
     else if (message.role === 'tool') {
-      push('user', [{ type: 'tool_result', tool_use_id: message.toolCallId, content: message.content || '(no output)', ...(message.isError ? { is_error: true } : {}) }]);
+      push('user', [
+        { type: 'tool_result', tool_use_id: message.toolCallId, content: message.content || '(no output)', ...(message.isError ? { is_error: true } : {}) },
+      ]);
     } else {
       const blocks: ContentBlockParam[] = message.content ? [{ type: 'text', text: message.content }] : [];
       for (const call of message.toolCalls ?? []) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: parseInput(call.arguments) });

@@ -70,7 +70,11 @@ function isStreamingRequest(init: RequestInit | undefined): boolean {
 }
 
 function errorCode(error: unknown): string | undefined {
-  for (let current = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; current && depth < 5; current = current.cause as typeof current, depth++) {
+  for (
+    let current = error as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    current && depth < 5;
+    current = current.cause as typeof current, depth++
+  ) {
     if (typeof current.code === 'string') return current.code;
   }
   return undefined;
@@ -113,11 +117,17 @@ export function endpointFetch(inner: typeof fetch = fetch): typeof fetch {
       if (init?.signal?.aborted) throw error;
       const host = new URL(url).hostname;
       if (errorCode(error) === 'ECONNREFUSED' && LOOPBACK.test(host)) {
-        throw new ClassifiedModelError(`nothing is listening at ${new URL(url).origin} (connection refused): start the model server or check --base-url`, false);
+        throw new ClassifiedModelError(
+          `nothing is listening at ${new URL(url).origin} (connection refused): start the model server or check --base-url`,
+          false,
+        );
       }
       // fetch refuses the ports browsers block (1, 22, 25, 6000, ...): retrying cannot help.
-      if (/^bad port$/i.test(((error as { cause?: { message?: string } }).cause?.message ?? ''))) {
-        throw new ClassifiedModelError(`fetch refuses to connect to port ${new URL(url).port} (a port on the fetch standard's blocked list): serve the model on another port`, false);
+      if (/^bad port$/i.test((error as { cause?: { message?: string } }).cause?.message ?? '')) {
+        throw new ClassifiedModelError(
+          `fetch refuses to connect to port ${new URL(url).port} (a port on the fetch standard's blocked list): serve the model on another port`,
+          false,
+        );
       }
       throw error;
     }
@@ -127,16 +137,25 @@ export function endpointFetch(inner: typeof fetch = fetch): typeof fetch {
       const message = found?.message ?? `${response.status} ${response.statusText || 'error'} with an empty body`;
       const error = { message, ...(found?.type !== undefined ? { type: found.type } : {}), ...(found?.code !== undefined ? { code: found.code } : {}) };
       // Both SDKs read `error.message` (OpenAI) or the whole body's `message` (Anthropic).
-      return new Response(JSON.stringify({ type: 'error', message, error }), { status: response.status, statusText: response.statusText, headers: response.headers });
+      return new Response(JSON.stringify({ type: 'error', message, error }), {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
     }
     if (!isStreamingRequest(init)) return response;
     const contentType = describeContentType(response);
     if (/event-stream/i.test(contentType)) return response;
     // Some servers label a real event stream text/plain (or nothing): look at what came.
     const { head, body } = await peek(response);
-    if (/^\s*(data|event|id|retry)\s*:|^:/.test(head)) return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    if (/^\s*(data|event|id|retry)\s*:|^:/.test(head))
+      return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
     await body?.cancel().catch(() => undefined);
     const what = head.trim() ? `: ${cut(serverMessage(head)?.message ?? head, 200)}` : ' with an empty body';
-    throw new ClassifiedModelError(`the server answered ${response.status} with ${contentType}, not an event stream (is the URL a model API? a wrong --base-url or a proxy page gives this)${what}`, false);
+    throw new ClassifiedModelError(
+      `the server answered ${response.status} with ${contentType}, not an event stream (is the URL a model API? a wrong --base-url or a proxy page gives ` +
+        `this)${what}`,
+      false,
+    );
   };
 }

@@ -200,7 +200,8 @@ export class CallAssembler {
     if (current) {
       const newId = id !== '' && current.id !== '' && id !== current.id;
       const newName = name !== '' && current.name !== '' && isCompleteJson(current.arguments) && name !== current.name;
-      const sameNameAfterComplete = name !== '' && name === current.name && isCompleteJson(current.arguments) && args !== '' && typeof fragment.index !== 'number';
+      const sameNameAfterComplete =
+        name !== '' && name === current.name && isCompleteJson(current.arguments) && args !== '' && typeof fragment.index !== 'number';
       if (newId || newName || sameNameAfterComplete) current = undefined;
     }
     if (!current) {
@@ -245,7 +246,8 @@ export class ThinkSplitter {
         if (trimmed.startsWith('<think>')) {
           this.pending = trimmed.slice('<think>'.length);
           this.state = 'thinking';
-        } else if ('<think>'.startsWith(trimmed)) return { text, reasoning }; // maybe the tag, wait
+        } else if ('<think>'.startsWith(trimmed))
+          return { text, reasoning }; // maybe the tag, wait
         else this.state = 'answer';
       } else if (this.state === 'thinking') {
         const end = this.pending.indexOf('</think>');
@@ -331,7 +333,12 @@ export function toOpenAIMessages(system: string, messages: Message[]): ChatCompl
         out.push({
           role: 'assistant',
           content: message.content || null,
-          tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments }, ...call.extra })),
+          tool_calls: message.toolCalls.map((call) => ({
+            id: call.id,
+            type: 'function' as const,
+            function: { name: call.name, arguments: call.arguments },
+            ...call.extra,
+          })),
           ...echo,
         } as ChatCompletionMessageParam);
       } else out.push({ role: 'assistant', content: message.content, ...echo } as ChatCompletionMessageParam);

@@ -28,16 +28,17 @@ function noModelLine(): string {
     : '  No model at all: replay a scripted conversation with --model script:FILE (the README, "Running the agent", describes the file)';
 }
 
-export const howToConfigureAModel = (): string => [
-  'no model configured. Choose one with --model (or the QUARRY_MODEL environment variable):',
-  '  OpenAI:        export OPENAI_API_KEY=sk-...      then  quarry --model openai/gpt-4.1 "your question"',
-  '  Anthropic:     export ANTHROPIC_API_KEY=sk-ant-... then  quarry --model anthropic/claude-sonnet-4-5 "your question"',
-  '  Local server (Ollama, vLLM, LM Studio, LiteLLM; any OpenAI-compatible endpoint):',
-  '                 quarry --base-url http://127.0.0.1:11434/v1 --model llama3.1 "your question"   (or --model ollama/llama3.1)',
-  '  Other providers: deepseek/, openrouter/, groq/, mistral/, gemini/, xai/, together/, fireworks/, moonshot/, lmstudio/, vllm/',
-  '                 e.g. export DEEPSEEK_API_KEY=... then quarry --model deepseek/deepseek-chat "your question" (README, "Model providers")',
-  noModelLine(),
-].join('\n');
+export const howToConfigureAModel = (): string =>
+  [
+    'no model configured. Choose one with --model (or the QUARRY_MODEL environment variable):',
+    '  OpenAI:        export OPENAI_API_KEY=sk-...      then  quarry --model openai/gpt-4.1 "your question"',
+    '  Anthropic:     export ANTHROPIC_API_KEY=sk-ant-... then  quarry --model anthropic/claude-sonnet-4-5 "your question"',
+    '  Local server (Ollama, vLLM, LM Studio, LiteLLM; any OpenAI-compatible endpoint):',
+    '                 quarry --base-url http://127.0.0.1:11434/v1 --model llama3.1 "your question"   (or --model ollama/llama3.1)',
+    '  Other providers: deepseek/, openrouter/, groq/, mistral/, gemini/, xai/, together/, fireworks/, moonshot/, lmstudio/, vllm/',
+    '                 e.g. export DEEPSEEK_API_KEY=... then quarry --model deepseek/deepseek-chat "your question" (README, "Model providers")',
+    noModelLine(),
+  ].join('\n');
 
 export const DEFAULT_OLLAMA_URL = 'http://127.0.0.1:11434';
 /** For models not in the table below; pass --context-window for local models with smaller windows. */
@@ -171,7 +172,10 @@ export function chooseModel(options: ModelOptions): ModelChoice {
   if (envBaseUrl) return { kind: 'openai', model, label: `${model} at ${envBaseUrl}`, baseURL: envBaseUrl, apiKey: env.OPENAI_API_KEY || 'not-needed' };
   if (/^claude/.test(model)) return chooseModel({ ...options, model: `anthropic/${model}` });
   if (/^(gpt-|chatgpt|o[134](-|$))/.test(model)) return chooseModel({ ...options, model: `openai/${model}` });
-  throw new ModelError(`cannot tell which provider serves "${model}": write PROVIDER/${model} (openai, anthropic, ollama, ${Object.keys(PROVIDER_PRESETS).join(', ')}), or give --base-url URL for an OpenAI-compatible server (quarry --help lists the options)`);
+  throw new ModelError(
+    `cannot tell which provider serves "${model}": write PROVIDER/${model} (openai, anthropic, ollama, ${Object.keys(PROVIDER_PRESETS).join(', ')}), or ` +
+      `give --base-url URL for an OpenAI-compatible server (quarry --help lists the options)`,
+  );
 }
 
 /** Loads only the SDK the run needs (each costs tens of milliseconds to import). */
@@ -194,7 +198,12 @@ export async function createProvider(choice: ModelChoice, cwd: string): Promise<
     }
     case 'anthropic': {
       const { AnthropicProvider } = await import('./anthropic.js');
-      return new AnthropicProvider({ label: choice.label, model: choice.model, apiKey: choice.apiKey ?? 'not-needed', ...(choice.baseURL ? { baseURL: choice.baseURL } : {}) });
+      return new AnthropicProvider({
+        label: choice.label,
+        model: choice.model,
+        apiKey: choice.apiKey ?? 'not-needed',
+        ...(choice.baseURL ? { baseURL: choice.baseURL } : {}),
+      });
     }
   }
 }

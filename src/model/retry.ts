@@ -21,12 +21,24 @@ export interface RetryPolicy {
 /** QUARRY_RETRY_BASE_MS shortens the first delay (tests use 1 ms); it doubles on each retry. */
 export function retryPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): RetryPolicy {
   const base = Number(env.QUARRY_RETRY_BASE_MS);
-  const baseDelayMs = Number.isFinite(base) && base >= 0 && env.QUARRY_RETRY_BASE_MS !== '' && env.QUARRY_RETRY_BASE_MS !== undefined ? base : DEFAULT_RETRY_BASE_MS;
+  const baseDelayMs =
+    Number.isFinite(base) && base >= 0 && env.QUARRY_RETRY_BASE_MS !== '' && env.QUARRY_RETRY_BASE_MS !== undefined ? base : DEFAULT_RETRY_BASE_MS;
   return { maxAttempts: MAX_MODEL_ATTEMPTS, baseDelayMs, maxDelayMs: Math.max(baseDelayMs, MAX_RETRY_DELAY_MS) };
 }
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
 
 interface ErrorLike {
   name?: string;
@@ -144,7 +156,11 @@ export function describeModelError(error: unknown): string {
 
 export class ModelCallFailed extends Error {
   override name = 'ModelCallFailed';
-  constructor(message: string, readonly attempts: number, override readonly cause: unknown) {
+  constructor(
+    message: string,
+    readonly attempts: number,
+    override readonly cause: unknown,
+  ) {
     super(message);
   }
 }

@@ -75,7 +75,11 @@ export class ScriptedProvider implements ModelProvider {
 
   private chosen = false;
 
-  constructor(private turns: ScriptTurn[], private readonly file: string, private readonly byPrompt: PromptScript[] = []) {
+  constructor(
+    private turns: ScriptTurn[],
+    private readonly file: string,
+    private readonly byPrompt: PromptScript[] = [],
+  ) {
     this.label = `script:${file}`;
   }
 
@@ -94,7 +98,9 @@ export class ScriptedProvider implements ModelProvider {
     try {
       text = readFileSync(path, 'utf8');
     } catch (error) {
-      throw new ModelError(`cannot read the model script ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
+      throw new ModelError(
+        `cannot read the model script ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+      );
     }
     const script = parseScriptFile(text, path);
     return new ScriptedProvider(script.turns, file, script.byPrompt);

@@ -63,7 +63,12 @@ export function addUsage(total: Usage, more: Usage): Usage {
 
 /** The wire form of usage in traces and JSON results; reasoning_tokens only where a provider reported some. */
 export function usageJson(usage: Usage): { input_tokens: number; output_tokens: number; cached_tokens: number; reasoning_tokens?: number } {
-  return { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, cached_tokens: usage.cachedTokens, ...(usage.reasoningTokens ? { reasoning_tokens: usage.reasoningTokens } : {}) };
+  return {
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    cached_tokens: usage.cachedTokens,
+    ...(usage.reasoningTokens ? { reasoning_tokens: usage.reasoningTokens } : {}),
+  };
 }
 
 export interface ModelRequest {
@@ -132,7 +137,10 @@ export class ModelError extends Error {
 /** An error whose retry decision is already made (a known in-stream error, a non-stream reply). */
 export class ClassifiedModelError extends Error {
   override name = 'ClassifiedModelError';
-  constructor(message: string, readonly retryable: boolean) {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
     super(message);
   }
 }

@@ -89,5 +89,9 @@ export function resolveProfile(nameOrPath: string = DEFAULT_PROFILE, cwd: string
 export function listProfileNames(): string[] {
   const builtins = [...profileFilesIn(builtinDir()).keys()];
   const users = [...profileFilesIn(userDir()).keys()].filter((name) => !builtins.includes(name));
-  return [...BUILTIN_PROFILE_NAMES.filter((name) => builtins.includes(name)), ...builtins.filter((n) => !(BUILTIN_PROFILE_NAMES as readonly string[]).includes(n)), ...users.sort()];
+  return [
+    ...BUILTIN_PROFILE_NAMES.filter((name) => builtins.includes(name)),
+    ...builtins.filter((n) => !(BUILTIN_PROFILE_NAMES as readonly string[]).includes(n)),
+    ...users.sort(),
+  ];
 }

@@ -75,18 +75,33 @@ function checkToolNames(where: string, tools: string[]): void {
   const known: readonly string[] = [...BUILTIN_TOOL_NAMES, ...DATABASE_TOOL_NAMES];
   for (const entry of tools) {
     const prefix = entry.endsWith('*') ? entry.slice(0, -1) : undefined;
-    const ok = prefix !== undefined
-      ? prefix.startsWith(MCP_PREFIX) || MCP_PREFIX.startsWith(prefix) || known.some((name) => name.startsWith(prefix))
-      : known.includes(entry) || (entry.startsWith(MCP_PREFIX) && entry.length > MCP_PREFIX.length);
+    const ok =
+      prefix !== undefined
+        ? prefix.startsWith(MCP_PREFIX) || MCP_PREFIX.startsWith(prefix) || known.some((name) => name.startsWith(prefix))
+        : known.includes(entry) || (entry.startsWith(MCP_PREFIX) && entry.length > MCP_PREFIX.length);
     if (!ok) {
-      throw new ProfileError(`${where}: "tools" names an unknown tool "${entry}"; known tools: ${known.join(', ')}, and MCP tools as mcp__SERVER__TOOL (a trailing * matches a prefix)`);
+      throw new ProfileError(
+        `${where}: "tools" names an unknown tool "${entry}"; known tools: ${known.join(', ')}, and MCP tools as mcp__SERVER__TOOL (a trailing * matches a ` +
+          `prefix)`,
+      );
     }
   }
 }
 
 const TOP_LEVEL_KEYS = [
-  'name', 'description', 'shell', 'file_write', 'database', 'approval',
-  'shell_timeout', 'shell_network', 'backend', 'tools', 'write_roots', 'query_guard', 'profile_budget_seconds',
+  'name',
+  'description',
+  'shell',
+  'file_write',
+  'database',
+  'approval',
+  'shell_timeout',
+  'shell_network',
+  'backend',
+  'tools',
+  'write_roots',
+  'query_guard',
+  'profile_budget_seconds',
 ] as const;
 const APPROVAL_KEYS = ['mode', 'tools', 'patterns'] as const;
 
@@ -132,7 +147,11 @@ function stringList(where: string, key: string, value: unknown): string[] | unde
 /** Checks a parsed YAML document and fills in defaults. `where` names the source in errors. */
 export function parseProfile(document: unknown, where: string, fallbackName: string): Profile {
   // An empty file (YAML null) is a profile that sets nothing: every key has its default.
-  const raw = checkYamlMapping(document ?? {}, where, { keys: TOP_LEVEL_KEYS, notMapping: `a profile must be a YAML mapping of keys (${TOP_LEVEL_KEYS.join(', ')})`, Kind: ProfileError });
+  const raw = checkYamlMapping(document ?? {}, where, {
+    keys: TOP_LEVEL_KEYS,
+    notMapping: `a profile must be a YAML mapping of keys (${TOP_LEVEL_KEYS.join(', ')})`,
+    Kind: ProfileError,
+  });
 
   const name = raw.name ?? fallbackName;
   if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) {
@@ -164,7 +183,9 @@ export function parseProfile(document: unknown, where: string, fallbackName: str
 
   const budget = raw.profile_budget_seconds ?? 10;
   if (typeof budget !== 'number' || !Number.isInteger(budget) || budget < 1 || budget > MAX_PROFILE_BUDGET_SECONDS) {
-    throw new ProfileError(`${where}: "profile_budget_seconds" must be a whole number of seconds from 1 to ${MAX_PROFILE_BUDGET_SECONDS}, got ${describeValue(budget)}`);
+    throw new ProfileError(
+      `${where}: "profile_budget_seconds" must be a whole number of seconds from 1 to ${MAX_PROFILE_BUDGET_SECONDS}, got ${describeValue(budget)}`,
+    );
   }
 
   const tools = stringList(where, 'tools', raw.tools);

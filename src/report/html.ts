@@ -182,14 +182,22 @@ function isRefusal(step: ToolStep): boolean {
 function renderStep(step: ToolStep): string {
   const classes = ['step', step.ok === false ? 'failed' : 'ok', isRefusal(step) ? 'refused' : ''].filter(Boolean).join(' ');
   const operation = typeof step.args.operation === 'string' ? ` ${step.args.operation}` : '';
-  const badge = isRefusal(step) ? '<span class="badge refused">refused</span>' : step.ok === false ? '<span class="badge failed">error</span>' : '<span class="badge">ok</span>';
-  const parts = [`<div class="${classes}"><div class="step-head">${badge} <code>${escapeHtml(step.name + operation)}</code> <span class="muted">${formatDuration(step.durationMs)}</span></div>`];
+  const badge = isRefusal(step)
+    ? '<span class="badge refused">refused</span>'
+    : step.ok === false
+      ? '<span class="badge failed">error</span>'
+      : '<span class="badge">ok</span>';
+  const parts = [
+    `<div class="${classes}"><div class="step-head">${badge} <code>${escapeHtml(step.name + operation)}</code> <span ` +
+      `class="muted">${formatDuration(step.durationMs)}</span></div>`,
+  ];
   if (typeof step.args.sql === 'string') parts.push(`<pre class="sql">${escapeHtml(step.args.sql)}</pre>`);
   else if (typeof step.args.command === 'string') parts.push(`<pre class="sql">$ ${escapeHtml(step.args.command)}</pre>`);
   else if (Object.keys(step.args).length) parts.push(`<pre class="args">${escapeHtml(JSON.stringify(step.args, null, 1))}</pre>`);
   if (step.blocked) parts.push(`<p class="note">Not run: ${escapeHtml(step.blocked)}</p>`);
   if (step.name === 'chart' && step.ok) parts.push(inlineImage(step.metadata.path));
-  if (step.output !== undefined) parts.push(`<details${step.name === 'chart' ? '' : ' open'}><summary>result</summary><pre class="output">${preview(step.output)}</pre></details>`);
+  if (step.output !== undefined)
+    parts.push(`<details${step.name === 'chart' ? '' : ' open'}><summary>result</summary><pre class="output">${preview(step.output)}</pre></details>`);
   parts.push('</div>');
   return parts.join('\n');
 }
@@ -210,7 +218,8 @@ function summarise(runs: readonly Run[]): Summary {
       const { step } = entry;
       if (isRefusal(step)) summary.refusals++;
       if (DATABASE_TOOLS.has(step.name) && step.args.operation === 'query') summary.queries++;
-      if (DATABASE_TOOLS.has(step.name) && step.args.operation === 'export_query' && step.ok) summary.exports.push({ path: String(step.metadata.path ?? step.args.output_path), rows: step.metadata.rows, bytes: step.metadata.bytes });
+      if (DATABASE_TOOLS.has(step.name) && step.args.operation === 'export_query' && step.ok)
+        summary.exports.push({ path: String(step.metadata.path ?? step.args.output_path), rows: step.metadata.rows, bytes: step.metadata.bytes });
       if (step.name === 'chart' && step.ok && Array.isArray(step.metadata.files)) {
         summary.chartCount++;
         summary.charts.push(...(step.metadata.files as string[]));
@@ -227,8 +236,14 @@ function renderSession(session: SessionData, level: number): string {
   const heading = `h${Math.min(level, 6)}`;
   const out: string[] = [];
   runs.forEach((run, index) => {
-    out.push(`<section class="run"><${heading}>Question ${runs.length > 1 ? index + 1 : ''}</${heading}><blockquote class="question">${escapeHtml(run.prompt)}</blockquote>`);
-    out.push(`<div class="answer"><div class="answer-label">Answer${run.status && run.status !== 'completed' ? ` (${escapeHtml(run.status)})` : ''}</div>${run.answer ? renderMarkdown(run.answer) : '<p class="muted">(no answer)</p>'}${run.error ? `<p class="note">${escapeHtml(run.error)}</p>` : ''}</div>`);
+    out.push(
+      `<section class="run"><${heading}>Question ${runs.length > 1 ? index + 1 : ''}</${heading}><blockquote ` +
+        `class="question">${escapeHtml(run.prompt)}</blockquote>`,
+    );
+    const status = run.status && run.status !== 'completed' ? ` (${escapeHtml(run.status)})` : '';
+    const answer = run.answer ? renderMarkdown(run.answer) : '<p class="muted">(no answer)</p>';
+    const error = run.error ? `<p class="note">${escapeHtml(run.error)}</p>` : '';
+    out.push(`<div class="answer"><div class="answer-label">Answer${status}</div>${answer}${error}</div>`);
     const work = run.steps.filter((entry) => !(entry.kind === 'text' && entry.text === run.answer));
     if (work.length) {
       out.push('<details class="work" open><summary>How it was answered</summary>');
@@ -245,16 +260,26 @@ function renderSession(session: SessionData, level: number): string {
   ];
   out.push(`<section class="summary"><${heading}>Summary</${heading}><p>${facts.join(' · ')}</p>`);
   if (summary.exports.length) {
-    out.push(`<table><thead><tr><th>export</th><th>rows</th><th>bytes</th></tr></thead><tbody>${summary.exports
-      .map((entry) => `<tr><td>${escapeHtml(entry.path)}</td><td class="num">${typeof entry.rows === 'number' ? formatNumber(entry.rows) : ''}</td><td class="num">${typeof entry.bytes === 'number' ? formatNumber(entry.bytes) : ''}</td></tr>`)
-      .join('')}</tbody></table>`);
+    out.push(
+      `<table><thead><tr><th>export</th><th>rows</th><th>bytes</th></tr></thead><tbody>${summary.exports
+        .map(
+          (entry) =>
+            `<tr><td>${escapeHtml(entry.path)}</td><td class="num">${typeof entry.rows === 'number' ? formatNumber(entry.rows) : ''}</td><td ` +
+            `class="num">${typeof entry.bytes === 'number' ? formatNumber(entry.bytes) : ''}</td></tr>`,
+        )
+        .join('')}</tbody></table>`,
+    );
   }
   if (summary.charts.length) out.push(`<p>Chart files: ${summary.charts.map((path) => `<code>${escapeHtml(path)}</code>`).join(', ')}</p>`);
   out.push(
-    `<p>Tokens: ${formatNumber(meta.usage.input_tokens)} in (${formatNumber(meta.usage.cached_tokens)} cached), ${formatNumber(meta.usage.output_tokens)} out. Cost: not computed (quarry keeps no price list; multiply the tokens by your provider's prices).</p></section>`,
+    `<p>Tokens: ${formatNumber(meta.usage.input_tokens)} in (${formatNumber(meta.usage.cached_tokens)} cached), ${formatNumber(meta.usage.output_tokens)} ` +
+      `out. Cost: not computed (quarry keeps no price list; multiply the tokens by your provider's prices).</p></section>`,
   );
   for (const child of childSessions(session.dir)) {
-    out.push(`<section class="child"><${heading}>Delegated task</${heading}><p class="muted">child session ${escapeHtml(child.meta.id)}, ${escapeHtml(child.meta.status)}</p>${renderSession(child, level + 1)}</section>`);
+    out.push(
+      `<section class="child"><${heading}>Delegated task</${heading}><p class="muted">child session ${escapeHtml(child.meta.id)}, ` +
+        `${escapeHtml(child.meta.status)}</p>${renderSession(child, level + 1)}</section>`,
+    );
   }
   return out.join('\n');
 }
@@ -296,7 +321,8 @@ export function loadSessionDir(dir: string): SessionData | undefined {
   return { meta, events, dir };
 }
 
-const STYLE = `
+const STYLE =
+  `
 :root { color-scheme: light; --fg: #1b1f24; --muted: #5d6670; --line: #d9dee3; --accent: #2f5d8a; --bad: #a12a2a; --bg-soft: #f5f7f9; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 16px/1.5 -apple-system, "Segoe UI", "DejaVu Sans", Roboto, Helvetica, Arial, sans-serif; color: var(--fg); background: #fff; }
@@ -311,7 +337,8 @@ blockquote.question { margin: 0 0 1rem; padding: 0.5rem 1rem; border-left: 4px s
 .step.failed { border-color: var(--bad); }
 .badge { display: inline-block; font-size: 0.75rem; padding: 0 0.4rem; border-radius: 3px; background: #e3ecf5; color: var(--accent); }
 .badge.failed, .badge.refused { background: #f7e1e1; color: var(--bad); }
-pre { overflow-x: auto; background: var(--bg-soft); padding: 0.5rem; border-radius: 4px; font: 0.8rem/1.35 "DejaVu Sans Mono", Menlo, Consolas, monospace; margin: 0.4rem 0; }
+pre { overflow-x: auto; background: var(--bg-soft); padding: 0.5rem; border-radius: 4px; font: 0.8rem/1.35 "DejaVu Sans Mono", Menlo, Consolas, monospace; ` +
+  `margin: 0.4rem 0; }
 pre.sql { border-left: 3px solid var(--accent); }
 .cut, .note { color: var(--muted); font-style: italic; }
 img.chart { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; margin: 0.5rem 0; }
@@ -326,7 +353,8 @@ details > summary { cursor: pointer; color: var(--muted); }
 export function renderReport(session: SessionData, generatedAt = new Date()): string {
   const meta = session.meta;
   const title = `quarry session ${meta.id}`;
-  return `<!doctype html>
+  return (
+    `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -340,11 +368,14 @@ export function renderReport(session: SessionData, generatedAt = new Date()): st
 <main>
 <header class="top">
 <h1>${escapeHtml(meta.first_prompt ? meta.first_prompt.split('\n')[0]!.slice(0, 120) : title)}</h1>
-<p class="meta">Session ${escapeHtml(meta.id)} · ${escapeHtml(meta.status)} · model ${escapeHtml(meta.model)} · profile ${escapeHtml(meta.profile)} · started ${escapeHtml(meta.created_at.replace('T', ' ').slice(0, 19))} UTC · report made ${escapeHtml(generatedAt.toISOString().replace('T', ' ').slice(0, 19))} UTC</p>
+<p class="meta">Session ${escapeHtml(meta.id)} · ${escapeHtml(meta.status)} · model ${escapeHtml(meta.model)} · profile ${escapeHtml(meta.profile)} · ` +
+    `started ${escapeHtml(meta.created_at.replace('T', ' ').slice(0, 19))} UTC · report made ` +
+    `${escapeHtml(generatedAt.toISOString().replace('T', ' ').slice(0, 19))} UTC</p>
 </header>
 ${renderSession(session, 2)}
 </main>
 </body>
 </html>
-`;
+`
+  );
 }

@@ -27,8 +27,9 @@ type Flatten<T> = { [K in keyof T]: T[K] };
 type PropertySchema<P extends { properties: object }, K extends keyof P['properties']> = Exclude<P['properties'][K], undefined>;
 
 export type ArgsOf<P extends { properties: object }> = Flatten<
-  { [K in keyof P['properties'] & RequiredKeys<P>]: SchemaValue<PropertySchema<P, K>> } &
-  { [K in Exclude<keyof P['properties'], RequiredKeys<P>>]?: SchemaValue<PropertySchema<P, K>> }
+  { [K in keyof P['properties'] & RequiredKeys<P>]: SchemaValue<PropertySchema<P, K>> } & {
+    [K in Exclude<keyof P['properties'], RequiredKeys<P>>]?: SchemaValue<PropertySchema<P, K>>;
+  }
 >;
 
 /**
@@ -43,6 +44,9 @@ export function defineTool<const P extends ToolParameters>(tool: Omit<Tool<ArgsO
  * A tool's argument schema: an object with these properties, of which `required` must be given,
  * and no others. Its literal types are kept (as if written `as const`), for ArgsOf.
  */
-export function toolParameters<const Properties extends Record<string, JsonSchema>, const Required extends readonly (keyof Properties & string)[]>(properties: Properties, required: Required) {
+export function toolParameters<const Properties extends Record<string, JsonSchema>, const Required extends readonly (keyof Properties & string)[]>(
+  properties: Properties,
+  required: Required,
+) {
   return { type: 'object', properties, required, additionalProperties: false } as const satisfies ToolParameters;
 }

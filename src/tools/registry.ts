@@ -48,7 +48,11 @@ export class ToolRegistry {
   async run(name: string, rawArgs: unknown, context: ToolContext): Promise<ToolCallResult> {
     const tool = this.tools.get(name);
     if (!tool) {
-      return finish({ ok: false, output: `unknown tool "${name}"; available tools: ${this.names().join(', ') || '(none)'}`, metadata: { error: 'unknown_tool' } });
+      return finish({
+        ok: false,
+        output: `unknown tool "${name}"; available tools: ${this.names().join(', ') || '(none)'}`,
+        metadata: { error: 'unknown_tool' },
+      });
     }
     const validation = await validateArguments(tool.validationParameters ?? tool.parameters, rawArgs);
     if (!validation.ok) {

@@ -42,7 +42,11 @@ export interface CappedOutput {
  * Caps output at `limit` bytes (marker included). Keeps the head, cut at a line boundary when
  * one is near, and appends a marker naming how much was cut and how to see more.
  */
-export function capOutput(text: string, limit = MAX_TOOL_OUTPUT_BYTES, howToSeeMore = 'narrow the request (a smaller range, a more specific pattern or path)'): CappedOutput {
+export function capOutput(
+  text: string,
+  limit = MAX_TOOL_OUTPUT_BYTES,
+  howToSeeMore = 'narrow the request (a smaller range, a more specific pattern or path)',
+): CappedOutput {
   const originalBytes = Buffer.byteLength(text, 'utf8');
   if (originalBytes <= limit) return { text, truncated: false, originalBytes };
   const marker = (keptBytes: number) =>

@@ -112,18 +112,47 @@ export function failure(output: string, metadata: Record<string, unknown> = {}):
  */
 export type ToolErrorKind =
   // The call: arguments that break a rule of the tool (invalid_arguments), or a value it cannot use.
-  | 'invalid_arguments' | 'bad_value' | 'bad_range' | 'bad_pattern' | 'bad_glob' | 'ambiguous'
+  | 'invalid_arguments'
+  | 'bad_value'
+  | 'bad_range'
+  | 'bad_pattern'
+  | 'bad_glob'
+  | 'ambiguous'
   // What the call names: missing, of the wrong kind, or too big.
-  | 'not_found' | 'exists' | 'is_directory' | 'not_a_directory' | 'not_a_file' | 'unsupported_path' | 'binary'
-  | 'spreadsheet' | 'not_a_workbook' | 'unsupported_format' | 'too_large' | 'no_data'
+  | 'not_found'
+  | 'exists'
+  | 'is_directory'
+  | 'not_a_directory'
+  | 'not_a_file'
+  | 'unsupported_path'
+  | 'binary'
+  | 'spreadsheet'
+  | 'not_a_workbook'
+  | 'unsupported_format'
+  | 'too_large'
+  | 'no_data'
   // read_excel's workbook problems (excel/errors.ts).
-  | 'corrupt' | 'encrypted' | 'unsupported' | 'no_sheets' | 'no_cells' | 'sheet_not_found'
+  | 'corrupt'
+  | 'encrypted'
+  | 'unsupported'
+  | 'no_sheets'
+  | 'no_cells'
+  | 'sheet_not_found'
   // Refused by a rule: the profile, the write policy, the shell policy, read-only SQL, the user, the query guard.
-  | 'refused' | 'not_read' | 'read_only_violation' | 'approval_refused' | 'query_guard'
+  | 'refused'
+  | 'not_read'
+  | 'read_only_violation'
+  | 'approval_refused'
+  | 'query_guard'
   // Stopped.
-  | 'cancelled' | 'timeout' | 'connect_timeout'
+  | 'cancelled'
+  | 'timeout'
+  | 'connect_timeout'
   // Something outside failed or is missing.
-  | 'database_error' | 'mcp_call_failed' | 'delegate_unavailable' | 'bad_configuration'
+  | 'database_error'
+  | 'mcp_call_failed'
+  | 'delegate_unavailable'
+  | 'bad_configuration'
   // A file write failed with this errno (file-write-support.ts).
   | WriteErrno;
 
@@ -136,7 +165,11 @@ export type WriteErrno = 'EACCES' | 'EPERM' | 'ENOTDIR' | 'EISDIR' | 'EEXIST' | 
  */
 export class ToolError extends Error {
   override name = 'ToolError';
-  constructor(message: string, readonly kind: ToolErrorKind, readonly metadata: Record<string, unknown> = {}) {
+  constructor(
+    message: string,
+    readonly kind: ToolErrorKind,
+    readonly metadata: Record<string, unknown> = {},
+  ) {
     super(message);
   }
 }

@@ -42,9 +42,7 @@ async function validatorFor(schema: ToolParameters): Promise<ValidateFunction> {
   return validate;
 }
 
-export type ValidationOutcome =
-  | { ok: true; args: Record<string, unknown> }
-  | { ok: false; message: string };
+export type ValidationOutcome = { ok: true; args: Record<string, unknown> } | { ok: false; message: string };
 
 function fieldName(error: ErrorObject): string {
   const path = error.instancePath.replace(/^\//, '').replace(/\//g, '.');

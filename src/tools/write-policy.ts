@@ -13,11 +13,33 @@ import { ToolError } from './types.js';
 /** Under the home directory: shell start-up files, credentials, tool configuration. */
 export const SENSITIVE_IN_HOME = [
   // README "Writes"
-  '.bashrc', '.zshrc', '.profile', '.bash_profile', '.zshenv', '.gitconfig', '.ssh', '.aws', '.gnupg',
-  '.config', '.local', '.npmrc', '.netrc', '.docker', '.kube',
+  '.bashrc',
+  '.zshrc',
+  '.profile',
+  '.bash_profile',
+  '.zshenv',
+  '.gitconfig',
+  '.ssh',
+  '.aws',
+  '.gnupg',
+  '.config',
+  '.local',
+  '.npmrc',
+  '.netrc',
+  '.docker',
+  '.kube',
   // Also run at start-up or hold credentials; .quarry holds quarry's own profiles and config.
-  '.bash_login', '.bash_logout', '.bash_aliases', '.zprofile', '.zlogin', '.pgpass', '.my.cnf',
-  '.git-credentials', '.pypirc', '.vimrc', '.quarry',
+  '.bash_login',
+  '.bash_logout',
+  '.bash_aliases',
+  '.zprofile',
+  '.zlogin',
+  '.pgpass',
+  '.my.cnf',
+  '.git-credentials',
+  '.pypirc',
+  '.vimrc',
+  '.quarry',
 ] as const;
 /** System directories. `/root` is sensitive unless it holds the working directory or a write root. */
 export const SENSITIVE_SYSTEM = ['/etc', '/usr', '/bin', '/sbin', '/boot', '/lib', '/lib64', '/proc', '/sys', '/dev'] as const;
@@ -110,7 +132,8 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
   }
   if (!roots.some((root) => isInside(root, resolved))) {
     throw new ToolError(
-      `refused: ${requested}${resolved !== requested ? ` (resolves to ${resolved})` : ''} is outside the places this profile may write: ${roots.join(', ')}; add a directory to the profile's write_roots to allow it`,
+      `refused: ${requested}${resolved !== requested ? ` (resolves to ${resolved})` : ''} is outside the places this profile may write: ` +
+        `${roots.join(', ')}; add a directory to the profile's write_roots to allow it`,
       'refused',
     );
   }

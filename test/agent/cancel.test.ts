@@ -29,16 +29,25 @@ function onlySession(home: string): { meta: Record<string, unknown>; trace: Reco
   const dir = join(home, 'sessions', id as string);
   return {
     meta: JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as Record<string, unknown>,
-    trace: readFileSync(join(dir, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>),
+    trace: readFileSync(join(dir, 'trace.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>),
   };
 }
-
 
 describe('cancelling a run', () => {
   it('SIGINT during a running bash sleep kills its process group and answers every call (exit 130)', async () => {
     const marker = `sleep 37.${process.pid}`;
     const run = await start(
-      [{ toolCalls: [{ id: 's1', name: 'bash', arguments: JSON.stringify({ command: `${marker}; echo never` }) }, { id: 's2', name: 'bash', arguments: '{"command":"echo second"}' }] }],
+      [
+        {
+          toolCalls: [
+            { id: 's1', name: 'bash', arguments: JSON.stringify({ command: `${marker}; echo never` }) },
+            { id: 's2', name: 'bash', arguments: '{"command":"echo second"}' },
+          ],
+        },
+      ],
       (work) => {
         const profile = join(work, 'shell.yaml');
         writeFileSync(profile, 'name: shell\ndescription: unrestricted shell, no approval\nshell: unrestricted\napproval:\n  mode: none\n');
@@ -54,7 +63,9 @@ describe('cancelling a run', () => {
     expect(processesMatching(marker)).toEqual([]);
     const { meta, trace } = onlySession(run.home);
     expect(meta.status).toBe('cancelled');
-    const results = trace.filter((e) => e.type === 'message' && (e.message as { role: string }).role === 'tool').map((e) => e.message as { toolCallId: string; content: string; isError?: boolean });
+    const results = trace
+      .filter((e) => e.type === 'message' && (e.message as { role: string }).role === 'tool')
+      .map((e) => e.message as { toolCallId: string; content: string; isError?: boolean });
     expect(results.map((r) => r.toolCallId)).toEqual(['s1', 's2']);
     expect(results.every((r) => r.isError === true)).toBe(true);
     expect(results[1]?.content).toMatch(/cancelled/);

@@ -10,7 +10,10 @@ import { makeTempDir } from '../support/context.js';
 type TraceLine = { type: string; [key: string]: unknown };
 
 function trace(dir: string): TraceLine[] {
-  return readFileSync(join(dir, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TraceLine);
+  return readFileSync(join(dir, 'trace.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as TraceLine);
 }
 
 function toolResults(events: TraceLine[]): Array<{ name: string; content: string; isError?: boolean }> {
@@ -25,7 +28,10 @@ async function scriptedRun(turns: unknown[], prompt: string) {
   writeFileSync(join(work, 'notes.txt'), 'one\ntwo\nthree\n');
   const script = join(home, 'script.json');
   writeFileSync(script, JSON.stringify({ turns }));
-  const result = await runQuarry(['--model', `script:${script}`, '--profile', 'developer', '--yes', '--format', 'json', '-w', work, prompt], { env: cliEnv(home), timeoutMs: 60_000 });
+  const result = await runQuarry(['--model', `script:${script}`, '--profile', 'developer', '--yes', '--format', 'json', '-w', work, prompt], {
+    env: cliEnv(home),
+    timeoutMs: 60_000,
+  });
   const sessions = readdirSync(join(home, 'sessions'));
   expect(sessions).toHaveLength(1);
   return { result, parentDir: join(home, 'sessions', sessions[0]!), parentId: sessions[0]! };
@@ -36,7 +42,12 @@ describe('delegate', () => {
     const { result, parentDir, parentId } = await scriptedRun(
       [
         { text: 'Let me hand this off.', tool_calls: [{ name: 'delegate', arguments: { instruction: 'Count the lines of notes.txt', full_context: true } }] },
-        { tool_calls: [{ name: 'read', arguments: { path: 'notes.txt' } }, { name: 'delegate', arguments: { instruction: 'go deeper' } }] },
+        {
+          tool_calls: [
+            { name: 'read', arguments: { path: 'notes.txt' } },
+            { name: 'delegate', arguments: { instruction: 'go deeper' } },
+          ],
+        },
         { text: 'notes.txt has 3 lines.' },
         { text: 'The child says notes.txt has 3 lines.' },
       ],
@@ -51,10 +62,17 @@ describe('delegate', () => {
     const childId = (delegateEnd.metadata as { child_session: string }).child_session;
     const childDir = join(parentDir, 'children', childId);
     expect(existsSync(join(childDir, 'meta.json'))).toBe(true);
-    expect(JSON.parse(readFileSync(join(childDir, 'meta.json'), 'utf8'))).toMatchObject({ id: childId, parent_id: parentId, status: 'completed', profile: 'developer' });
+    expect(JSON.parse(readFileSync(join(childDir, 'meta.json'), 'utf8'))).toMatchObject({
+      id: childId,
+      parent_id: parentId,
+      status: 'completed',
+      profile: 'developer',
+    });
 
     const [parentResult] = toolResults(parentEvents);
-    expect(parentResult!.content).toMatch(/^notes\.txt has 3 lines\.\n\[delegate: completed; 2 turn\(s\), 2 tool call\(s\); \d+ input \/ \d+ output tokens; .+; session [\w.-]+\]$/);
+    expect(parentResult!.content).toMatch(
+      /^notes\.txt has 3 lines\.\n\[delegate: completed; 2 turn\(s\), 2 tool call\(s\); \d+ input \/ \d+ output tokens; .+; session [\w.-]+\]$/,
+    );
 
     const childEvents = trace(childDir);
     // Results are traced as each call finishes (completion order), so pick them by tool.
@@ -74,7 +92,12 @@ describe('delegate', () => {
   it('runs the delegate calls of one message concurrently', async () => {
     const { result, parentDir } = await scriptedRun(
       [
-        { tool_calls: [{ name: 'delegate', arguments: { instruction: 'part A' } }, { name: 'delegate', arguments: { instruction: 'part B' } }] },
+        {
+          tool_calls: [
+            { name: 'delegate', arguments: { instruction: 'part A' } },
+            { name: 'delegate', arguments: { instruction: 'part B' } },
+          ],
+        },
         { tool_calls: [{ name: 'bash', arguments: { command: 'sleep 1; echo slept' } }] },
         { tool_calls: [{ name: 'bash', arguments: { command: 'sleep 1; echo slept' } }] },
         { text: 'child done' },
@@ -132,7 +155,12 @@ describe('delegate', () => {
       { role: 'assistant', content: 'Delegating now.', toolCalls: [{ id: 'c2', name: 'delegate', arguments: '{"instruction":"x"}' }] },
     ];
     expect(conversationForChild(conversation)).toEqual([...conversation.slice(0, 3), { role: 'assistant', content: 'Delegating now.' }]);
-    expect(conversationForChild([{ role: 'user', content: 'q' }, { role: 'assistant', content: ' ', toolCalls: [{ id: 'c', name: 'delegate', arguments: '{}' }] }])[1]).toEqual({
+    expect(
+      conversationForChild([
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: ' ', toolCalls: [{ id: 'c', name: 'delegate', arguments: '{}' }] },
+      ])[1],
+    ).toEqual({
       role: 'assistant',
       content: '(handing a subtask to a delegate)',
     });
@@ -142,6 +170,8 @@ describe('delegate', () => {
     const home = makeTempDir('quarry-delegate-tool-');
     const result = await runQuarry(['tool', 'delegate', '--args', '{"instruction":"x"}', '-p', 'developer'], { env: cliEnv(home), timeoutMs: 30_000 });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('delegate is not available here: it runs only in an agent run, and a delegated agent cannot delegate again (one level only)');
+    expect(result.stderr).toContain(
+      'delegate is not available here: it runs only in an agent run, and a delegated agent cannot delegate again (one level only)',
+    );
   });
 });

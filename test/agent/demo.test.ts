@@ -11,9 +11,14 @@ import { makeTempDir } from '../support/context.js';
 
 function runDemo(home: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(REPO_ROOT, 'scripts', 'demo.mjs')], { env: cliEnv(home) as NodeJS.ProcessEnv, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [join(REPO_ROOT, 'scripts', 'demo.mjs')],
+      { env: cliEnv(home) as NodeJS.ProcessEnv, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -36,9 +41,11 @@ describe('npm run demo', () => {
     expect(html).toMatch(/<img class="chart" alt="chart [^"]*top5_spend_2024\.png" src="data:image\/png;base64,/);
     // The scripted answer states what the database really holds.
     const db = new Database(join(REPO_ROOT, 'fixtures', 'sample.db'), { readonly: true });
-    const top = db.prepare(`SELECT c.name, ROUND(SUM(t.total), 2) AS spent FROM order_totals t JOIN customers c ON c.id = t.customer_id
+    const top = db
+      .prepare(`SELECT c.name, ROUND(SUM(t.total), 2) AS spent FROM order_totals t JOIN customers c ON c.id = t.customer_id
       WHERE t.ordered_at >= '2024-01-01' AND t.ordered_at < '2025-01-01' AND t.status NOT IN ('cancelled', 'refunded')
-      GROUP BY c.id ORDER BY spent DESC LIMIT 5`).all() as { name: string; spent: number }[];
+      GROUP BY c.id ORDER BY spent DESC LIMIT 5`)
+      .all() as { name: string; spent: number }[];
     db.close();
     for (const [index, row] of top.entries()) {
       const amount = row.spent.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
@@ -47,7 +54,9 @@ describe('npm run demo', () => {
     }
     const csvPath = /^(\/\S+top5_orders_2024\.csv): (\d+) rows/m.exec(result.stderr);
     expect(csvPath).not.toBeNull();
-    const csv = readFileSync(csvPath?.[1] as string, 'utf8').trimEnd().split(/\r?\n/);
+    const csv = readFileSync(csvPath?.[1] as string, 'utf8')
+      .trimEnd()
+      .split(/\r?\n/);
     expect(csv[0]).toBe('order_id,customer,ordered_at,status,shipping_country,total');
     expect(csv.length - 1).toBe(25);
   });

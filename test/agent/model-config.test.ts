@@ -8,14 +8,28 @@ import { StreamIncompleteError, type Message } from '../../src/model/types.js';
 
 describe('choosing the model', () => {
   it('maps --model and --base-url to providers', () => {
-    expect(chooseModel({ model: 'llama3.1', baseUrl: 'http://127.0.0.1:11434/v1', env: {} })).toMatchObject({ kind: 'openai', model: 'llama3.1', baseURL: 'http://127.0.0.1:11434/v1' });
-    expect(chooseModel({ model: 'meta-llama/llama-3.1-70b', baseUrl: 'https://openrouter.ai/api/v1', env: {} })).toMatchObject({ kind: 'openai', model: 'meta-llama/llama-3.1-70b' });
+    expect(chooseModel({ model: 'llama3.1', baseUrl: 'http://127.0.0.1:11434/v1', env: {} })).toMatchObject({
+      kind: 'openai',
+      model: 'llama3.1',
+      baseURL: 'http://127.0.0.1:11434/v1',
+    });
+    expect(chooseModel({ model: 'meta-llama/llama-3.1-70b', baseUrl: 'https://openrouter.ai/api/v1', env: {} })).toMatchObject({
+      kind: 'openai',
+      model: 'meta-llama/llama-3.1-70b',
+    });
     expect(chooseModel({ model: 'openai/gpt-4.1', env: { OPENAI_API_KEY: 'k' } })).toMatchObject({ kind: 'openai', model: 'gpt-4.1', apiKey: 'k' });
-    expect(chooseModel({ model: 'anthropic/claude-sonnet-4-5', env: { ANTHROPIC_API_KEY: 'a' } })).toMatchObject({ kind: 'anthropic', model: 'claude-sonnet-4-5' });
+    expect(chooseModel({ model: 'anthropic/claude-sonnet-4-5', env: { ANTHROPIC_API_KEY: 'a' } })).toMatchObject({
+      kind: 'anthropic',
+      model: 'claude-sonnet-4-5',
+    });
     expect(chooseModel({ model: 'ollama/qwen3', env: {} })).toMatchObject({ kind: 'openai', model: 'qwen3', baseURL: 'http://127.0.0.1:11434/v1' });
     expect(chooseModel({ model: 'gpt-4o', env: { OPENAI_API_KEY: 'k' } })).toMatchObject({ kind: 'openai', model: 'gpt-4o' });
     expect(chooseModel({ env: { QUARRY_MODEL: 'script:demo.json' } })).toMatchObject({ kind: 'script', model: 'demo.json' });
-    expect(chooseModel({ model: 'phi4', env: { OPENAI_BASE_URL: 'http://localhost:8000/v1' } })).toMatchObject({ kind: 'openai', model: 'phi4', baseURL: 'http://localhost:8000/v1' });
+    expect(chooseModel({ model: 'phi4', env: { OPENAI_BASE_URL: 'http://localhost:8000/v1' } })).toMatchObject({
+      kind: 'openai',
+      model: 'phi4',
+      baseURL: 'http://localhost:8000/v1',
+    });
   });
 
   it('explains what is missing', () => {
@@ -72,7 +86,14 @@ describe('conversation repair and compaction split', () => {
   it('answers calls left without a result by a crash', () => {
     const messages: Message[] = [
       { role: 'user', content: 'q' },
-      { role: 'assistant', content: '', toolCalls: [{ id: 'a', name: 'read', arguments: '{}' }, { id: 'b', name: 'list', arguments: '{}' }] },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [
+          { id: 'a', name: 'read', arguments: '{}' },
+          { id: 'b', name: 'list', arguments: '{}' },
+        ],
+      },
       { role: 'tool', toolCallId: 'a', name: 'read', content: 'done' },
     ];
     const repaired = answerDanglingCalls(messages);
@@ -98,7 +119,10 @@ describe('conversation repair and compaction split', () => {
 describe('model scripts', () => {
   it('reads turns with object or raw-string arguments and rejects malformed files', () => {
     const turns = parseScript('{"turns":[{"text":"a","tool_calls":[{"name":"read","arguments":{"path":"x"}},{"name":"read","arguments":"{bad"}]}]}', 's.json');
-    expect(turns[0]?.toolCalls).toEqual([{ name: 'read', arguments: '{"path":"x"}' }, { name: 'read', arguments: '{bad' }]);
+    expect(turns[0]?.toolCalls).toEqual([
+      { name: 'read', arguments: '{"path":"x"}' },
+      { name: 'read', arguments: '{bad' },
+    ]);
     expect(() => parseScript('{', 's.json')).toThrow(/s.json is not valid JSON/);
     expect(() => parseScript('{"turns":[{"tool_calls":[{}]}]}', 's.json')).toThrow(/tool_calls\[0\]\.name must be a string/);
   });

@@ -33,8 +33,8 @@ async function setup() {
   writeFileSync(join(work, 'review.md'), TEMPLATE);
   const url = server.url;
   const run = (args: string[], input = '') => runCli(['--base-url', url, '--model', 'm', '-w', work, ...args], { env: cliEnv(home), input });
-  const system = (index = 0) => ((server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[0]?.content ?? '');
-  const firstUser = (index = 0) => ((server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[1]?.content ?? '');
+  const system = (index = 0) => (server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[0]?.content ?? '';
+  const firstUser = (index = 0) => (server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[1]?.content ?? '';
   return { home, work, run, system, firstUser };
 }
 

@@ -56,7 +56,11 @@ describe('provider presets', () => {
       const provider = await createProvider(choice, process.cwd());
       expect(provider.endpoint).toBe(`POST ${want.url}`);
       let text = '';
-      for await (const event of streamWithRetries(provider, { system: 's', messages: [{ role: 'user', content: 'hi' }], tools: [], signal: new AbortController().signal }, { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 })) {
+      for await (const event of streamWithRetries(
+        provider,
+        { system: 's', messages: [{ role: 'user', content: 'hi' }], tools: [], signal: new AbortController().signal },
+        { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
+      )) {
         if (event.type === 'text') text += event.text;
       }
       expect(text).toBe('hello');
@@ -74,8 +78,14 @@ describe('provider presets', () => {
       if (preset.keyOptional) expect(chooseModel({ model: `${prefix}/m`, env: {} })).toMatchObject({ apiKey: 'not-needed' });
       else expect(() => chooseModel({ model: `${prefix}/m`, env: {} })).toThrow(`export ${preset.keyVariable}=`);
     }
-    expect(chooseModel({ model: 'vllm/qwen3', baseUrl: 'http://gpu-box:9000/v1', env: {} })).toMatchObject({ model: 'qwen3', baseURL: 'http://gpu-box:9000/v1' });
-    expect(chooseModel({ model: 'deepseek/deepseek-chat', baseUrl: 'http://proxy/v1', env: {} })).toMatchObject({ model: 'deepseek-chat', baseURL: 'http://proxy/v1' });
+    expect(chooseModel({ model: 'vllm/qwen3', baseUrl: 'http://gpu-box:9000/v1', env: {} })).toMatchObject({
+      model: 'qwen3',
+      baseURL: 'http://gpu-box:9000/v1',
+    });
+    expect(chooseModel({ model: 'deepseek/deepseek-chat', baseUrl: 'http://proxy/v1', env: {} })).toMatchObject({
+      model: 'deepseek-chat',
+      baseURL: 'http://proxy/v1',
+    });
   });
 });
 
@@ -91,34 +101,54 @@ describe('through the CLI', () => {
   }
   const trace = (home: string) => {
     const [id] = readdirSync(join(home, 'sessions'));
-    return readFileSync(join(home, 'sessions', id as string, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    return readFileSync(join(home, 'sessions', id as string, 'trace.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
   };
 
   it('runs a DeepSeek thinking session past turn 2 (reasoning sent back, kept out of the answer, in the trace)', async () => {
     server = await startOpenAIServer((request, index) => {
       if (index === 0) {
-        return { raw: sse([
-          chunk({ role: 'assistant', content: null, reasoning_content: 'I should read notes.txt.' }),
-          chunk({ tool_calls: [{ index: 0, id: 'call_00_a', type: 'function', function: { name: 'read', arguments: '{"path":"notes.txt"}' } }] }),
-          chunk({}, 'tool_calls'),
-        ]) };
+        return {
+          raw: sse([
+            chunk({ role: 'assistant', content: null, reasoning_content: 'I should read notes.txt.' }),
+            chunk({ tool_calls: [{ index: 0, id: 'call_00_a', type: 'function', function: { name: 'read', arguments: '{"path":"notes.txt"}' } }] }),
+            chunk({}, 'tool_calls'),
+          ]),
+        };
       }
       const assistant = (request.body.messages as Record<string, unknown>[]).find((m) => m.role === 'assistant' && m.tool_calls);
-      if (!assistant?.reasoning_content) return { raw: '{"error":{"message":"The reasoning_content in the thinking mode must be passed back to the API.","type":"invalid_request_error"}}', rawStatus: 400, contentType: 'application/json' };
+      if (!assistant?.reasoning_content)
+        return {
+          raw: '{"error":{"message":"The reasoning_content in the thinking mode must be passed back to the API.","type":"invalid_request_error"}}',
+          rawStatus: 400,
+          contentType: 'application/json',
+        };
       return { raw: sse([chunk({ reasoning_content: 'It says alpha.' }), chunk({ content: 'The file says alpha.' }, 'stop')]) };
     });
     const { home, work } = setupDirs();
-    const result = await runCli(['-m', 'deepseek/deepseek-reasoner', '--base-url', server.url, '--working-dir', work, '--format', 'json', 'what is in notes.txt?'], { env: cliEnv(home, { DEEPSEEK_API_KEY: 'sk-ds' }) });
+    const result = await runCli(
+      ['-m', 'deepseek/deepseek-reasoner', '--base-url', server.url, '--working-dir', work, '--format', 'json', 'what is in notes.txt?'],
+      { env: cliEnv(home, { DEEPSEEK_API_KEY: 'sk-ds' }) },
+    );
     expect(result.code).toBe(0);
     const out = JSON.parse(result.stdout) as Record<string, unknown>;
     expect(out).toMatchObject({ status: 'completed', text: 'The file says alpha.' });
     expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk-ds', 'Bearer sk-ds']);
-    const messages = trace(home).filter((e) => e.type === 'message').map((e) => e.message as Record<string, unknown>);
-    expect(messages.filter((m) => m.role === 'assistant').map((m) => (m.reasoning as { text: string }).text)).toEqual(['I should read notes.txt.', 'It says alpha.']);
+    const messages = trace(home)
+      .filter((e) => e.type === 'message')
+      .map((e) => e.message as Record<string, unknown>);
+    expect(messages.filter((m) => m.role === 'assistant').map((m) => (m.reasoning as { text: string }).text)).toEqual([
+      'I should read notes.txt.',
+      'It says alpha.',
+    ]);
   });
 
   it('shows a refusal on stderr, records it, and gives it the status "refused" (exit 1)', async () => {
-    server = await startOpenAIServer(() => ({ raw: sse([chunk({ role: 'assistant', content: null, refusal: 'I cannot help with that.' }), chunk({}, 'stop')]) }));
+    server = await startOpenAIServer(() => ({
+      raw: sse([chunk({ role: 'assistant', content: null, refusal: 'I cannot help with that.' }), chunk({}, 'stop')]),
+    }));
     const { home, work } = setupDirs();
     const result = await runCli(['--base-url', server.url, '-m', 'gpt-4o', '--working-dir', work, '--format', 'json', 'something'], { env: cliEnv(home) });
     expect(result.code).toBe(1);
@@ -127,14 +157,25 @@ describe('through the CLI', () => {
     expect(text.code).toBe(1);
     expect(text.stderr).toContain('quarry: the model refused to answer: I cannot help with that.');
     const events = trace(home);
-    expect(events.find((e) => e.type === 'message' && (e.message as { role: string }).role === 'assistant')).toMatchObject({ message: { refusal: 'I cannot help with that.' } });
+    expect(events.find((e) => e.type === 'message' && (e.message as { role: string }).role === 'assistant')).toMatchObject({
+      message: { refusal: 'I cannot help with that.' },
+    });
     expect(events.at(-1)).toMatchObject({ type: 'run_end', status: 'refused' });
   });
 
   it('prints content sent as typed parts in text mode (no internal error)', async () => {
-    server = await startOpenAIServer([{ raw: sse([chunk({ content: [{ type: 'thinking', thinking: [{ type: 'text', text: 'hmm' }] }] }), chunk({ content: [{ type: 'text', text: 'Forty-two.' }] }, 'stop')]) }]);
+    server = await startOpenAIServer([
+      {
+        raw: sse([
+          chunk({ content: [{ type: 'thinking', thinking: [{ type: 'text', text: 'hmm' }] }] }),
+          chunk({ content: [{ type: 'text', text: 'Forty-two.' }] }, 'stop'),
+        ]),
+      },
+    ]);
     const { home, work } = setupDirs();
-    const result = await runCli(['-m', 'mistral/magistral-medium-latest', '--base-url', server.url, '--working-dir', work, 'q'], { env: cliEnv(home, { MISTRAL_API_KEY: 'm' }) });
+    const result = await runCli(['-m', 'mistral/magistral-medium-latest', '--base-url', server.url, '--working-dir', work, 'q'], {
+      env: cliEnv(home, { MISTRAL_API_KEY: 'm' }),
+    });
     expect(result.code).toBe(0);
     expect(result.stdout.trim()).toBe('Forty-two.');
     expect(server.requests[0]!.body).not.toHaveProperty('stream_options');

@@ -16,7 +16,14 @@ afterEach(async () => {
 describe('quarry with Anthropic', () => {
   it('streams text and tool_use blocks, sends tool results back in a user turn, counts cached tokens', async () => {
     server = await startAnthropicServer([
-      { text: 'Let me check.', toolCalls: [{ id: 'toolu_1', name: 'read', arguments: '{"path": "notes.txt"}' }, { id: 'toolu_2', name: 'list', arguments: '{"path": "."}' }], usage: { input: 120, output: 30, cached: 100 } },
+      {
+        text: 'Let me check.',
+        toolCalls: [
+          { id: 'toolu_1', name: 'read', arguments: '{"path": "notes.txt"}' },
+          { id: 'toolu_2', name: 'list', arguments: '{"path": "."}' },
+        ],
+        usage: { input: 120, output: 30, cached: 100 },
+      },
       { status: 529, message: 'overloaded' },
       { text: 'The notes say alpha.', usage: { input: 200, output: 10 } },
     ]);
@@ -38,12 +45,17 @@ describe('quarry with Anthropic', () => {
     expect(first?.headers['x-api-key']).toBe('test-key');
     expect(first?.body).toMatchObject({ model: 'claude-sonnet-4-5', stream: true, max_tokens: 8192 });
     expect(String(first?.body.system)).toContain('careful data analyst');
-    expect((first?.body.tools as { name: string; input_schema: unknown }[] | undefined)?.find((tool) => tool.name === 'read')?.input_schema).toMatchObject({ type: 'object' });
+    expect((first?.body.tools as { name: string; input_schema: unknown }[] | undefined)?.find((tool) => tool.name === 'read')?.input_schema).toMatchObject({
+      type: 'object',
+    });
     const third = server.requests[2]?.body.messages as { role: string; content: { type: string; tool_use_id?: string; content?: string; input?: unknown }[] }[];
     expect(third.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
     expect(third[1]?.content.map((block) => block.type)).toEqual(['text', 'tool_use', 'tool_use']);
     expect(third[1]?.content[1]?.input).toEqual({ path: 'notes.txt' });
-    expect(third[2]?.content.map((block) => [block.type, block.tool_use_id])).toEqual([['tool_result', 'toolu_1'], ['tool_result', 'toolu_2']]);
+    expect(third[2]?.content.map((block) => [block.type, block.tool_use_id])).toEqual([
+      ['tool_result', 'toolu_1'],
+      ['tool_result', 'toolu_2'],
+    ]);
     expect(third[2]?.content[0]?.content).toContain('alpha');
   });
 });

@@ -33,7 +33,12 @@ async function setup(replies: ReplySource): Promise<Setup> {
   };
 }
 
-type ChatMessage = { role: string; content?: string | null; tool_call_id?: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[] };
+type ChatMessage = {
+  role: string;
+  content?: string | null;
+  tool_call_id?: string;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+};
 const messagesOf = (index: number): ChatMessage[] => (server?.requests[index]?.body.messages ?? []) as ChatMessage[];
 const toolResults = (index: number) => messagesOf(index).filter((m) => m.role === 'tool');
 
@@ -43,7 +48,10 @@ function sessionDirs(home: string): string[] {
 
 function traceEvents(home: string): Record<string, unknown>[] {
   const [dir] = sessionDirs(home);
-  return readFileSync(join(dir as string, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  return readFileSync(join(dir as string, 'trace.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 describe('quarry with an OpenAI-compatible server', () => {
@@ -103,7 +111,13 @@ describe('quarry with an OpenAI-compatible server', () => {
 
   it('streams text to stdout and one compact row per tool call to stderr', async () => {
     const s = await setup([
-      { text: 'Reading.', toolCalls: [{ name: 'read', arguments: '{"path": "notes.txt"}' }, { name: 'read', arguments: '{"path": "missing.txt"}' }] },
+      {
+        text: 'Reading.',
+        toolCalls: [
+          { name: 'read', arguments: '{"path": "notes.txt"}' },
+          { name: 'read', arguments: '{"path": "missing.txt"}' },
+        ],
+      },
       { text: 'Done.' },
     ]);
     const result = await s.run(['read the notes']);
@@ -115,7 +129,13 @@ describe('quarry with an OpenAI-compatible server', () => {
 
   it('answers invalid JSON arguments and unknown tools with errors and carries on', async () => {
     const s = await setup([
-      { toolCalls: [{ id: 'bad', name: 'read', arguments: '{"path": "notes.txt"' }, { id: 'ghost', name: 'teleport', arguments: '{}' }, { id: 'fine', name: 'read', arguments: '{"path":"notes.txt"}' }] },
+      {
+        toolCalls: [
+          { id: 'bad', name: 'read', arguments: '{"path": "notes.txt"' },
+          { id: 'ghost', name: 'teleport', arguments: '{}' },
+          { id: 'fine', name: 'read', arguments: '{"path":"notes.txt"}' },
+        ],
+      },
       { text: 'Recovered.' },
     ]);
     const result = await s.run(['--format', 'json', 'go']);
@@ -139,7 +159,9 @@ describe('quarry with an OpenAI-compatible server', () => {
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ status: 'completed', text: 'Fine now.' });
     expect(server?.requests).toHaveLength(3);
-    const retries = traceEvents(s.home).filter((event) => event.type === 'error').map((event) => String(event.message));
+    const retries = traceEvents(s.home)
+      .filter((event) => event.type === 'error')
+      .map((event) => String(event.message));
     expect(retries[0]).toMatch(/429.*slow down.*retrying in 0 ms/);
     expect(retries[1]).toMatch(/503.*overloaded/);
   });
@@ -216,7 +238,10 @@ describe('quarry with an OpenAI-compatible server', () => {
     const s = await setup([{ text: 'Hi.', toolCalls: [{ name: 'list', arguments: '{"path": "."}' }] }, { text: 'Bye.' }]);
     const result = await s.run(['--format', 'stream-json', 'hello']);
     expect(result.code).toBe(0);
-    const events = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const events = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const types = events.map((event) => event.type);
     expect(types[0]).toBe('run_start');
     expect(types).toEqual(expect.arrayContaining(['turn_start', 'text', 'assistant_message', 'tool_start', 'tool_end']));
@@ -230,7 +255,10 @@ describe('quarry with an OpenAI-compatible server', () => {
   it('reads the prompt from stdin and writes the answer to --output', async () => {
     const s = await setup([{ text: 'Piped answer.' }]);
     const outFile = join(s.work, 'answer.md');
-    const result = await runCli(['--base-url', server?.url ?? '', '--model', 'm', '-w', s.work, '--output', outFile], { env: cliEnv(s.home), input: 'question from a pipe\n' });
+    const result = await runCli(['--base-url', server?.url ?? '', '--model', 'm', '-w', s.work, '--output', outFile], {
+      env: cliEnv(s.home),
+      input: 'question from a pipe\n',
+    });
     expect(result.code).toBe(0);
     expect(readFileSync(outFile, 'utf8')).toBe('Piped answer.\n');
     expect(messagesOf(0)[1]).toEqual({ role: 'user', content: 'question from a pipe' });

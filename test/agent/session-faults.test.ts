@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.js';
 import { cliEnv, collect, runCli, spawnCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
-import { startOpenAIServer, type FakeServer, } from '../support/fake-openai.js';
+import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { hostname } from 'node:os';
 
@@ -54,7 +54,10 @@ function refusals(trace: TraceLine[]): string[] {
 function validTrace(home: string, id: string): TraceLine[] {
   const text = traceText(home, id);
   if (text !== '') expect(text.endsWith('\n')).toBe(true);
-  return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as TraceLine);
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as TraceLine);
 }
 
 function meta(home: string, id: string): Record<string, unknown> {
@@ -98,7 +101,7 @@ async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 
   }
 }
 
-describe('resume keeps the session\'s profile, model and databases', () => {
+describe("resume keeps the session's profile, model and databases", () => {
   it('a DELETE refused under sandbox.yaml (eval with database: readonly) is refused again by --resume latest, and the row stays', async () => {
     const home = makeTempDir('quarry-home-');
     const work = makeTempDir('quarry-work-');
@@ -132,7 +135,11 @@ describe('resume keeps the session\'s profile, model and databases', () => {
     expect(refusals(trace)).toEqual(Array(3).fill(expect.stringMatching(/refused: DELETE statements are not allowed in read-only mode/)));
     expect(trace.filter((e) => e.type === 'tool_end').map((e) => e.ok)).toEqual([false, false, false]);
     expect(trace.filter((e) => e.type === 'run_start').map((e) => e.profile_source)).toEqual(Array(3).fill(join(work, 'sandbox.yaml')));
-    expect(meta(home, id!)).toMatchObject({ profile: 'eval', profile_source: join(work, 'sandbox.yaml'), profile_content: { database: 'readonly', approval: { mode: 'none' } } });
+    expect(meta(home, id!)).toMatchObject({
+      profile: 'eval',
+      profile_source: join(work, 'sandbox.yaml'),
+      profile_content: { database: 'readonly', approval: { mode: 'none' } },
+    });
     expect(existsSync(join(home, 'sessions', id!, 'lock'))).toBe(false);
   });
 
@@ -145,7 +152,10 @@ describe('resume keeps the session\'s profile, model and databases', () => {
     mkdirSync(join(home, 'profiles'));
     const profileFile = join(home, 'profiles', 'strict.yaml');
     writeFileSync(profileFile, 'name: careful-analyst\ndescription: read only, no approval\ndatabase: readonly\napproval:\n  mode: none\n');
-    const script = writeScript(work, 'delete.json', [{ tool_calls: [{ name: 'sqlite', arguments: { operation: 'query', sql: 'DELETE FROM t' } }] }, { text: 'done' }]);
+    const script = writeScript(work, 'delete.json', [
+      { tool_calls: [{ name: 'sqlite', arguments: { operation: 'query', sql: 'DELETE FROM t' } }] },
+      { text: 'done' },
+    ]);
     const env = cliEnv(home);
     const first = await runCli(['-p', 'strict', '--db', db, '-m', `script:${script}`, 'go'], { env, cwd: work });
     expect(first.code).toBe(0);
@@ -159,7 +169,9 @@ describe('resume keeps the session\'s profile, model and databases', () => {
     const before = traceText(home, id!);
     const changed = await runCli(['--resume', 'latest', 'go on'], { env, cwd: work });
     expect(changed.code).toBe(2);
-    expect(changed.stderr).toMatch(/^quarry: session \S+ ran under profile careful-analyst from .*strict\.yaml, which has changed since \(database: "readonly" -> "mutations"\); restore it, or pass --profile/);
+    expect(changed.stderr).toMatch(
+      /^quarry: session \S+ ran under profile careful-analyst from .*strict\.yaml, which has changed since \(database: "readonly" -> "mutations"\); restore it, or pass --profile/,
+    );
     expect(changed.stderr.trim().split('\n')).toHaveLength(1);
     expect(traceText(home, id!)).toBe(before);
     expect(rowCount(db)).toBe(2);
@@ -197,7 +209,9 @@ describe('resume keeps the session\'s profile, model and databases', () => {
     makeDb(join(work, 'sub', 'data.db'));
     const moved = await runCli(['--resume', id!, 'go on'], { env: { ...env, SQLITE_DB: 'data.db' }, cwd: join(work, 'sub') });
     expect(moved.code).toBe(2);
-    expect(moved.stderr).toMatch(/used database data \(sqlite .*data\.db, from env SQLITE_DB\), which is now sqlite .*sub\/data\.db; configure it as before, or pass --db/);
+    expect(moved.stderr).toMatch(
+      /used database data \(sqlite .*data\.db, from env SQLITE_DB\), which is now sqlite .*sub\/data\.db; configure it as before, or pass --db/,
+    );
     const missing = await runCli(['--resume', id!, 'go on'], { env, cwd: work });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/which is not configured now/);
@@ -221,7 +235,7 @@ describe('resume keeps the session\'s profile, model and databases', () => {
   });
 });
 
-describe('resume keeps the session\'s system prompt', () => {
+describe("resume keeps the session's system prompt", () => {
   it('a template with variables comes back without flags; new flags replace it', async () => {
     server = await startOpenAIServer(() => ({ text: 'ok' }));
     const home = makeTempDir('quarry-home-');
@@ -249,7 +263,9 @@ describe('one process per session', () => {
     ['free', false],
     ['left locked by a process that died', true],
   ])('of four processes resuming one session (%s) at once exactly one runs; the others exit 2 and write nothing', async (_label, stale) => {
-    server = await startOpenAIServer((request) => (JSON.stringify(request.body).includes('second question') ? { text: 'Working', hang: true } : { text: 'first answer' }));
+    server = await startOpenAIServer((request) =>
+      JSON.stringify(request.body).includes('second question') ? { text: 'Working', hang: true } : { text: 'first answer' },
+    );
     const home = makeTempDir('quarry-home-');
     const env = cliEnv(home);
     const url = server.url;
@@ -269,26 +285,38 @@ describe('one process per session', () => {
       return { child, done: collect(child, 30_000) };
     });
     // The losers finish on their own; the winner waits on the model until it is cancelled.
-    const losers = await waitFor('three refusals', () => {
-      const finished = racers.filter((r) => r.child.exitCode !== null);
-      return finished.length >= 3 ? finished : undefined;
-    }, 20_000, 20);
+    const losers = await waitFor(
+      'three refusals',
+      () => {
+        const finished = racers.filter((r) => r.child.exitCode !== null);
+        return finished.length >= 3 ? finished : undefined;
+      },
+      20_000,
+      20,
+    );
     expect(losers).toHaveLength(3);
     for (const loser of losers) {
       const result = await loser.done;
       expect(result.code).toBe(2);
       // A loser that looks while the winner is still taking the stale lock over sees it "being opened".
-      expect(result.stderr).toMatch(/^quarry: session \S+ is (running in process \d+; wait for it or stop it with quarry cancel \S+|open in process \d+ \(a REPL, or a run starting up\); try again once that quarry has exited|being opened by another process; try again in a moment)\n$/);
+      expect(result.stderr).toMatch(
+        /^quarry: session \S+ is (running in process \d+; wait for it or stop it with quarry cancel \S+|open in process \d+ \(a REPL, or a run starting up\); try again once that quarry has exited|being opened by another process; try again in a moment)\n$/,
+      );
     }
     const winner = racers.find((r) => !losers.includes(r))!;
-    await waitFor('the winner\'s model call', () => (server!.requests.length >= 2 ? true : undefined));
+    await waitFor("the winner's model call", () => (server!.requests.length >= 2 ? true : undefined));
     const cancel = await runCli(['cancel', id!], { env });
     expect(cancel.code).toBe(0);
     expect((await winner.done).code).toBe(130);
     expect(server.requests).toHaveLength(2);
     const trace = validTrace(home, id!);
     expect(trace.filter((e) => e.type === 'run_start')).toHaveLength(2);
-    expect(trace.slice(before).filter((e) => e.type === 'message').map((e) => (e.message as { content: string }).content)).toEqual(['second question']);
+    expect(
+      trace
+        .slice(before)
+        .filter((e) => e.type === 'message')
+        .map((e) => (e.message as { content: string }).content),
+    ).toEqual(['second question']);
     expect(meta(home, id!)).toMatchObject({ status: 'cancelled', runs: 2 });
     expect(readdirSync(join(home, 'sessions', id!)).filter((name) => name.startsWith('lock'))).toEqual([]);
   });
@@ -308,7 +336,7 @@ describe('one process per session', () => {
     children.push(run);
     run.stdin?.end();
     const done = collect(run, 30_000);
-    await waitFor('the child\'s model call', () => (server!.requests.length >= 2 ? true : undefined));
+    await waitFor("the child's model call", () => (server!.requests.length >= 2 ? true : undefined));
     const [id] = sessionIds(home);
     expect(existsSync(join(home, 'sessions', id!, 'lock'))).toBe(true);
     run.kill('SIGKILL');
@@ -343,7 +371,13 @@ describe('one process per session', () => {
     const childId = readdirSync(join(home, 'sessions', id!, 'children'))[0]!;
     const childDir = join(home, 'sessions', id!, 'children', childId);
     expect(JSON.parse(readFileSync(join(childDir, 'meta.json'), 'utf8'))).toMatchObject({ status: 'interrupted' });
-    expect(readFileSync(join(childDir, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as TraceLine).at(-1)).toMatchObject({ type: 'run_end', status: 'interrupted' });
+    expect(
+      readFileSync(join(childDir, 'trace.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as TraceLine)
+        .at(-1),
+    ).toMatchObject({ type: 'run_end', status: 'interrupted' });
     expect(existsSync(join(home, 'sessions', id!, 'lock'))).toBe(false);
     expect(readdirSync(join(home, 'sessions', id!)).filter((name) => name.startsWith('lock'))).toEqual([]);
   });
@@ -356,9 +390,12 @@ describe('crash and resume', () => {
     const work = makeTempDir('quarry-work-');
     const db = new Database(join(work, 'data.db'));
     db.exec('CREATE TABLE big(id INTEGER PRIMARY KEY, v TEXT)');
-    db.exec("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 60000) INSERT INTO big SELECT x, printf('row %d, \"quoted\"', x) FROM c");
+    db.exec('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 60000) INSERT INTO big SELECT x, printf(\'row %d, "quoted"\', x) FROM c');
     db.close();
-    writeFileSync(join(work, 'analyst.yaml'), 'name: analyst\ndescription: read-only databases, exports allowed, no approval\nfile_write: create-only\ndatabase: readonly\napproval:\n  mode: none\n');
+    writeFileSync(
+      join(work, 'analyst.yaml'),
+      'name: analyst\ndescription: read-only databases, exports allowed, no approval\nfile_write: create-only\ndatabase: readonly\napproval:\n  mode: none\n',
+    );
     return { home, work, env: cliEnv(home) };
   }
   const slowSql = (n: number) => `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ${n}) SELECT count(*) AS n FROM c`;
@@ -366,10 +403,12 @@ describe('crash and resume', () => {
   it('the model is told that an export which finished did finish, and that a query cut off was interrupted (kill -9 mid-message)', async () => {
     const { home, work, env } = crashWorkspace();
     const script = writeScript(work, 'run.json', [
-      { tool_calls: [
-        { name: 'sqlite', arguments: { operation: 'export_query', sql: 'SELECT * FROM big', output_path: 'big.csv' } },
-        { name: 'sqlite', arguments: { operation: 'query', sql: slowSql(200_000_000) } },
-      ] },
+      {
+        tool_calls: [
+          { name: 'sqlite', arguments: { operation: 'export_query', sql: 'SELECT * FROM big', output_path: 'big.csv' } },
+          { name: 'sqlite', arguments: { operation: 'query', sql: slowSql(200_000_000) } },
+        ],
+      },
       { text: 'never reached' },
     ]);
     const run = spawnCli(['-p', join(work, 'analyst.yaml'), '--db', join(work, 'data.db'), '-w', work, '-m', `script:${script}`, 'export and count'], { env });
@@ -396,16 +435,25 @@ describe('crash and resume', () => {
     validTrace(home, id);
   });
 
-  it('kill -9 at random points of a run with parallel calls and an export, then resume: one result per call, finished calls known as finished, valid JSONL', { timeout: 180_000 }, async () => {
+  it('kill -9 at random points of a run with parallel calls and an export, then resume: one result per call, finished calls known as finished, valid JSONL', {
+    timeout: 180_000,
+  }, async () => {
     const { home, work, env } = crashWorkspace();
     const turns = [
-      { tool_calls: [
-        { name: 'sqlite', arguments: { operation: 'query', sql: slowSql(1_500_000) } },
-        { name: 'sqlite', arguments: { operation: 'query', sql: 'SELECT count(*) AS n FROM big' } },
-        { name: 'read', arguments: { path: 'analyst.yaml' } },
-        { name: 'sqlite', arguments: { operation: 'export_query', sql: 'SELECT * FROM big', output_path: 'OUT' } },
-      ] },
-      { tool_calls: [{ name: 'sqlite', arguments: { operation: 'query', sql: slowSql(800_000) } }, { name: 'list', arguments: { path: '.' } }] },
+      {
+        tool_calls: [
+          { name: 'sqlite', arguments: { operation: 'query', sql: slowSql(1_500_000) } },
+          { name: 'sqlite', arguments: { operation: 'query', sql: 'SELECT count(*) AS n FROM big' } },
+          { name: 'read', arguments: { path: 'analyst.yaml' } },
+          { name: 'sqlite', arguments: { operation: 'export_query', sql: 'SELECT * FROM big', output_path: 'OUT' } },
+        ],
+      },
+      {
+        tool_calls: [
+          { name: 'sqlite', arguments: { operation: 'query', sql: slowSql(800_000) } },
+          { name: 'list', arguments: { path: '.' } },
+        ],
+      },
       { text: 'All done.' },
     ];
     const seeds = Number(process.env.QUARRY_CRASH_RUNS ?? 6);
@@ -430,7 +478,10 @@ describe('crash and resume', () => {
       seen.push(`${stopAfter}:${before.length}:${before.at(-1)?.type}`);
 
       server = await startOpenAIServer(() => ({ text: 'resumed' }));
-      const resumed = await runCli(['--resume', id, '-p', join(work, 'analyst.yaml'), '--base-url', server.url, '-m', 'm', '--format', 'json', 'what happened?'], { env });
+      const resumed = await runCli(
+        ['--resume', id, '-p', join(work, 'analyst.yaml'), '--base-url', server.url, '-m', 'm', '--format', 'json', 'what happened?'],
+        { env },
+      );
       expect(resumed.code, resumed.stderr).toBe(0);
       const sent = server.requests[0]!.body.messages as ChatMessage[];
       await server.close();
@@ -442,10 +493,16 @@ describe('crash and resume', () => {
         const results = sent.slice(index + 1, index + 1 + message.tool_calls.length);
         expect(results.map((r) => [r.role, r.tool_call_id])).toEqual(message.tool_calls.map((call) => ['tool', call.id]));
       }
-      expect(sent.filter((m) => m.role === 'tool').length).toBe(sent.filter((m) => m.role === 'assistant').reduce((n, m) => n + (m.tool_calls?.length ?? 0), 0));
+      expect(sent.filter((m) => m.role === 'tool').length).toBe(
+        sent.filter((m) => m.role === 'assistant').reduce((n, m) => n + (m.tool_calls?.length ?? 0), 0),
+      );
       expect(sent.at(-1)).toEqual({ role: 'user', content: 'what happened?' });
       // What the trace says finished is told as finished, with the output it had.
-      const finished = new Map(before.filter((e) => e.type === 'message' && (e.message as ToolMessage).role === 'tool').map((e) => [(e.message as ToolMessage).toolCallId, (e.message as ToolMessage).content]));
+      const finished = new Map(
+        before
+          .filter((e) => e.type === 'message' && (e.message as ToolMessage).role === 'tool')
+          .map((e) => [(e.message as ToolMessage).toolCallId, (e.message as ToolMessage).content]),
+      );
       const started = new Set(before.filter((e) => e.type === 'tool_start').map((e) => e.id as string));
       for (const message of sent.filter((m) => m.role === 'tool')) {
         const id = message.tool_call_id as string;
@@ -501,7 +558,10 @@ describe('a torn trace line', () => {
     expect(trace.filter((e) => e.type === 'trace_repaired')).toEqual([expect.objectContaining({ removed_bytes: Buffer.byteLength(torn) })]);
     expect(trace.filter((e) => e.type === 'run_start')).toHaveLength(2);
     expect((server!.requests.at(-1)!.body.messages as ChatMessage[]).map((m) => [m.role, m.content])).toEqual([
-      ['system', expect.any(String)], ['user', 'first'], ['assistant', 'answer'], ['user', 'second'],
+      ['system', expect.any(String)],
+      ['user', 'first'],
+      ['assistant', 'answer'],
+      ['user', 'second'],
     ]);
   });
 
@@ -517,40 +577,53 @@ describe('a torn trace line', () => {
   });
 
   /** A private mount namespace (unshare, as a mapped root user) where a small tmpfs can fill up. */
-  const canMountTmpfs = spawnSync('unshare', ['-m', '-r', 'sh', '-c', 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs "$d" && umount "$d" && rmdir "$d"']).status === 0;
+  const canMountTmpfs =
+    spawnSync('unshare', ['-m', '-r', 'sh', '-c', 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs "$d" && umount "$d" && rmdir "$d"']).status === 0;
 
-  it.skipIf(!canMountTmpfs)('a disk that fills mid-run: exit 1 with a one-line error, the trace stays valid JSONL, and the session resumes once there is room', async () => {
-    const home = makeTempDir('quarry-home-');
-    const work = makeTempDir('quarry-work-');
-    for (let i = 0; i < 8; i++) writeFileSync(join(work, `big${i}.txt`), `${'x'.repeat(100)}\n`.repeat(3000));
-    const script = writeScript(work, 'reads.json', [...Array.from({ length: 8 }, (_, i) => ({ tool_calls: [{ name: 'read', arguments: { path: `big${i}.txt` } }] })), { text: 'done' }]);
-    const answer = writeScript(work, 'answer.json', [{ text: 'resumed after the disk filled' }]);
-    const cli = join(REPO_ROOT, 'dist', 'cli.cjs');
-    const q = (value: string) => `'${value.replace(/'/g, "'\\''")}'`;
-    // 160 KB of session space: the third 53 KB tool result does not fit.
-    const shell = [
-      `mount -t tmpfs -o size=160k tmpfs ${q(home)}`,
-      `${q(process.execPath)} ${q(cli)} -m script:${q(script)} -w ${q(work)} go 2>${q(join(work, 'first.err'))}; echo "first=$?"`,
-      `cp -r ${q(join(home, 'sessions'))} ${q(join(work, 'after-first'))}`,
-      `mount -o remount,size=16m ${q(home)}`,
-      `${q(process.execPath)} ${q(cli)} --resume latest -m script:${q(answer)} --format json 'go on'; echo "second=$?"`,
-      `cp -r ${q(join(home, 'sessions'))} ${q(join(work, 'after-second'))}`,
-    ].join('; ');
-    const result = spawnSync('unshare', ['-m', '-r', 'sh', '-c', shell], { encoding: 'utf8', env: cliEnv(home) as NodeJS.ProcessEnv, timeout: 60_000 });
-    expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/^first=1$/m);
-    expect(result.stdout).toMatch(/^second=0$/m);
-    const firstErr = readFileSync(join(work, 'first.err'), 'utf8');
-    expect(firstErr).toMatch(/^quarry: internal error: cannot write the session trace \S+trace\.jsonl: ENOSPC$/m);
-    expect(firstErr).not.toMatch(/\n\s+at /);
-    const [id] = readdirSync(join(work, 'after-first'));
-    const firstTrace = readFileSync(join(work, 'after-first', id!, 'trace.jsonl'), 'utf8');
-    expect(firstTrace.endsWith('\n')).toBe(true);
-    const firstEvents = firstTrace.trim().split('\n').map((line) => JSON.parse(line) as TraceLine);
-    expect(firstEvents.at(-1)).toMatchObject({ type: 'run_end', status: 'failed' });
-    const secondEvents = readFileSync(join(work, 'after-second', id!, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TraceLine);
-    expect(secondEvents.filter((e) => e.type === 'run_start')).toHaveLength(2);
-    expect(secondEvents.at(-1)).toMatchObject({ type: 'run_end', status: 'completed' });
-    expect(JSON.parse(readFileSync(join(work, 'after-second', id!, 'meta.json'), 'utf8'))).toMatchObject({ status: 'completed', runs: 2 });
-  });
+  it.skipIf(!canMountTmpfs)(
+    'a disk that fills mid-run: exit 1 with a one-line error, the trace stays valid JSONL, and the session resumes once there is room',
+    async () => {
+      const home = makeTempDir('quarry-home-');
+      const work = makeTempDir('quarry-work-');
+      for (let i = 0; i < 8; i++) writeFileSync(join(work, `big${i}.txt`), `${'x'.repeat(100)}\n`.repeat(3000));
+      const script = writeScript(work, 'reads.json', [
+        ...Array.from({ length: 8 }, (_, i) => ({ tool_calls: [{ name: 'read', arguments: { path: `big${i}.txt` } }] })),
+        { text: 'done' },
+      ]);
+      const answer = writeScript(work, 'answer.json', [{ text: 'resumed after the disk filled' }]);
+      const cli = join(REPO_ROOT, 'dist', 'cli.cjs');
+      const q = (value: string) => `'${value.replace(/'/g, "'\\''")}'`;
+      // 160 KB of session space: the third 53 KB tool result does not fit.
+      const shell = [
+        `mount -t tmpfs -o size=160k tmpfs ${q(home)}`,
+        `${q(process.execPath)} ${q(cli)} -m script:${q(script)} -w ${q(work)} go 2>${q(join(work, 'first.err'))}; echo "first=$?"`,
+        `cp -r ${q(join(home, 'sessions'))} ${q(join(work, 'after-first'))}`,
+        `mount -o remount,size=16m ${q(home)}`,
+        `${q(process.execPath)} ${q(cli)} --resume latest -m script:${q(answer)} --format json 'go on'; echo "second=$?"`,
+        `cp -r ${q(join(home, 'sessions'))} ${q(join(work, 'after-second'))}`,
+      ].join('; ');
+      const result = spawnSync('unshare', ['-m', '-r', 'sh', '-c', shell], { encoding: 'utf8', env: cliEnv(home) as NodeJS.ProcessEnv, timeout: 60_000 });
+      expect(result.status).toBe(0);
+      expect(result.stdout).toMatch(/^first=1$/m);
+      expect(result.stdout).toMatch(/^second=0$/m);
+      const firstErr = readFileSync(join(work, 'first.err'), 'utf8');
+      expect(firstErr).toMatch(/^quarry: internal error: cannot write the session trace \S+trace\.jsonl: ENOSPC$/m);
+      expect(firstErr).not.toMatch(/\n\s+at /);
+      const [id] = readdirSync(join(work, 'after-first'));
+      const firstTrace = readFileSync(join(work, 'after-first', id!, 'trace.jsonl'), 'utf8');
+      expect(firstTrace.endsWith('\n')).toBe(true);
+      const firstEvents = firstTrace
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as TraceLine);
+      expect(firstEvents.at(-1)).toMatchObject({ type: 'run_end', status: 'failed' });
+      const secondEvents = readFileSync(join(work, 'after-second', id!, 'trace.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as TraceLine);
+      expect(secondEvents.filter((e) => e.type === 'run_start')).toHaveLength(2);
+      expect(secondEvents.at(-1)).toMatchObject({ type: 'run_end', status: 'completed' });
+      expect(JSON.parse(readFileSync(join(work, 'after-second', id!, 'meta.json'), 'utf8'))).toMatchObject({ status: 'completed', runs: 2 });
+    },
+  );
 });

@@ -36,27 +36,36 @@ async function race(dir: string, count: number): Promise<{ code: number | null; 
       process.exit(2);
     }`;
   let exited = 0;
-  const all = Promise.all(Array.from({ length: count }, () => new Promise<{ code: number | null; out: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('a racer did not exit'));
-    }, 40_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      exited++;
-      resolve({ code, out });
-    });
-  })));
+  const all = Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<{ code: number | null; out: string }>((resolve, reject) => {
+          const child = spawn(process.execPath, ['--input-type=module', '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
+          let out = '';
+          child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+          const timer = setTimeout(() => {
+            child.kill('SIGKILL');
+            reject(new Error('a racer did not exit'));
+          }, 40_000);
+          child.on('close', (code) => {
+            clearTimeout(timer);
+            exited++;
+            resolve({ code, out });
+          });
+        }),
+    ),
+  );
   while (exited < count - 1) await new Promise((resolve) => setTimeout(resolve, 20));
   writeFileSync(release, '');
   return all;
 }
 
 describe('session lock', () => {
-  it.each([['no lock', false], ['a stale lock', true]])('of 12 processes racing for a session with %s exactly one gets it, and it is gone after', { timeout: 60_000 }, async (_label, stale) => {
+  it.each([
+    ['no lock', false],
+    ['a stale lock', true],
+  ])('of 12 processes racing for a session with %s exactly one gets it, and it is gone after', { timeout: 60_000 }, async (_label, stale) => {
     expect(existsSync(LOCK_MODULE.replace('file://', ''))).toBe(true);
     const dir = makeTempDir('quarry-lock-');
     if (stale) writeFileSync(join(dir, 'lock'), JSON.stringify({ pid: deadPid(), host: hostname(), nonce: 'old', at: '2020-01-01T00:00:00Z' }));
@@ -102,7 +111,9 @@ describe('session lock', () => {
   it('an unreadable lock file is taken for one being written when it is new, and for litter when it is old', () => {
     const dir = makeTempDir('quarry-lock-');
     writeFileSync(join(dir, 'lock'), '');
-    expect(() => acquireSessionLock(dir, (holder) => `held by ${holder ? holder.pid : 'a process still writing its lock'}`)).toThrow('a process still writing its lock');
+    expect(() => acquireSessionLock(dir, (holder) => `held by ${holder ? holder.pid : 'a process still writing its lock'}`)).toThrow(
+      'a process still writing its lock',
+    );
     const old = new Date(Date.now() - 60_000);
     spawnSync('touch', ['-d', old.toISOString(), join(dir, 'lock')]);
     acquireSessionLock(dir, () => 'unexpected');

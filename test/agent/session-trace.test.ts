@@ -11,7 +11,14 @@ const call = (id: string, name = 'sqlite') => ({ id, name, arguments: '{}' });
 const result = (id: string, content: string, name = 'sqlite'): Message => ({ role: 'tool', toolCallId: id, name, content });
 const msg = (message: Message): TraceEvent => ({ type: 'message', message });
 const start = (id: string): TraceEvent => ({ type: 'tool_start', id, name: 'sqlite', arguments: '{}' });
-const end = (id: string, ok = true, metadata: Record<string, unknown> = {}): TraceEvent => ({ type: 'tool_end', id, name: 'sqlite', ok, duration_ms: 1, metadata });
+const end = (id: string, ok = true, metadata: Record<string, unknown> = {}): TraceEvent => ({
+  type: 'tool_end',
+  id,
+  name: 'sqlite',
+  ok,
+  duration_ms: 1,
+  metadata,
+});
 
 describe('conversationFromTrace after a crash', () => {
   it('puts results traced in completion order back in call order, and tells finished, interrupted and never-started calls apart', () => {
@@ -19,29 +26,38 @@ describe('conversationFromTrace after a crash', () => {
       { type: 'run_start', prompt: 'q', model: 'm', profile: 'readonly', working_dir: '/' },
       msg({ role: 'user', content: 'q' }),
       msg({ role: 'assistant', content: '', toolCalls: [call('a'), call('b'), call('c'), call('d'), call('e')] }),
-      start('a'), start('b'), start('c'),
-      msg(result('b', 'b output')), end('b'),
+      start('a'),
+      start('b'),
+      start('c'),
+      msg(result('b', 'b output')),
+      end('b'),
       // Written by an older quarry: tool_end without its result message.
       end('a', true, { database: 'data', operation: 'export_query', rows: 60000 }),
       end('e', false, { error: 'timeout' }),
       start('d'),
     ];
     const conversation = conversationFromTrace(events);
-    expect(conversation.slice(2).map((m) => [m.role === 'tool' ? m.toolCallId : m.role, m.content.split(':')[0], m.role === 'tool' ? Boolean(m.isError) : null])).toEqual([
+    expect(
+      conversation.slice(2).map((m) => [m.role === 'tool' ? m.toolCallId : m.role, m.content.split(':')[0], m.role === 'tool' ? Boolean(m.isError) : null]),
+    ).toEqual([
       ['a', 'finished', false],
       ['b', 'b output', false],
       ['c', 'interrupted', true],
       ['d', 'interrupted', true],
       ['e', 'failed', true],
     ]);
-    expect(conversation[2]?.content).toMatch(/completed before the session was interrupted, but its output was not saved \(\{"database":"data","operation":"export_query","rows":60000\}\)/);
+    expect(conversation[2]?.content).toMatch(
+      /completed before the session was interrupted, but its output was not saved \(\{"database":"data","operation":"export_query","rows":60000\}\)/,
+    );
   });
 
   it('attributes call ids to their own message (scripted ids repeat across runs), and answers a never-started call "not run"', () => {
     const events: TraceEvent[] = [
       msg({ role: 'user', content: 'one' }),
       msg({ role: 'assistant', content: '', toolCalls: [call('script_1_1')] }),
-      start('script_1_1'), msg(result('script_1_1', 'first run output')), end('script_1_1'),
+      start('script_1_1'),
+      msg(result('script_1_1', 'first run output')),
+      end('script_1_1'),
       msg({ role: 'assistant', content: 'done' }),
       { type: 'run_end', status: 'completed', usage: { input_tokens: 0, output_tokens: 0, cached_tokens: 0 } },
       { type: 'run_start', prompt: 'two', model: 'm', profile: 'readonly', working_dir: '/' },

@@ -31,7 +31,11 @@ const hasTools = (request: RecordedRequest) => Array.isArray(request.body.tools)
 
 describe('sessions', () => {
   it('resumes the latest session with its whole conversation', async () => {
-    const s = await setup([{ toolCalls: [{ id: 'r1', name: 'read', arguments: '{"path":"notes.txt"}' }] }, { text: 'The notes say alpha.' }, { text: 'Beta comes second.' }]);
+    const s = await setup([
+      { toolCalls: [{ id: 'r1', name: 'read', arguments: '{"path":"notes.txt"}' }] },
+      { text: 'The notes say alpha.' },
+      { text: 'Beta comes second.' },
+    ]);
     const first = JSON.parse((await s.run(['--format', 'json', 'what do the notes say?'])).stdout) as { session_id: string };
     const second = await s.run(['--resume', 'latest', '--format', 'json', 'and what comes second?']);
     expect(second.code).toBe(0);
@@ -124,7 +128,9 @@ describe('approval', () => {
     expect(refused.stderr).toMatch(/^refused write out\.txt .*--yes/m);
     const result = messages(server?.requests[1]).find((m) => m.role === 'tool');
     expect(result?.content).toMatch(/refused: .*no terminal.*--yes/);
-    const trace = readdirSync(join(s.home, 'sessions')).map((id) => readFileSync(join(s.home, 'sessions', id, 'trace.jsonl'), 'utf8')).join('');
+    const trace = readdirSync(join(s.home, 'sessions'))
+      .map((id) => readFileSync(join(s.home, 'sessions', id, 'trace.jsonl'), 'utf8'))
+      .join('');
     expect(trace).toContain('"type":"tool_blocked"');
 
     await server?.close();
@@ -138,28 +144,66 @@ describe('approval', () => {
     const read = { name: 'read', arguments: '{"path":"notes.txt"}' };
     const s = await setup([
       { toolCalls: [{ id: 'w1', name: 'write', arguments: '{"path":"out.txt","content":"hello"}' }] },
-      { toolCalls: [{ id: 'a', ...read }, { id: 'b', ...read }, { id: 'c', ...read }, { id: 'd', name: 'list', arguments: '{}' }] },
+      {
+        toolCalls: [
+          { id: 'a', ...read },
+          { id: 'b', ...read },
+          { id: 'c', ...read },
+          { id: 'd', name: 'list', arguments: '{}' },
+        ],
+      },
     ]);
     const profile = join(s.work, 'careful.yaml');
     writeFileSync(profile, 'name: careful\ndescription: asks before changes\nfile_write: create-only\napproval:\n  mode: dangerous\n');
     const result = await s.run(['--profile', profile, '--format', 'stream-json', 'write it']);
     expect(result.code).toBe(1);
-    const stream = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const stream = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const [id] = readdirSync(join(s.home, 'sessions'));
-    const trace = readFileSync(join(s.home, 'sessions', id as string, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const trace = readFileSync(join(s.home, 'sessions', id as string, 'trace.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const blocked = (events: Record<string, unknown>[]) => events.filter((e) => e.type === 'tool_blocked').map(({ ts: _ts, ...rest }) => rest);
     expect(blocked(stream)).toEqual(blocked(trace));
     expect(blocked(stream).map((e) => [e.id, String(e.reason).slice(0, 24)])).toEqual([
-      ['w1', 'refused: write can chang'], ['c', 'not run: the same read c'], ['d', 'not run: the run stopped'],
+      ['w1', 'refused: write can chang'],
+      ['c', 'not run: the same read c'],
+      ['d', 'not run: the run stopped'],
     ]);
     // The refused call had a tool_start, so it has a tool_end; the calls the run stopped before have only their result.
-    expect(trace.filter((e) => e.type === 'tool_end').map((e) => e.id).sort()).toEqual(['a', 'b', 'w1']);
-    expect(trace.filter((e) => e.type === 'message' && (e.message as { role: string }).role === 'tool').map((e) => (e.message as { toolCallId: string }).toolCallId).sort()).toEqual(['a', 'b', 'c', 'd', 'w1']);
-    expect(stream.filter((e) => e.type === 'tool_end').map((e) => e.id).sort()).toEqual(['a', 'b', 'c', 'd', 'w1']);
+    expect(
+      trace
+        .filter((e) => e.type === 'tool_end')
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual(['a', 'b', 'w1']);
+    expect(
+      trace
+        .filter((e) => e.type === 'message' && (e.message as { role: string }).role === 'tool')
+        .map((e) => (e.message as { toolCallId: string }).toolCallId)
+        .sort(),
+    ).toEqual(['a', 'b', 'c', 'd', 'w1']);
+    expect(
+      stream
+        .filter((e) => e.type === 'tool_end')
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual(['a', 'b', 'c', 'd', 'w1']);
   });
 
   it('checks granular patterns against the call arguments', async () => {
-    const s = await setup([{ toolCalls: [{ id: 'g1', name: 'grep', arguments: '{"pattern":"DROP TABLE","path":"."}' }, { id: 'g2', name: 'read', arguments: '{"path":"notes.txt"}' }] }, { text: 'ok' }]);
+    const s = await setup([
+      {
+        toolCalls: [
+          { id: 'g1', name: 'grep', arguments: '{"pattern":"DROP TABLE","path":"."}' },
+          { id: 'g2', name: 'read', arguments: '{"path":"notes.txt"}' },
+        ],
+      },
+      { text: 'ok' },
+    ]);
     const profile = join(s.work, 'granular.yaml');
     writeFileSync(profile, 'name: granular\ndescription: patterns\napproval:\n  mode: granular\n  patterns: ["drop\\\\s+table"]\n');
     const result = await s.run(['--profile', profile, 'search']);

@@ -102,7 +102,10 @@ describe('on a terminal', () => {
     expect(result.failed).toBeNull();
     expect(result.code).toBe(0);
     const [id] = readdirSync(join(home, 'sessions'));
-    const trace = readFileSync(join(home, 'sessions', id as string, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; status?: string; message?: { role: string; content: string } });
+    const trace = readFileSync(join(home, 'sessions', id as string, 'trace.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; status?: string; message?: { role: string; content: string } });
     expect(trace.filter((e) => e.type === 'run_end').map((e) => e.status)).toEqual(['completed', 'cancelled', 'completed']);
     const users = trace.filter((e) => e.type === 'message' && e.message?.role === 'user').map((e) => e.message?.content);
     expect(users).toEqual(['first question', 'now sleep', 'again']);
@@ -111,13 +114,19 @@ describe('on a terminal', () => {
     expect(processesMatching(marker)).toEqual([]);
   });
 
-  it('/resume continues only a session that ran under the REPL\'s own profile, and lets go of the session it leaves', async () => {
+  it("/resume continues only a session that ran under the REPL's own profile, and lets go of the session it leaves", async () => {
     const home = makeTempDir('quarry-home-');
     const work = makeTempDir('quarry-work-');
     const env = cliEnv(home);
     const answer = join(home, 'answer.json');
     writeFileSync(answer, JSON.stringify({ turns: [{ text: 'One-shot answer.' }] }));
-    const start = (profile: string) => JSON.parse(execFileSync(process.execPath, [CLI_PATH, '-m', `script:${answer}`, '-p', profile, '-w', work, '--format', 'json', 'first'], { env: env as NodeJS.ProcessEnv, encoding: 'utf8' })) as { session_id: string };
+    const start = (profile: string) =>
+      JSON.parse(
+        execFileSync(process.execPath, [CLI_PATH, '-m', `script:${answer}`, '-p', profile, '-w', work, '--format', 'json', 'first'], {
+          env: env as NodeJS.ProcessEnv,
+          encoding: 'utf8',
+        }),
+      ) as { session_id: string };
     const underEval = start('eval').session_id;
     const underReadonly = start('readonly').session_id;
     const evalTrace = readFileSync(join(home, 'sessions', underEval, 'trace.jsonl'), 'utf8');
@@ -125,7 +134,11 @@ describe('on a terminal', () => {
     const result = await runOnPty(['--model', `script:${script}`, '-w', work], env, [
       { expect: 'quarry> ' },
       { send: `/resume ${underEval}\r` },
-      { expect: `session ${underEval} ran under profile eval \\(built-in\\), not this REPL's readonly \\(built-in\\); continue it with quarry --resume ${underEval}` },
+      {
+        expect:
+          `session ${underEval} ran under profile eval \\(built-in\\), not this REPL's readonly \\(built-in\\); continue it with quarry --resume ` +
+          `${underEval}`,
+      },
       { expect: 'quarry> ' },
       { send: `/resume ${underReadonly}\r` },
       { expect: `resumed session ${underReadonly} \\(2 messages\\)` },
@@ -138,8 +151,12 @@ describe('on a terminal', () => {
     expect(result.failed).toBeNull();
     expect(result.code).toBe(0);
     expect(readFileSync(join(home, 'sessions', underEval, 'trace.jsonl'), 'utf8')).toBe(evalTrace);
-    const users = readFileSync(join(home, 'sessions', underReadonly, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; message?: { role: string; content: string } })
-      .filter((e) => e.type === 'message' && e.message?.role === 'user').map((e) => e.message?.content);
+    const users = readFileSync(join(home, 'sessions', underReadonly, 'trace.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; message?: { role: string; content: string } })
+      .filter((e) => e.type === 'message' && e.message?.role === 'user')
+      .map((e) => e.message?.content);
     expect(users).toEqual(['first', 'next']);
     // Three sessions (two one-shots and the REPL's own), none left locked.
     const sessions = readdirSync(join(home, 'sessions'));

@@ -20,5 +20,12 @@ describeBackendContract('daytona over a fake sandbox', async () => {
   // The sandbox exists once the first call made it; its home and temp are the fake's.
   await backend.which('sh');
   const sandbox = fake.sandboxes[0]!;
-  return { backend, home: sandbox.home, temp: sandbox.temp, makeDir: (prefix) => fake.makeDir(prefix), hostPath: (path) => fake.hostPath(path), dispose: () => backend.dispose() };
+  return {
+    backend,
+    home: sandbox.home,
+    temp: sandbox.temp,
+    makeDir: (prefix) => fake.makeDir(prefix),
+    hostPath: (path) => fake.hostPath(path),
+    dispose: () => backend.dispose(),
+  };
 });

@@ -30,15 +30,31 @@ describe('shell quoting for a remote command line', () => {
 
 describe('daytona sandbox settings from the environment', () => {
   it('uses ubuntu:latest by default and converts memory from MB to GiB', () => {
-    expect(sandboxSpecFromEnv({ DAYTONA_API_KEY: 'k' })).toEqual({ apiKey: 'k', apiUrl: undefined, image: DEFAULT_SANDBOX_IMAGE, cpu: undefined, memoryGiB: undefined, diskGiB: undefined });
+    expect(sandboxSpecFromEnv({ DAYTONA_API_KEY: 'k' })).toEqual({
+      apiKey: 'k',
+      apiUrl: undefined,
+      image: DEFAULT_SANDBOX_IMAGE,
+      cpu: undefined,
+      memoryGiB: undefined,
+      diskGiB: undefined,
+    });
     expect(DEFAULT_SANDBOX_IMAGE).toBe('ubuntu:latest');
     expect(
-      sandboxSpecFromEnv({ DAYTONA_API_KEY: 'k', DAYTONA_API_URL: 'https://d.example/api', DAYTONA_SANDBOX_IMAGE: 'debian:12', DAYTONA_SANDBOX_CPU: '2', DAYTONA_SANDBOX_MEMORY: '3000', DAYTONA_SANDBOX_DISK: '10' }),
+      sandboxSpecFromEnv({
+        DAYTONA_API_KEY: 'k',
+        DAYTONA_API_URL: 'https://d.example/api',
+        DAYTONA_SANDBOX_IMAGE: 'debian:12',
+        DAYTONA_SANDBOX_CPU: '2',
+        DAYTONA_SANDBOX_MEMORY: '3000',
+        DAYTONA_SANDBOX_DISK: '10',
+      }),
     ).toEqual({ apiKey: 'k', apiUrl: 'https://d.example/api', image: 'debian:12', cpu: 2, memoryGiB: 3, diskGiB: 10 });
   });
 
   it('names a bad number and a missing key', () => {
-    expect(() => sandboxSpecFromEnv({ DAYTONA_API_KEY: 'k', DAYTONA_SANDBOX_CPU: 'two' })).toThrow('DAYTONA_SANDBOX_CPU must be a positive number (cores), got "two"');
+    expect(() => sandboxSpecFromEnv({ DAYTONA_API_KEY: 'k', DAYTONA_SANDBOX_CPU: 'two' })).toThrow(
+      'DAYTONA_SANDBOX_CPU must be a positive number (cores), got "two"',
+    );
     expect(() => sandboxSpecFromEnv({})).toThrow(/needs DAYTONA_API_KEY/);
   });
 });
@@ -115,7 +131,11 @@ describe('daytona backend lifecycle (fake sandbox)', () => {
       expect(env.QUARRY_TEST_LOCAL_SECRET_KEY).toBeUndefined();
       const registry = buildToolRegistry(loadProfile('daytona'));
       const dir = fake.makeDir();
-      const result = await registry.run('bash', { command: 'echo "home=$HOME secret=${QUARRY_TEST_LOCAL_SECRET_KEY:-none}"' }, makeToolContext({ workingDir: dir, backend }));
+      const result = await registry.run(
+        'bash',
+        { command: 'echo "home=$HOME secret=${QUARRY_TEST_LOCAL_SECRET_KEY:-none}"' },
+        makeToolContext({ workingDir: dir, backend }),
+      );
       expect(JSON.parse(result.output).output).toBe(`home=${fake.sandboxes[0]!.home} secret=none\n`);
       expect(fake.sandboxes[0]!.commands.join('\n')).not.toContain('local-only-value');
     } finally {
@@ -134,38 +154,46 @@ describe('daytona backend lifecycle (fake sandbox)', () => {
 });
 
 describe('the working directory of a daytona profile is checked in the sandbox, not on this machine', () => {
-  const apart = SANDBOX_FILES_SEPARATE ? '' : ' (skipped: bubblewrap cannot run here, so the fake sandbox shares this machine\'s files)';
+  const apart = SANDBOX_FILES_SEPARATE ? '' : " (skipped: bubblewrap cannot run here, so the fake sandbox shares this machine's files)";
 
-  it.skipIf(!SANDBOX_FILES_SEPARATE)(`accepts a directory that exists only in the sandbox, and refuses one that exists only on this machine with one line${apart}`, async () => {
-    const fake = fakeDaytona();
-    const daytona = { env: fake.env, createSandbox: fake.factory };
-    const hostOnly = makeTempDir('quarry-host-only-');
-    const sandboxOnly = fake.makeDir('quarry-sandbox-only-');
-    writeFileSync(fake.hostPath(join(sandboxOnly, 'x.txt')), 'in the sandbox\n');
-    expect(existsSync(sandboxOnly)).toBe(false);
+  it.skipIf(!SANDBOX_FILES_SEPARATE)(
+    `accepts a directory that exists only in the sandbox, and refuses one that exists only on this machine with one line${apart}`,
+    async () => {
+      const fake = fakeDaytona();
+      const daytona = { env: fake.env, createSandbox: fake.factory };
+      const hostOnly = makeTempDir('quarry-host-only-');
+      const sandboxOnly = fake.makeDir('quarry-sandbox-only-');
+      writeFileSync(fake.hostPath(join(sandboxOnly, 'x.txt')), 'in the sandbox\n');
+      expect(existsSync(sandboxOnly)).toBe(false);
 
-    const accepted = await openWorkspace({ profile: 'daytona', workingDir: sandboxOnly, mcp: false, daytona });
-    try {
-      const result = await accepted.registry.run('read', { path: 'x.txt' }, makeToolContext({ workingDir: accepted.workingDir, backend: accepted.backend }));
-      expect(result.ok).toBe(true);
-      expect(result.output).toContain('in the sandbox');
-    } finally {
-      await accepted.close();
-    }
+      const accepted = await openWorkspace({ profile: 'daytona', workingDir: sandboxOnly, mcp: false, daytona });
+      try {
+        const result = await accepted.registry.run('read', { path: 'x.txt' }, makeToolContext({ workingDir: accepted.workingDir, backend: accepted.backend }));
+        expect(result.ok).toBe(true);
+        expect(result.output).toContain('in the sandbox');
+      } finally {
+        await accepted.close();
+      }
 
-    const refused = await openWorkspace({ profile: 'daytona', workingDir: hostOnly, mcp: false, daytona });
-    try {
-      const context = makeToolContext({ workingDir: refused.workingDir, backend: refused.backend });
-      const result = await refused.registry.run('list', { path: '.' }, context);
-      expect(result.ok).toBe(false);
-      expect(result.output).toBe(`list failed: working directory does not exist in the Daytona sandbox: ${hostOnly} (the sandbox has its own files; give -w a directory that exists there)`);
-      // The accepted workspace's sandbox was deleted at close; this one as soon as its check failed.
-      expect(fake.sandboxes.map((sandbox) => sandbox.deleted)).toEqual([true, true]);
-      // Later calls say the same, without another sandbox.
-      expect((await refused.registry.run('read', { path: 'x.txt' }, context)).output).toMatch(/^read failed: working directory does not exist in the Daytona sandbox: /);
-      expect(fake.sandboxes).toHaveLength(2);
-    } finally {
-      await refused.close();
-    }
-  });
+      const refused = await openWorkspace({ profile: 'daytona', workingDir: hostOnly, mcp: false, daytona });
+      try {
+        const context = makeToolContext({ workingDir: refused.workingDir, backend: refused.backend });
+        const result = await refused.registry.run('list', { path: '.' }, context);
+        expect(result.ok).toBe(false);
+        expect(result.output).toBe(
+          `list failed: working directory does not exist in the Daytona sandbox: ${hostOnly} (the sandbox has its own files; give -w a directory that ` +
+            `exists there)`,
+        );
+        // The accepted workspace's sandbox was deleted at close; this one as soon as its check failed.
+        expect(fake.sandboxes.map((sandbox) => sandbox.deleted)).toEqual([true, true]);
+        // Later calls say the same, without another sandbox.
+        expect((await refused.registry.run('read', { path: 'x.txt' }, context)).output).toMatch(
+          /^read failed: working directory does not exist in the Daytona sandbox: /,
+        );
+        expect(fake.sandboxes).toHaveLength(2);
+      } finally {
+        await refused.close();
+      }
+    },
+  );
 });

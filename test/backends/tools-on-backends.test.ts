@@ -161,7 +161,11 @@ describe('profile rules hold on the daytona backend', () => {
   it('create-only refuses to overwrite, to write outside the working directory and into sensitive places', async () => {
     const fake = fakeDaytona();
     const backend = createDaytonaBackend(fake.env, fake.factory);
-    const profile = parseProfile({ name: 'remote-create', shell: 'restricted', file_write: 'create-only', database: 'readonly', approval: { mode: 'none' }, backend: 'daytona' }, 'test', 'remote-create');
+    const profile = parseProfile(
+      { name: 'remote-create', shell: 'restricted', file_write: 'create-only', database: 'readonly', approval: { mode: 'none' }, backend: 'daytona' },
+      'test',
+      'remote-create',
+    );
     const registry = buildToolRegistry(profile);
     expect(registry.names()).not.toContain('edit');
     const dir = fake.makeDir('quarry-create-only-');
@@ -191,7 +195,11 @@ describe('profile rules hold on the daytona backend', () => {
   it('the restricted shell refuses writes before anything reaches the sandbox, and runs inspection there', async () => {
     const fake = fakeDaytona();
     const backend = createDaytonaBackend(fake.env, fake.factory);
-    const profile = parseProfile({ name: 'remote-readonly', shell: 'restricted', file_write: 'off', database: 'readonly', approval: { mode: 'none' }, backend: 'daytona' }, 'test', 'remote-readonly');
+    const profile = parseProfile(
+      { name: 'remote-readonly', shell: 'restricted', file_write: 'off', database: 'readonly', approval: { mode: 'none' }, backend: 'daytona' },
+      'test',
+      'remote-readonly',
+    );
     const registry = buildToolRegistry(profile);
     const dir = fake.makeDir('quarry-restricted-');
     writeFileSync(fake.hostPath(join(dir, 'a.txt')), 'alpha\nbeta\n');

@@ -22,7 +22,11 @@ function load(bundlePath: string): { cacheUsed: boolean; tools: string } {
     process.stdout.write = write;
     process.stdout.write(JSON.stringify({ cacheUsed, code, tools }));`;
   const { NODE_OPTIONS: _ignored, ...env } = process.env;
-  const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: makeTempDir(), env: { ...env, QUARRY_HOME: makeTempDir('quarry-home-') }, encoding: 'utf8' });
+  const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: makeTempDir(),
+    env: { ...env, QUARRY_HOME: makeTempDir('quarry-home-') },
+    encoding: 'utf8',
+  });
   const result = JSON.parse(output) as { cacheUsed: boolean; code: number; tools: string };
   expect(result.code).toBe(0);
   return result;
@@ -35,13 +39,14 @@ describe('the bundle and its code cache', () => {
     expect(cached.tools).toMatch(/^Tools under profile "readonly":/);
     // A copy of the package without the cache file (and without node_modules: tools needs none).
     const copy = makeTempDir('quarry-package-');
-    for (const entry of ['package.json', 'profiles', 'dist/profiles', 'dist/bundle/main.cjs']) cpSync(join(REPO_ROOT, entry), join(copy, entry), { recursive: true });
+    for (const entry of ['package.json', 'profiles', 'dist/profiles', 'dist/bundle/main.cjs'])
+      cpSync(join(REPO_ROOT, entry), join(copy, entry), { recursive: true });
     const uncached = load(join(copy, 'dist/bundle/main.cjs'));
     expect(uncached.cacheUsed).toBe(false);
     expect(uncached.tools).toBe(cached.tools);
   });
 
-  it('the bin starts without Node\'s ES module loader (about 20 ms) for everyday commands, and still answers', () => {
+  it("the bin starts without Node's ES module loader (about 20 ms) for everyday commands, and still answers", () => {
     // A preload that reports, at exit, which of Node's own modules the process loaded.
     const dir = makeTempDir();
     const preload = join(dir, 'report-loaded.cjs');
@@ -50,7 +55,10 @@ describe('the bundle and its code cache', () => {
     const { NODE_OPTIONS: _ignored, ...env } = process.env;
     const esmModules = (argv: string[]) => {
       const run = spawnSync(process.execPath, ['--require', preload, ...argv], {
-        cwd: dir, env: { ...env, QUARRY_HOME: makeTempDir('quarry-home-') }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+        cwd: dir,
+        env: { ...env, QUARRY_HOME: makeTempDir('quarry-home-') },
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
       });
       expect(run.status, `${argv.join(' ')}: ${run.stderr}`).toBe(0);
       expect(run.stdout.length, argv.join(' ')).toBeGreaterThan(0);
@@ -60,7 +68,10 @@ describe('the bundle and its code cache', () => {
     const baseline = esmModules(['-e', 'console.log(1)']);
     expect(esmModules(['--input-type=module', '-e', 'console.log(1)']).filter((name) => !baseline.includes(name)).length).toBeGreaterThan(0);
     for (const args of [['--help'], ['profiles'], ['db', 'list'], ['tools'], ['tool', 'read', '--args', '{"path":"notes.txt"}']]) {
-      expect(esmModules([CLI_PATH, ...args]).filter((name) => !baseline.includes(name)), args.join(' ')).toEqual([]);
+      expect(
+        esmModules([CLI_PATH, ...args]).filter((name) => !baseline.includes(name)),
+        args.join(' '),
+      ).toEqual([]);
     }
   });
 });

@@ -33,7 +33,19 @@ function commands(out: string): Array<[string, string[]]> {
     ['db check', ['db', 'check', '--db', 'sample.db']],
     ['mcp', ['mcp']],
     ['run', ['-m', `script:${script}`, 'a question']],
-    ['eval', ['eval', join(REPO_ROOT, 'fixtures', 'eval', 'sample-bird.json'), '--db-dir', join(REPO_ROOT, 'fixtures', 'eval', 'dbs'), '-m', `script:${script}`, '--out', out]],
+    [
+      'eval',
+      [
+        'eval',
+        join(REPO_ROOT, 'fixtures', 'eval', 'sample-bird.json'),
+        '--db-dir',
+        join(REPO_ROOT, 'fixtures', 'eval', 'dbs'),
+        '-m',
+        `script:${script}`,
+        '--out',
+        out,
+      ],
+    ],
   ];
 }
 

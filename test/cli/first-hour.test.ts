@@ -33,13 +33,22 @@ function userMessages(): string[] {
   // The newest session by its creation time (two runs in one second get ids in random order).
   const created = (id: string) => (JSON.parse(readFileSync(join(home, 'sessions', id, 'meta.json'), 'utf8')) as { created_at: string }).created_at;
   const ids = readdirSync(join(home, 'sessions')).sort((a, b) => created(a).localeCompare(created(b)));
-  const trace = readFileSync(join(home, 'sessions', ids.at(-1)!, 'trace.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; message?: { role: string; content: string } });
+  const trace = readFileSync(join(home, 'sessions', ids.at(-1)!, 'trace.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { type: string; message?: { role: string; content: string } });
   return trace.filter((e) => e.type === 'message' && e.message?.role === 'user').map((e) => e.message!.content);
 }
 
 describe('set-up and packaging', () => {
   it('has a prepare script that builds, an MIT LICENSE in the package, and a README that stands alone', () => {
-    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string>; license: string; files: string[]; optionalDependencies?: Record<string, string>; dependencies: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+      license: string;
+      files: string[];
+      optionalDependencies?: Record<string, string>;
+      dependencies: Record<string, string>;
+    };
     expect(pkg.scripts.prepare).toBe('npm run build');
     expect(pkg.license).toBe('MIT');
     expect(pkg.files).toContain('LICENSE');
@@ -62,7 +71,15 @@ describe('set-up and packaging', () => {
     const cli = join(pkg, 'dist', 'cli.cjs');
     const node = (args: string[], extra: Record<string, string> = {}) => {
       try {
-        return { code: 0, out: execFileSync(process.execPath, [cli, ...args], { cwd: work, env: env(extra) as NodeJS.ProcessEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) };
+        return {
+          code: 0,
+          out: execFileSync(process.execPath, [cli, ...args], {
+            cwd: work,
+            env: env(extra) as NodeJS.ProcessEnv,
+            encoding: 'utf8',
+            stdio: ['ignore', 'pipe', 'pipe'],
+          }),
+        };
       } catch (error) {
         const e = error as { status: number; stderr: string };
         return { code: e.status, out: e.stderr };
@@ -108,7 +125,9 @@ describe('profiles and approvals', () => {
     expect(listed.code).toBe(2);
     expect(listed.stdout.split('\n').map((line) => line.split(' ')[0])).toEqual(['readonly', 'developer', 'eval', 'daytona', 'empty', '']);
     expect(listed.stderr).toContain(`profile "shel" is broken: ${join(dir, 'shel.yaml')}: unknown key "shel"; allowed keys: name,`);
-    expect(listed.stderr).toContain(`profile "typo" is broken: ${join(dir, 'typo.yaml')}: "tools" names an unknown tool "nonexistent_tool"; known tools: read, read_excel, grep,`);
+    expect(listed.stderr).toContain(
+      `profile "typo" is broken: ${join(dir, 'typo.yaml')}: "tools" names an unknown tool "nonexistent_tool"; known tools: read, read_excel, grep,`,
+    );
     const empty = await run(['profiles', 'show', 'empty']);
     expect(empty.code).toBe(0);
     expect(empty.stdout).toMatch(/shell: +restricted\nfile_write: +off\ndatabase: +readonly\napproval: +dangerous/);
@@ -154,12 +173,18 @@ describe('configuration and databases', () => {
     cpSync(join(work, 'sample.db'), join(work, 'other.db'));
     const clash = await run(['db', 'list', '--db', 'x=sample.db', '--db', 'x=other.db']);
     expect(clash.code).toBe(2);
-    expect(clash.stderr).toContain(`database alias "x" names two different databases (sqlite ${join(work, 'sample.db')} from --db x=sample.db, and sqlite ${join(work, 'other.db')} from --db x=other.db)`);
+    expect(clash.stderr).toContain(
+      `database alias "x" names two different databases (sqlite ${join(work, 'sample.db')} from --db x=sample.db, and sqlite ${join(work, 'other.db')} from ` +
+        `--db x=other.db)`,
+    );
   });
 
   it('db list does not need password variables; db check does', async () => {
     const file = join(work, 'dbs.yaml');
-    writeFileSync(file, 'databases:\n  wh: {type: postgres, host: h, database: dw, user: me, password: "${WH_PASSWORD_UNSET}"}\n  local: {type: sqlite, path: sample.db}\n');
+    writeFileSync(
+      file,
+      'databases:\n  wh: {type: postgres, host: h, database: dw, user: me, password: "${WH_PASSWORD_UNSET}"}\n  local: {type: sqlite, path: sample.db}\n',
+    );
     const list = await run(['db', 'list', '--databases', file]);
     expect(list.code).toBe(0);
     expect(list.stdout).toContain('wh     postgres me@h:5432/dw');
@@ -172,7 +197,10 @@ describe('configuration and databases', () => {
   it('malformed URLs, folders and missing files given with a flag are usage errors naming the flag, on every command', async () => {
     const bad = await run(['db', 'list', '--db', 'postgres://u:100%@h/db']);
     expect(bad).toMatchObject({ code: 2 });
-    expect(bad.stderr).toBe('quarry: --db postgres://u:***@h/db: the URL\'s password has a malformed %-escape; write a "%" as %25 (expected e.g. postgres://user:password@host:port/database)\n');
+    expect(bad.stderr).toBe(
+      'quarry: --db postgres://u:***@h/db: the URL\'s password has a malformed %-escape; write a "%" as %25 (expected e.g. ' +
+        'postgres://user:password@host:port/database)\n',
+    );
     for (const args of [['db', 'list'], ['tools'], ['tool', 'read', '--args', '{"path":"app.log"}'], ['-m', 'script:x', 'question']]) {
       const missing = await run([...args, '--config', 'missing.yaml']);
       expect(missing, args.join(' ')).toMatchObject({ code: 2, stderr: `quarry: --config ${join(work, 'missing.yaml')}: file not found\n` });
@@ -202,7 +230,10 @@ describe('configuration and databases', () => {
       for (const engine of ['postgres', 'mysql']) {
         const result = await run(['db', 'check', '--db', `${engine}://u:hunter22@127.0.0.1:${port}/db?connect_timeout=1`]);
         expect(result.code).toBe(1);
-        expect(result.stderr).toBe(`err db: could not connect to ${engine} at 127.0.0.1:${port}: no answer within 1 s (connect_timeout; raise it with ?connect_timeout=SECONDS or connect_timeout: in the databases YAML)\n`);
+        expect(result.stderr).toBe(
+          `err db: could not connect to ${engine} at 127.0.0.1:${port}: no answer within 1 s (connect_timeout; raise it with ?connect_timeout=SECONDS or ` +
+            `connect_timeout: in the databases YAML)\n`,
+        );
       }
     });
   });
@@ -222,7 +253,11 @@ describe('runs', () => {
   it('-o into a missing folder and --max-turns abc are usage errors before any model call', async () => {
     const s = script([{ text: 'never used' }]);
     const out = await run(['--model', `script:${s}`, '-o', 'nodir/answer.md', 'question']);
-    expect(out).toMatchObject({ code: 2, stdout: '', stderr: `quarry: --output nodir/answer.md: the folder ${join(work, 'nodir')} does not exist; nothing was run\n` });
+    expect(out).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: `quarry: --output nodir/answer.md: the folder ${join(work, 'nodir')} does not exist; nothing was run\n`,
+    });
     const before = existsSync(join(home, 'sessions')) ? readdirSync(join(home, 'sessions')).length : 0;
     const turns = await run(['--model', `script:${s}`, '--max-turns', 'abc', 'question']);
     expect(turns).toMatchObject({ code: 2, stderr: 'quarry: --max-turns must be a positive whole number, got "abc"\n' });
@@ -243,12 +278,18 @@ describe('runs', () => {
     const result = await run(['-m', 'llama3', 'question']);
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(
-      'quarry: cannot tell which provider serves "llama3": write PROVIDER/llama3 (openai, anthropic, ollama, deepseek, openrouter, groq, mistral, gemini, xai, together, fireworks, moonshot, lmstudio, vllm), or give --base-url URL for an OpenAI-compatible server (quarry --help lists the options)\n',
+      'quarry: cannot tell which provider serves "llama3": write PROVIDER/llama3 (openai, anthropic, ollama, deepseek, openrouter, groq, mistral, gemini, ' +
+        'xai, together, fireworks, moonshot, lmstudio, vllm), or give --base-url URL for an OpenAI-compatible server (quarry --help lists the options)\n',
     );
   });
 
   it('with --format json, usage errors print a JSON error object on stdout', async () => {
-    for (const args of [['--format', 'json', '--bogus', 'q'], ['--format=json', '-m', 'llama3', 'q'], ['tool', 'read', '--format', 'json', '--args', 'nope'], ['db', 'list', '--format', 'json', '--config', 'missing.yaml']]) {
+    for (const args of [
+      ['--format', 'json', '--bogus', 'q'],
+      ['--format=json', '-m', 'llama3', 'q'],
+      ['tool', 'read', '--format', 'json', '--args', 'nope'],
+      ['db', 'list', '--format', 'json', '--config', 'missing.yaml'],
+    ]) {
       const result = await run(args);
       expect(result.code, args.join(' ')).toBe(2);
       const parsed = JSON.parse(result.stdout) as { status: string; error: string; exit_code: number };

@@ -38,7 +38,12 @@ describe.skipIf(process.platform !== 'linux')('secrets in /proc', () => {
     const all = [...environ, ...cmdline].join('\n');
     for (const secret of [KEY, PASSWORD, URL_PASSWORD, TOKEN]) expect(all).not.toContain(secret);
     // quarry itself still has the token: a request without it gets 401, one with it gets past.
-    const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     expect((await fetch(url, { method: 'POST', headers, body: initialize })).status).toBe(401);
     const served = await fetch(url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${TOKEN}` }, body: initialize });

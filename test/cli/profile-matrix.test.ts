@@ -27,12 +27,18 @@ beforeEach(() => {
 
 function argsFor(tool: (typeof FILE_TOOLS)[number]): object {
   switch (tool) {
-    case 'read': return { path: 'data.txt' };
-    case 'grep': return { pattern: 'bet' };
-    case 'glob': return { pattern: '*.txt' };
-    case 'list': return { path: '.' };
-    case 'write': return { path: 'new.txt', content: 'created\n' };
-    case 'edit': return { path: 'data.txt', old_string: 'beta', new_string: 'gamma' };
+    case 'read':
+      return { path: 'data.txt' };
+    case 'grep':
+      return { pattern: 'bet' };
+    case 'glob':
+      return { pattern: '*.txt' };
+    case 'list':
+      return { path: '.' };
+    case 'write':
+      return { path: 'new.txt', content: 'created\n' };
+    case 'edit':
+      return { path: 'data.txt', old_string: 'beta', new_string: 'gamma' };
   }
 }
 

@@ -17,7 +17,9 @@ function files(home: string, turns: unknown[]): { script: string; profile: strin
 }
 
 function userMessages(home: string, id: string): string[] {
-  return readFileSync(join(home, 'sessions', id, 'trace.jsonl'), 'utf8').trim().split('\n')
+  return readFileSync(join(home, 'sessions', id, 'trace.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
     .map((line) => JSON.parse(line) as { type: string; message?: { role: string; content: string } })
     .filter((e) => e.type === 'message' && e.message?.role === 'user')
     .map((e) => e.message!.content);
@@ -56,17 +58,24 @@ describe('the REPL', () => {
     expect(processesMatching(marker)).toEqual([]);
     const [id] = readdirSync(join(home, 'sessions'));
     expect(userMessages(home, id!)).toEqual(['first', 'second', 'third']);
-    const ends = readFileSync(join(home, 'sessions', id!, 'trace.jsonl'), 'utf8').trim().split('\n')
-      .map((line) => JSON.parse(line) as { type: string; status?: string }).filter((e) => e.type === 'run_end').map((e) => e.status);
+    const ends = readFileSync(join(home, 'sessions', id!, 'trace.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; status?: string })
+      .filter((e) => e.type === 'run_end')
+      .map((e) => e.status);
     expect(ends).toEqual(['completed', 'completed', 'cancelled']);
   });
 
-  it('/tools is one line per tool, /tools NAME the full text; the Ctrl+C hint is on its own line; /compact reports once; /resume opens another session', async () => {
+  it('/tools is one line per tool, /tools NAME the full text; the Ctrl+C hint is on its own line; /compact reports once; /resume opens another ' +
+    'session', async () => {
     const home = makeTempDir('quarry-home-');
     const work = makeTempDir('quarry-work-');
     // An earlier session to resume.
     const earlier = files(home, [{ text: 'Earlier answer.' }]);
-    await runOnPty(['--model', `script:${earlier.script}`, '--profile', earlier.profile, '-w', work, 'earlier question'], cliEnv(home), [{ expect: 'Earlier answer' }]);
+    await runOnPty(['--model', `script:${earlier.script}`, '--profile', earlier.profile, '-w', work, 'earlier question'], cliEnv(home), [
+      { expect: 'Earlier answer' },
+    ]);
     const [earlierId] = readdirSync(join(home, 'sessions'));
     const { script, profile } = files(home, [{ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' }, { text: 'Summary of the talk.' }]);
     const result = await runOnPty(['--model', `script:${script}`, '--profile', profile, '-w', work], cliEnv(home, { COLUMNS: '100' }), [
@@ -76,9 +85,15 @@ describe('the REPL', () => {
       { send: '/tools grep\r' },
       { expect: 'arguments: ' },
       { expect: 'quarry> ' },
-      { send: 'a\r' }, { expect: 'One\\.' }, { expect: 'quarry> ' },
-      { send: 'b\r' }, { expect: 'Two\\.' }, { expect: 'quarry> ' },
-      { send: 'c\r' }, { expect: 'Three\\.' }, { expect: 'quarry> ' },
+      { send: 'a\r' },
+      { expect: 'One\\.' },
+      { expect: 'quarry> ' },
+      { send: 'b\r' },
+      { expect: 'Two\\.' },
+      { expect: 'quarry> ' },
+      { send: 'c\r' },
+      { expect: 'Three\\.' },
+      { expect: 'quarry> ' },
       { send: '/compact\r' },
       { expect: 'compact' },
       { expect: 'quarry> ' },
@@ -122,7 +137,9 @@ describe('the REPL', () => {
     expect(result.code).toBe(0);
     expect(readFileSync(join(work, 'a.txt'), 'utf8')).toBe('a');
     const [id] = readdirSync(join(home, 'sessions'));
-    const end = readFileSync(join(home, 'sessions', id!, 'trace.jsonl'), 'utf8').trim().split('\n')
+    const end = readFileSync(join(home, 'sessions', id!, 'trace.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
       .map((line) => JSON.parse(line) as { type: string; name?: string; duration_ms?: number })
       .find((e) => e.type === 'tool_end' && e.name === 'write');
     expect(end?.duration_ms).toBeLessThan(1000);

@@ -35,12 +35,18 @@ beforeAll(async () => {
     script,
     JSON.stringify({
       turns: [
-        { text: 'Looking at odd values first.', tool_calls: [{ name: 'sqlite', arguments: { operation: 'query', sql: `SELECT '${EVIL_CELL}' AS evil, '${EVIL_IMG.replace(/'/g, "''")}' AS img` } }] },
+        {
+          text: 'Looking at odd values first.',
+          tool_calls: [{ name: 'sqlite', arguments: { operation: 'query', sql: `SELECT '${EVIL_CELL}' AS evil, '${EVIL_IMG.replace(/'/g, "''")}' AS img` } }],
+        },
         { text: 'Trying to clean up.', tool_calls: [{ name: 'sqlite', arguments: { operation: 'query', sql: 'DELETE FROM sales' } }] },
         {
           text: 'Charting and exporting.',
           tool_calls: [
-            { name: 'chart', arguments: { sql: 'SELECT region, amount FROM sales', x: 'region', y: 'amount', title: 'Sales by region', output_path: 'sales.png' } },
+            {
+              name: 'chart',
+              arguments: { sql: 'SELECT region, amount FROM sales', x: 'region', y: 'amount', title: 'Sales by region', output_path: 'sales.png' },
+            },
             { name: 'sqlite', arguments: { operation: 'export_query', sql: 'SELECT * FROM sales ORDER BY region', output_path: 'sales.csv' } },
           ],
         },
@@ -61,7 +67,10 @@ beforeAll(async () => {
       ],
     }),
   );
-  const run = await runCli(['-m', `script:${script}`, '--db', `shop=${join(work, 'shop.db')}`, '-w', work, '--yes', 'How are sales by region?'], { env: cliEnv(home), timeoutMs: 60_000 });
+  const run = await runCli(['-m', `script:${script}`, '--db', `shop=${join(work, 'shop.db')}`, '-w', work, '--yes', 'How are sales by region?'], {
+    env: cliEnv(home),
+    timeoutMs: 60_000,
+  });
   expect(run.code, run.stderr).toBe(0);
   reportPath = join(work, 'report.html');
   const made = await runCli(['report', 'latest', '-o', reportPath], { env: cliEnv(home) });
@@ -72,7 +81,7 @@ beforeAll(async () => {
 describe('the report file', () => {
   it('is one file with everything inline, hostile text escaped', () => {
     const html = readFileSync(reportPath, 'utf8');
-    expect(html).toContain("Content-Security-Policy\" content=\"default-src 'none'; img-src data:");
+    expect(html).toContain('Content-Security-Policy" content="default-src \'none\'; img-src data:');
     expect(html).not.toMatch(/<script/i);
     expect(html).not.toMatch(/\s(src|href)="(https?:)?\/\//);
     expect(html).toContain('&lt;script&gt;window.__pwned = 1&lt;/script&gt;');
@@ -117,7 +126,19 @@ describe('the report file', () => {
 
   it('renders delegated children as sections', () => {
     const dir = makeTempDir('quarry-report-children-');
-    const meta = (id: string, prompt: string) => ({ id, status: 'completed', profile: 'readonly', model: 'script:x', working_dir: '/tmp', created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:01Z', pid: 1, runs: 1, first_prompt: prompt, usage: { input_tokens: 5, output_tokens: 6, cached_tokens: 0 } });
+    const meta = (id: string, prompt: string) => ({
+      id,
+      status: 'completed',
+      profile: 'readonly',
+      model: 'script:x',
+      working_dir: '/tmp',
+      created_at: '2026-01-01T00:00:00Z',
+      updated_at: '2026-01-01T00:00:01Z',
+      pid: 1,
+      runs: 1,
+      first_prompt: prompt,
+      usage: { input_tokens: 5, output_tokens: 6, cached_tokens: 0 },
+    });
     const trace = (prompt: string, answer: string) =>
       [
         { type: 'run_start', prompt, model: 'script:x', profile: 'readonly', working_dir: '/tmp', ts: '2026-01-01T00:00:00Z' },
@@ -176,7 +197,9 @@ describe.skipIf(!CHROMIUM)(`the report in headless Chromium${CHROMIUM ? '' : ' (
     const body = await page.locator('main').innerText();
     expect(body).toContain(EVIL_CELL);
     expect(body).toContain('DELETE FROM sales');
-    const images = await page.locator('img').evaluateAll((nodes) => nodes.map((node) => ({ src: (node as HTMLImageElement).src.slice(0, 22), width: (node as HTMLImageElement).naturalWidth })));
+    const images = await page
+      .locator('img')
+      .evaluateAll((nodes) => nodes.map((node) => ({ src: (node as HTMLImageElement).src.slice(0, 22), width: (node as HTMLImageElement).naturalWidth })));
     expect(images).toEqual([{ src: 'data:image/png;base64,', width: expect.any(Number) }]);
     expect(images[0]!.width).toBeGreaterThan(500);
     const shot = PNG.sync.read(await page.screenshot({ fullPage: true }));

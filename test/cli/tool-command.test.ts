@@ -23,7 +23,11 @@ describe('quarry --version', () => {
 
   it('prints the version also after other flags, without running anything', async () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-    for (const args of [['--no-color', '--version'], ['-p', 'readonly', '-V'], ['--verbose', '--version', 'a question']]) {
+    for (const args of [
+      ['--no-color', '--version'],
+      ['-p', 'readonly', '-V'],
+      ['--verbose', '--version', 'a question'],
+    ]) {
       const result = await runQuarry(args, { env: env() });
       expect(result).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
     }
@@ -53,7 +57,12 @@ describe('quarry tool', () => {
       const result = await runQuarry(['tool', 'read', '--args', args, '-w', dir, '--format', 'json'], { env: env() });
       return { code: result.code, ...(JSON.parse(result.stdout) as { ok?: boolean; output?: string; metadata?: { error?: string }; status?: string }) };
     };
-    expect(await run('{"path":""}')).toMatchObject({ code: 1, ok: false, output: 'path is empty; give a file or directory path', metadata: { error: 'bad_value' } });
+    expect(await run('{"path":""}')).toMatchObject({
+      code: 1,
+      ok: false,
+      output: 'path is empty; give a file or directory path',
+      metadata: { error: 'bad_value' },
+    });
     expect(await run('{"path":"missing.txt"}')).toMatchObject({ code: 1, ok: false, metadata: { error: 'not_found' } });
     expect(await run('{"path":"notes.txt","start_line":9}')).toMatchObject({ code: 1, ok: false, metadata: { error: 'bad_range' } });
     expect(await run('{"nope":1}')).toMatchObject({ code: 2, status: 'error' });
@@ -98,7 +107,9 @@ describe('quarry tool', () => {
     const profileDir = join(home, 'profiles');
     mkdirSync(profileDir, { recursive: true });
     writeFileSync(join(profileDir, 'careful.yaml'), 'file_write: full\napproval: {mode: dangerous}\n');
-    const refused = await runQuarry(['tool', 'write', '--args', '{"path":"new.txt","content":"hello"}', '-p', 'careful', '-w', dir, '--format', 'json'], { env: env() });
+    const refused = await runQuarry(['tool', 'write', '--args', '{"path":"new.txt","content":"hello"}', '-p', 'careful', '-w', dir, '--format', 'json'], {
+      env: env(),
+    });
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, metadata: { error: 'approval_required' } });
     expect(JSON.parse(refused.stdout).output).toContain('Pass --yes to approve');
@@ -110,9 +121,14 @@ describe('quarry tool', () => {
   });
 
   it('answers for the daytona profile without DAYTONA_API_KEY with a clear error, not a crash', async () => {
-    const result = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt"}', '-p', 'daytona', '-w', dir], { env: { ...env(), DAYTONA_API_KEY: undefined } });
+    const result = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt"}', '-p', 'daytona', '-w', dir], {
+      env: { ...env(), DAYTONA_API_KEY: undefined },
+    });
     expect(result.code).toBe(1);
-    expect(result.stderr.trim()).toBe('read failed: the daytona backend needs DAYTONA_API_KEY (create a key at https://app.daytona.io/dashboard/keys and export it); or use a profile with backend: local');
+    expect(result.stderr.trim()).toBe(
+      'read failed: the daytona backend needs DAYTONA_API_KEY (create a key at https://app.daytona.io/dashboard/keys and export it); or use a profile with ' +
+        'backend: local',
+    );
   });
 });
 
@@ -130,7 +146,9 @@ describe('quarry tools and profiles', () => {
     const db = join(REPO_ROOT, 'fixtures', 'sample.db');
     const result = await runQuarry(['tools', '--format', 'json', '--db', `sales=${db}`, '--all'], { env: env() });
     expect(result.code).toBe(0);
-    const parsed = JSON.parse(result.stdout) as { tools: Array<{ name: string; available: boolean; unavailableReason?: string; parameters: { properties: Record<string, { enum?: string[] }> } }> };
+    const parsed = JSON.parse(result.stdout) as {
+      tools: Array<{ name: string; available: boolean; unavailableReason?: string; parameters: { properties: Record<string, { enum?: string[] }> } }>;
+    };
     const sqlite = parsed.tools.find((t) => t.name === 'sqlite');
     expect(sqlite?.available).toBe(true);
     expect(sqlite?.parameters.properties.database?.enum).toEqual(['sales']);
@@ -141,7 +159,12 @@ describe('quarry tools and profiles', () => {
   it('lists profiles and shows one in full', async () => {
     const list = await runQuarry(['profiles'], { env: env() });
     expect(list.code).toBe(0);
-    expect(list.stdout.split('\n').filter(Boolean).map((l) => l.split(/\s+/)[0])).toEqual(['readonly', 'developer', 'eval', 'daytona']);
+    expect(
+      list.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(['readonly', 'developer', 'eval', 'daytona']);
     const show = await runQuarry(['profiles', 'show', 'developer'], { env: env() });
     expect(show.stdout).toContain('shell:         unrestricted');
     expect(show.stdout).toContain('approval:      granular (tools: sqlite, postgres, mysql, oracle, vertica; patterns: none)');

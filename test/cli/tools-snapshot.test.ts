@@ -12,7 +12,9 @@ import { makeTempDir } from '../support/context.js';
 describe('quarry tools --format json', () => {
   for (const profile of BUILTIN_PROFILE_NAMES) {
     it(`${profile}: the tools, descriptions and schemas are as reviewed`, async () => {
-      const result = await runQuarry(['tools', '--format', 'json', '-p', profile], { env: { QUARRY_NO_BWRAP: '1', QUARRY_HOME: makeTempDir('quarry-snapshot-home-') } });
+      const result = await runQuarry(['tools', '--format', 'json', '-p', profile], {
+        env: { QUARRY_NO_BWRAP: '1', QUARRY_HOME: makeTempDir('quarry-snapshot-home-') },
+      });
       expect(result.code, result.stderr).toBe(0);
       const parsed = JSON.parse(result.stdout) as { profile: string; tools: { name: string }[] };
       expect(parsed.profile).toBe(profile);

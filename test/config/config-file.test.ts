@@ -31,7 +31,9 @@ describe('where config.yaml is (src/config/home.ts)', () => {
     expect(missing).toBeInstanceOf(ConfigError);
     expect(missing.message).toBe(`--config ${join(home, 'missing.yaml')}: file not found`);
     mkdirSync(join(home, 'folder.yaml'));
-    expect(errorOf(() => readConfigFile(configFileLocation('folder.yaml', {}, home))).message).toBe(`--config ${join(home, 'folder.yaml')}: is a folder; expected a YAML file`);
+    expect(errorOf(() => readConfigFile(configFileLocation('folder.yaml', {}, home))).message).toBe(
+      `--config ${join(home, 'folder.yaml')}: is a folder; expected a YAML file`,
+    );
   });
 });
 
@@ -79,6 +81,8 @@ describe('one error family (src/errors.ts)', () => {
     const configYaml = errorOf(() => readConfigFile(configFileLocation(join(dir, 'config.yaml')))).message;
     expect(profileYaml).toMatch(new RegExp(`^${join(dir, 'bad.yaml')}: invalid YAML: `));
     expect(configYaml).toMatch(new RegExp(`^${join(dir, 'config.yaml')}: invalid YAML: `));
-    expect(errorOf(() => loadProfile(join(dir, 'typo.yaml'))).message).toMatch(new RegExp(`^${join(dir, 'typo.yaml')}: unknown key "shel"; allowed keys: name, description, shell, `));
+    expect(errorOf(() => loadProfile(join(dir, 'typo.yaml'))).message).toMatch(
+      new RegExp(`^${join(dir, 'typo.yaml')}: unknown key "shel"; allowed keys: name, description, shell, `),
+    );
   });
 });

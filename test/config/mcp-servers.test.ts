@@ -36,7 +36,15 @@ mcp_servers:
 `;
     const servers = parseMcpServers(text, FILE, { DATA_DIR: '/data', SECRET: 's3', HOST: 'example.com' });
     expect(servers).toEqual([
-      { name: 'files', type: 'stdio', command: ['npx', '-y', '@modelcontextprotocol/server-filesystem', '/data'], env: { TOKEN: 't-s3', DEBUG: '1' }, cwd: undefined, startupTimeoutMs: 10_000, toolTimeoutMs: 60_000 },
+      {
+        name: 'files',
+        type: 'stdio',
+        command: ['npx', '-y', '@modelcontextprotocol/server-filesystem', '/data'],
+        env: { TOKEN: 't-s3', DEBUG: '1' },
+        cwd: undefined,
+        startupTimeoutMs: 10_000,
+        toolTimeoutMs: 60_000,
+      },
       { name: 'search', type: 'http', url: 'https://example.com/mcp', headers: { Authorization: 'Bearer s3' }, startupTimeoutMs: 2500, toolTimeoutMs: 120_000 },
     ]);
   });
@@ -50,11 +58,15 @@ mcp_servers:
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: [x], url: y}}', FILE, {}))).toBe(
       `${FILE}: mcp_servers.s: unknown key "url"; a stdio server takes type, startup_timeout_secs, tool_timeout_secs, command, env, cwd`,
     );
-    expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: sse, url: y}}', FILE, {}))).toBe(`${FILE}: mcp_servers.s.type must be stdio or http (got "sse")`);
+    expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: sse, url: y}}', FILE, {}))).toBe(
+      `${FILE}: mcp_servers.s.type must be stdio or http (got "sse")`,
+    );
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: []}}', FILE, {}))).toMatch(/command must be a non-empty list/);
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: "npx server"}}', FILE, {}))).toMatch(/command must be a non-empty list/);
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http, url: "ftp://x"}}', FILE, {}))).toMatch(/must start with http/);
-    expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http, url: "http://x", tool_timeout_secs: 0}}', FILE, {}))).toMatch(/tool_timeout_secs must be a positive number of seconds \(got 0\)/);
+    expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http, url: "http://x", tool_timeout_secs: 0}}', FILE, {}))).toMatch(
+      /tool_timeout_secs must be a positive number of seconds \(got 0\)/,
+    );
     expect(errorOf(() => parseMcpServers('mcp_servers: [a]', FILE, {}))).toMatch(/mcp_servers must be a mapping/);
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http', FILE, {}))).toMatch(/invalid YAML/);
   });
@@ -65,10 +77,14 @@ mcp_servers:
     writeFileSync(join(home, 'config.yaml'), 'mcp_servers: {h: {type: http, url: "http://127.0.0.1:1/mcp"}}\n');
     expect(loadMcpServers(undefined, { QUARRY_HOME: home }).map((server) => server.name)).toEqual(['h']);
     mkdirSync(join(home, 'sub'));
-    expect(errorOf(() => loadMcpServers('sub/missing.yaml', { QUARRY_HOME: home }, home))).toBe(`--config ${join(home, 'sub', 'missing.yaml')}: file not found`);
+    expect(errorOf(() => loadMcpServers('sub/missing.yaml', { QUARRY_HOME: home }, home))).toBe(
+      `--config ${join(home, 'sub', 'missing.yaml')}: file not found`,
+    );
     expect(errorOf(() => loadMcpServers('sub', { QUARRY_HOME: home }, home))).toBe(`--config ${join(home, 'sub')}: is a folder; expected a YAML file`);
     writeFileSync(join(home, 'typo.yaml'), 'mcp_server: {}\n');
-    expect(errorOf(() => loadMcpServers('typo.yaml', {}, home))).toBe(`${join(home, 'typo.yaml')}: unknown key "mcp_server"; allowed keys: databases, mcp_servers`);
+    expect(errorOf(() => loadMcpServers('typo.yaml', {}, home))).toBe(
+      `${join(home, 'typo.yaml')}: unknown key "mcp_server"; allowed keys: databases, mcp_servers`,
+    );
     writeFileSync(join(home, 'empty.yaml'), '');
     expect(loadMcpServers('empty.yaml', {}, home)).toEqual([]);
   });

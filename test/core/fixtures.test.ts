@@ -10,7 +10,9 @@ type Row = Record<string, unknown>;
 function snapshot(path: string): Record<string, Row[]> {
   const db = new Database(path, { readonly: true });
   try {
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view') AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>;
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view') AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{
+      name: string;
+    }>;
     return Object.fromEntries(tables.map(({ name }) => [name, db.prepare(`SELECT * FROM "${name}" ORDER BY 1`).all() as Row[]]));
   } finally {
     db.close();

@@ -24,7 +24,10 @@ function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of sources(SRC)) {
     const text = readFileSync(file, 'utf8');
-    graph.set(file, [...text.matchAll(IMPORT)].map((match) => resolve(dirname(file), match[1]!.replace(/\.js$/, '.ts').replace(/\.cjs$/, '.cts'))));
+    graph.set(
+      file,
+      [...text.matchAll(IMPORT)].map((match) => resolve(dirname(file), match[1]!.replace(/\.js$/, '.ts').replace(/\.cjs$/, '.cts'))),
+    );
   }
   return graph;
 }
@@ -114,12 +117,26 @@ describe('the import graph of src/', () => {
   it('finds an upward import when there is one (the check itself)', () => {
     const agent = join(SRC, 'agent', 'loop.ts');
     const cli = join(SRC, 'cli', 'errors.ts');
-    expect(upwardImports(new Map([[agent, [cli]], [cli, []]]))).toEqual(['agent/loop.ts -> cli/errors.ts']);
+    expect(
+      upwardImports(
+        new Map([
+          [agent, [cli]],
+          [cli, []],
+        ]),
+      ),
+    ).toEqual(['agent/loop.ts -> cli/errors.ts']);
   });
 
   it('finds a cycle when there is one (the check itself)', () => {
     const a = join(SRC, 'a.ts');
     const b = join(SRC, 'b.ts');
-    expect(cycles(new Map([[a, [b]], [b, [a]]]))).toEqual([['a.ts', 'b.ts']]);
+    expect(
+      cycles(
+        new Map([
+          [a, [b]],
+          [b, [a]],
+        ]),
+      ),
+    ).toEqual([['a.ts', 'b.ts']]);
   });
 });

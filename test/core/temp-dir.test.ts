@@ -18,12 +18,22 @@ describe('the test run temporary directory', () => {
     // A nested vitest run of one small test file that litters on purpose: afterwards its per-run
     // directory (named by the nested test) must be gone from this run's temporary directory.
     const before = new Set(readdirSync(tmpdir()));
-    const result = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules/vitest/vitest.mjs'), 'run', 'test/core/fixtures/litter.fixture.ts', '--config', 'test/core/fixtures/litter.vitest.config.ts'], {
-      cwd: REPO_ROOT,
-      encoding: 'utf8',
-      env: { ...process.env, QUARRY_TEST_RUN_TMPDIR: '', LITTER_REPORT: join(tmpdir(), 'litter-report.txt') },
-      timeout: 60_000,
-    });
+    const result = spawnSync(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'node_modules/vitest/vitest.mjs'),
+        'run',
+        'test/core/fixtures/litter.fixture.ts',
+        '--config',
+        'test/core/fixtures/litter.vitest.config.ts',
+      ],
+      {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, QUARRY_TEST_RUN_TMPDIR: '', LITTER_REPORT: join(tmpdir(), 'litter-report.txt') },
+        timeout: 60_000,
+      },
+    );
     expect(result.status, result.stderr + result.stdout).toBe(0);
     const littered = readFileSync(join(tmpdir(), 'litter-report.txt'), 'utf8');
     expect(dirname(littered)).toMatch(/quarry-test-run-/);

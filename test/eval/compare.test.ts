@@ -21,8 +21,32 @@ describe('execution accuracy rules', () => {
   });
 
   it('ordered: the same rows in the same order', () => {
-    expect(compareResults([[1, 'a'], [2, 'b']], [[1, 'a'], [2, 'b']], 'ordered').equal).toBe(true);
-    expect(compareResults([[2, 'b'], [1, 'a']], [[1, 'a'], [2, 'b']], 'ordered')).toEqual({ equal: false, reason: 'row 1 differs' });
+    expect(
+      compareResults(
+        [
+          [1, 'a'],
+          [2, 'b'],
+        ],
+        [
+          [1, 'a'],
+          [2, 'b'],
+        ],
+        'ordered',
+      ).equal,
+    ).toBe(true);
+    expect(
+      compareResults(
+        [
+          [2, 'b'],
+          [1, 'a'],
+        ],
+        [
+          [1, 'a'],
+          [2, 'b'],
+        ],
+        'ordered',
+      ),
+    ).toEqual({ equal: false, reason: 'row 1 differs' });
   });
 
   it('NULLs equal only NULLs; numbers compare like Python (1 == 1.0 == True, "12.50" == 12.5)', () => {
@@ -64,8 +88,16 @@ describe('execution accuracy rules', () => {
 
   it('voting groups equal results and takes the largest group (ties: earliest)', () => {
     const attempt = (sql: string, rows: unknown[][], correct: boolean): AttemptResult => ({
-      status: 'completed', sql, sql_source: 'answer', correct, turns: 1, tool_calls: 1, usage: { input_tokens: 0, output_tokens: 0, cached_tokens: 0 },
-      duration_ms: 1, session_id: 'x', signature: resultSignature(rows),
+      status: 'completed',
+      sql,
+      sql_source: 'answer',
+      correct,
+      turns: 1,
+      tool_calls: 1,
+      usage: { input_tokens: 0, output_tokens: 0, cached_tokens: 0 },
+      duration_ms: 1,
+      session_id: 'x',
+      signature: resultSignature(rows),
     });
     const wrong = attempt('SELECT 2', [[2]], false);
     const right = attempt('SELECT 1', [[1]], true);
@@ -83,7 +115,12 @@ describe('execution accuracy rules', () => {
   });
 
   it('reads CSV with quotes, doubled quotes, CRLF and a final line without a newline', () => {
-    expect(parseCsv('a,b\r\n"x, y","say ""hi"""\r\n1,\n2,3')).toEqual([['a', 'b'], ['x, y', 'say "hi"'], ['1', ''], ['2', '3']]);
+    expect(parseCsv('a,b\r\n"x, y","say ""hi"""\r\n1,\n2,3')).toEqual([
+      ['a', 'b'],
+      ['x, y', 'say "hi"'],
+      ['1', ''],
+      ['2', '3'],
+    ]);
   });
 });
 
@@ -96,24 +133,58 @@ describe('suite files', () => {
   };
 
   it('loads BIRD, Spider and quarry YAML into one shape', () => {
-    const bird = loadSuite(write('b.json', JSON.stringify([{ question_id: 7, db_id: 'shop', question: 'How many?', evidence: 'x means y', SQL: 'SELECT 1', difficulty: 'simple' }])), dir);
-    expect(bird).toMatchObject({ format: 'bird', defaultRule: 'set', questions: [{ id: '7', database: 'shop', evidence: 'x means y', expected: { kind: 'sql', sql: 'SELECT 1' }, difficulty: 'simple' }] });
-    const spider = loadSuite(write('s.json', JSON.stringify([{ db_id: 'shop', question: 'Q1', query: 'SELECT 1' }, { db_id: 'shop', question: 'Q2', query: 'SELECT 2' }])), dir);
+    const bird = loadSuite(
+      write('b.json', JSON.stringify([{ question_id: 7, db_id: 'shop', question: 'How many?', evidence: 'x means y', SQL: 'SELECT 1', difficulty: 'simple' }])),
+      dir,
+    );
+    expect(bird).toMatchObject({
+      format: 'bird',
+      defaultRule: 'set',
+      questions: [{ id: '7', database: 'shop', evidence: 'x means y', expected: { kind: 'sql', sql: 'SELECT 1' }, difficulty: 'simple' }],
+    });
+    const spider = loadSuite(
+      write(
+        's.json',
+        JSON.stringify([
+          { db_id: 'shop', question: 'Q1', query: 'SELECT 1' },
+          { db_id: 'shop', question: 'Q2', query: 'SELECT 2' },
+        ]),
+      ),
+      dir,
+    );
     expect(spider.questions.map((question) => question.id)).toEqual(['0', '1']);
     expect(spider.format).toBe('spider');
     write('expected.csv', 'name,total\r\nAda,3\r\n');
     const yaml = loadSuite(
-      write('q.yaml', 'questions:\n  - {id: a, question: Q, database: main, expected_rows: [[1, x], {n: 2, s: y}], order_matters: true, tags: [kpi]}\n  - {id: b, question: Q2, database: main, expected_csv: expected.csv, tolerance: 0.01}\n'),
+      write(
+        'q.yaml',
+        'questions:\n  - {id: a, question: Q, database: main, expected_rows: [[1, x], {n: 2, s: y}], order_matters: true, tags: [kpi]}\n  - {id: b, ' +
+          'question: Q2, database: main, expected_csv: expected.csv, tolerance: 0.01}\n',
+      ),
       dir,
     );
-    expect(yaml.questions[0]).toMatchObject({ expected: { kind: 'rows', rows: [[1, 'x'], [2, 'y']] }, orderMatters: true, tags: ['kpi'] });
+    expect(yaml.questions[0]).toMatchObject({
+      expected: {
+        kind: 'rows',
+        rows: [
+          [1, 'x'],
+          [2, 'y'],
+        ],
+      },
+      orderMatters: true,
+      tags: ['kpi'],
+    });
     expect(yaml.questions[1]).toMatchObject({ expected: { kind: 'csv', rows: [['Ada', '3']] }, tolerance: 0.01 });
   });
 
   it('reads expected_csv as a file unless it holds a line break, commas in the name included', () => {
     write('a,b.csv', 'n\r\n5\r\n');
     const suite = loadSuite(
-      write('csv.yaml', 'questions:\n  - {id: f, question: Q, database: main, expected_csv: "a,b.csv"}\n  - {id: t, question: Q, database: main, expected_csv: "n,m\\n1,2\\n"}\n'),
+      write(
+        'csv.yaml',
+        'questions:\n  - {id: f, question: Q, database: main, expected_csv: "a,b.csv"}\n  - {id: t, question: Q, database: main, expected_csv: ' +
+          '"n,m\\n1,2\\n"}\n',
+      ),
       dir,
     );
     expect(suite.questions[0]).toMatchObject({ expected: { kind: 'csv', rows: [['5']] } });
@@ -122,15 +193,38 @@ describe('suite files', () => {
   });
 
   it('names the entry and the field of a malformed suite', () => {
-    expect(() => loadSuite(write('m1.json', JSON.stringify([{ question_id: 1, db_id: 'a', question: 'q', SQL: 'SELECT 1' }, { question_id: 2, db_id: 'a', SQL: 'SELECT 1' }])), dir)).toThrow(
-      /entry 2 \(question_id 2\): missing field "question"/,
-    );
+    expect(() =>
+      loadSuite(
+        write(
+          'm1.json',
+          JSON.stringify([
+            { question_id: 1, db_id: 'a', question: 'q', SQL: 'SELECT 1' },
+            { question_id: 2, db_id: 'a', SQL: 'SELECT 1' },
+          ]),
+        ),
+        dir,
+      ),
+    ).toThrow(/entry 2 \(question_id 2\): missing field "question"/);
     expect(() => loadSuite(write('m2.json', '{"not": "a list"}'), dir)).toThrow(/expected a non-empty JSON list/);
     expect(() => loadSuite(write('m3.json', '[{"foo": 1}]'), dir)).toThrow(/entry 1: neither a BIRD entry/);
-    expect(() => loadSuite(write('m4.json', '[{"db_id": "a", "question": "q", "query": 5}]'), dir)).toThrow(/entry 1: field "query" must be a non-empty string/);
-    expect(() => loadSuite(write('m5.yaml', 'questions:\n  - {question: q, database: d}\n'), dir)).toThrow(/question 1: needs exactly one of expected_sql, expected_rows, expected_csv \(has none\)/);
-    expect(() => loadSuite(write('m6.yaml', 'questions:\n  - {question: q, database: d, expected_sql: SELECT 1, expectd_rows: []}\n'), dir)).toThrow(/unknown field "expectd_rows"/);
-    expect(() => loadSuite(write('m7.yaml', 'questions:\n  - {id: x, question: q, database: d, expected_sql: SELECT 1}\n  - {id: x, question: q, database: d, expected_sql: SELECT 1}\n'), dir)).toThrow(/id "x" is used twice/);
+    expect(() => loadSuite(write('m4.json', '[{"db_id": "a", "question": "q", "query": 5}]'), dir)).toThrow(
+      /entry 1: field "query" must be a non-empty string/,
+    );
+    expect(() => loadSuite(write('m5.yaml', 'questions:\n  - {question: q, database: d}\n'), dir)).toThrow(
+      /question 1: needs exactly one of expected_sql, expected_rows, expected_csv \(has none\)/,
+    );
+    expect(() => loadSuite(write('m6.yaml', 'questions:\n  - {question: q, database: d, expected_sql: SELECT 1, expectd_rows: []}\n'), dir)).toThrow(
+      /unknown field "expectd_rows"/,
+    );
+    expect(() =>
+      loadSuite(
+        write(
+          'm7.yaml',
+          'questions:\n  - {id: x, question: q, database: d, expected_sql: SELECT 1}\n  - {id: x, question: q, database: d, expected_sql: SELECT 1}\n',
+        ),
+        dir,
+      ),
+    ).toThrow(/id "x" is used twice/);
     expect(() => loadSuite(write('m8.json', '[{"question_id": 1, '), dir)).toThrow(/JSON: /);
     expect(() => loadSuite(join(dir, 'missing.json'), dir)).toThrow(/no such file/);
   });

@@ -24,7 +24,9 @@ interface ModelReply {
 }
 
 /** A loopback Chat Completions server whose reply depends on the question (the first user message) and the call count. */
-async function startModel(answer: (question: string, call: number, body: Record<string, unknown>) => ModelReply): Promise<{ url: string; requests: number; close(): Promise<void> }> {
+async function startModel(
+  answer: (question: string, call: number, body: Record<string, unknown>) => ModelReply,
+): Promise<{ url: string; requests: number; close(): Promise<void> }> {
   const calls = new Map<string, number>();
   const state = { requests: 0 };
   const server: Server = createServer((req, res) => {
@@ -45,7 +47,11 @@ async function startModel(answer: (question: string, call: number, body: Record<
           return;
         }
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (const event of openAIEvents({ ...(reply.text !== undefined ? { text: reply.text } : {}), ...(reply.toolCalls ? { toolCalls: reply.toolCalls } : {}) })) res.write(event);
+        for (const event of openAIEvents({
+          ...(reply.text !== undefined ? { text: reply.text } : {}),
+          ...(reply.toolCalls ? { toolCalls: reply.toolCalls } : {}),
+        }))
+          res.write(event);
         res.end();
       };
       if (reply.delayMs) setTimeout(send, reply.delayMs);
@@ -87,9 +93,30 @@ function writeSuite(dir: string, name: string, entries: unknown): string {
 }
 
 const QUESTIONS = [
-  { question_id: 1, db_id: 'shop', question: 'How many fruits are there?', evidence: "fruit refers to kind = 'fruit'", SQL: "SELECT COUNT(*) FROM items WHERE kind = 'fruit'", difficulty: 'simple' },
-  { question_id: 2, db_id: 'shop', question: 'Which item is cheapest?', evidence: '', SQL: 'SELECT name FROM items ORDER BY price LIMIT 1', difficulty: 'simple' },
-  { question_id: 3, db_id: 'shop', question: 'What is the total price of vegetables?', evidence: "vegetables refers to kind = 'veg'", SQL: "SELECT SUM(price) FROM items WHERE kind = 'veg'", difficulty: 'moderate' },
+  {
+    question_id: 1,
+    db_id: 'shop',
+    question: 'How many fruits are there?',
+    evidence: "fruit refers to kind = 'fruit'",
+    SQL: "SELECT COUNT(*) FROM items WHERE kind = 'fruit'",
+    difficulty: 'simple',
+  },
+  {
+    question_id: 2,
+    db_id: 'shop',
+    question: 'Which item is cheapest?',
+    evidence: '',
+    SQL: 'SELECT name FROM items ORDER BY price LIMIT 1',
+    difficulty: 'simple',
+  },
+  {
+    question_id: 3,
+    db_id: 'shop',
+    question: 'What is the total price of vegetables?',
+    evidence: "vegetables refers to kind = 'veg'",
+    SQL: "SELECT SUM(price) FROM items WHERE kind = 'veg'",
+    difficulty: 'moderate',
+  },
   { question_id: 4, db_id: 'shop', question: 'List every item name.', evidence: '', SQL: 'SELECT name FROM items', difficulty: 'moderate' },
 ];
 
@@ -100,14 +127,28 @@ beforeAll(() => {
 });
 
 function readJsonl(path: string): Array<Record<string, any>> {
-  return readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 }
 
 describe('quarry eval with the bundled suite', () => {
   it('runs fixtures/eval/sample-bird.json with the scripted model and writes report.md, report.json and one session per question', async () => {
     const out = join(home, 'bundled');
     const result = await runCli(
-      ['eval', 'fixtures/eval/sample-bird.json', '--db-dir', 'fixtures/eval/dbs', '-m', 'script:fixtures/eval/sample-bird.script.json', '--out', out, '--format', 'json'],
+      [
+        'eval',
+        'fixtures/eval/sample-bird.json',
+        '--db-dir',
+        'fixtures/eval/dbs',
+        '-m',
+        'script:fixtures/eval/sample-bird.script.json',
+        '--out',
+        out,
+        '--format',
+        'json',
+      ],
       { env: cliEnv(home), cwd: REPO_ROOT, timeoutMs: 120_000 },
     );
     expect(result.code, result.stderr).toBe(0);
@@ -139,7 +180,8 @@ describe('quarry eval with a model over the wire', () => {
       if (question.includes('vegetables')) return answer('SELECT SUM(prise) FROM items'); // fails to run
       if (question.includes('every item')) {
         // First query, then answer: attempts alternate wrong, right, right (voting fixes attempt 1).
-        if (!isToolResultTurn(body)) return { toolCalls: [{ name: 'sqlite', arguments: JSON.stringify({ operation: 'query', sql: 'SELECT name FROM items' }) }] };
+        if (!isToolResultTurn(body))
+          return { toolCalls: [{ name: 'sqlite', arguments: JSON.stringify({ operation: 'query', sql: 'SELECT name FROM items' }) }] };
         return answer(call % 3 === 2 ? "SELECT name FROM items WHERE kind = 'veg'" : 'SELECT name FROM items ORDER BY name');
       }
       return { text: 'unexpected' };
@@ -147,7 +189,10 @@ describe('quarry eval with a model over the wire', () => {
     try {
       const suite = writeSuite(home, 'wire.json', QUESTIONS);
       const out = join(home, 'wire');
-      const result = await runCli(['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--vote', '3', '--format', 'json'], { env: cliEnv(home), timeoutMs: 120_000 });
+      const result = await runCli(
+        ['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--vote', '3', '--format', 'json'],
+        { env: cliEnv(home), timeoutMs: 120_000 },
+      );
       expect(result.code, result.stderr).toBe(0);
       const report = JSON.parse(result.stdout);
       const byId = Object.fromEntries(readJsonl(join(out, 'results.jsonl')).map((entry) => [entry.id, entry]));
@@ -171,13 +216,16 @@ describe('quarry eval with a model over the wire', () => {
     const model = await startModel((question) => {
       if (question.includes('fruits')) return { text: 'slow', delayMs: 20_000 };
       if (question.includes('cheapest')) return { status: 400 };
-      return { text: "```sql\nSELECT name FROM items\n```" };
+      return { text: '```sql\nSELECT name FROM items\n```' };
     });
     try {
       const suite = writeSuite(home, 'faults.json', QUESTIONS);
       const out = join(home, 'faults');
       const started = Date.now();
-      const result = await runCli(['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--timeout', '2', '--format', 'json'], { env: cliEnv(home), timeoutMs: 60_000 });
+      const result = await runCli(
+        ['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--timeout', '2', '--format', 'json'],
+        { env: cliEnv(home), timeoutMs: 60_000 },
+      );
       expect(result.code, result.stderr).toBe(0);
       expect(Date.now() - started).toBeLessThan(15_000);
       const byId = Object.fromEntries(readJsonl(join(out, 'results.jsonl')).map((entry) => [entry.id, entry]));
@@ -198,7 +246,10 @@ describe('quarry eval with a model over the wire', () => {
       const many = Array.from({ length: 8 }, (_, index) => ({ ...QUESTIONS[0], question_id: index + 1, question: `Question number ${index + 1}?` }));
       const suite = writeSuite(home, 'many.json', many);
       const out = join(home, 'many');
-      const result = await runCli(['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--concurrency', '3'], { env: cliEnv(home), timeoutMs: 60_000 });
+      const result = await runCli(['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--concurrency', '3'], {
+        env: cliEnv(home),
+        timeoutMs: 60_000,
+      });
       expect(result.code, result.stderr).toBe(0);
       // The overlap of the runs, from each session's own trace (run_start to run_end).
       const spans = readdirSync(join(out, 'sessions')).map((id) => {
@@ -206,7 +257,15 @@ describe('quarry eval with a model over the wire', () => {
         return [Date.parse(events.find((event) => event.type === 'run_start')!.ts), Date.parse(events.find((event) => event.type === 'run_end')!.ts)] as const;
       });
       expect(spans).toHaveLength(8);
-      const points = spans.flatMap(([start, end]) => [[start, 1], [end, -1]] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+      const points = spans
+        .flatMap(
+          ([start, end]) =>
+            [
+              [start, 1],
+              [end, -1],
+            ] as const,
+        )
+        .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
       for (const [, delta] of points) {
         active += delta;
         peak = Math.max(peak, active);
@@ -225,10 +284,18 @@ describe('quarry eval with a model over the wire', () => {
       return { text: '```sql\nSELECT 1\n```', delayMs: 400 };
     });
     try {
-      const many = Array.from({ length: 6 }, (_, index) => ({ ...QUESTIONS[0], question_id: index + 1, question: `Resumable question ${index + 1}?`, SQL: 'SELECT 1' }));
+      const many = Array.from({ length: 6 }, (_, index) => ({
+        ...QUESTIONS[0],
+        question_id: index + 1,
+        question: `Resumable question ${index + 1}?`,
+        SQL: 'SELECT 1',
+      }));
       const suite = writeSuite(home, 'resume.json', many);
       const out = join(home, 'resume');
-      const child = spawnCli(['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--concurrency', '1', '--format', 'json'], { env: cliEnv(home) as NodeJS.ProcessEnv });
+      const child = spawnCli(
+        ['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--concurrency', '1', '--format', 'json'],
+        { env: cliEnv(home) as NodeJS.ProcessEnv },
+      );
       const done = collect(child, 60_000);
       const results = join(out, 'results.jsonl');
       const started = Date.now();
@@ -248,7 +315,10 @@ describe('quarry eval with a model over the wire', () => {
       expect(finished.length).toBeLessThan(6);
       const askedBefore = asked.length;
 
-      const second = await runCli(['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--resume', '--format', 'json'], { env: cliEnv(home), timeoutMs: 60_000 });
+      const second = await runCli(
+        ['eval', suite, '--db-dir', dbDir, '--base-url', model.url, '-m', 'test-model', '--out', out, '--resume', '--format', 'json'],
+        { env: cliEnv(home), timeoutMs: 60_000 },
+      );
       expect(second.code, second.stderr).toBe(0);
       const all = readJsonl(results);
       expect(all.map((entry) => entry.id).sort()).toEqual(['1', '2', '3', '4', '5', '6']);
@@ -288,7 +358,10 @@ describe('other suite formats and commands', () => {
       ],
     });
     const spiderOut = join(home, 'spider');
-    const first = await runCli(['eval', spider, '--db-dir', dbDir, '-m', `script:${script}`, '--out', spiderOut, '--format', 'json'], { env: cliEnv(home), timeoutMs: 60_000 });
+    const first = await runCli(['eval', spider, '--db-dir', dbDir, '-m', `script:${script}`, '--out', spiderOut, '--format', 'json'], {
+      env: cliEnv(home),
+      timeoutMs: 60_000,
+    });
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(first.stdout).total).toMatchObject({ count: 2, correct: 1 });
 
@@ -314,7 +387,10 @@ describe('other suite formats and commands', () => {
       ].join('\n'),
     );
     const yamlOut = join(home, 'yaml');
-    const second = await runCli(['eval', yaml, '--db', `shop=${shop}`, '-m', `script:${script}`, '--out', yamlOut, '--format', 'json'], { env: cliEnv(home), timeoutMs: 60_000 });
+    const second = await runCli(['eval', yaml, '--db', `shop=${shop}`, '-m', `script:${script}`, '--out', yamlOut, '--format', 'json'], {
+      env: cliEnv(home),
+      timeoutMs: 60_000,
+    });
     expect(second.code, second.stderr).toBe(0);
     const report = JSON.parse(second.stdout);
     const byId = Object.fromEntries(readJsonl(join(yamlOut, 'results.jsonl')).map((entry) => [entry.id, entry]));
@@ -325,7 +401,10 @@ describe('other suite formats and commands', () => {
     expect(report.groups.map((group: { group: string }) => group.group)).toEqual(['(untagged)', 'kpi']);
     // --compare set overrides the per-question rule: the wrongly ordered rows now count.
     const setOut = join(home, 'yaml-set');
-    const third = await runCli(['eval', yaml, '--db', `shop=${shop}`, '-m', `script:${script}`, '--out', setOut, '--compare', 'set', '--format', 'json'], { env: cliEnv(home), timeoutMs: 60_000 });
+    const third = await runCli(['eval', yaml, '--db', `shop=${shop}`, '-m', `script:${script}`, '--out', setOut, '--compare', 'set', '--format', 'json'], {
+      env: cliEnv(home),
+      timeoutMs: 60_000,
+    });
     expect(JSON.parse(third.stdout)).toMatchObject({ compare_rule: 'set', total: { correct: 4 } });
 
     const compared = await runCli(['eval', 'compare', yamlOut, setOut], { env: cliEnv(home) });
@@ -334,7 +413,9 @@ describe('other suite formats and commands', () => {
     expect(compared.stdout).toContain('correct only in B (1): unordered-wrong-order');
     expect(compared.stdout).toContain('differs: compare: A per question, B set');
 
-    const unknownAlias = await runCli(['eval', yaml, '--db', `other=${shop}`, '--db', `more=${shop}`, '-m', `script:${script}`, '--out', join(home, 'bad')], { env: cliEnv(home) });
+    const unknownAlias = await runCli(['eval', yaml, '--db', `other=${shop}`, '--db', `more=${shop}`, '-m', `script:${script}`, '--out', join(home, 'bad')], {
+      env: cliEnv(home),
+    });
     expect(unknownAlias.code).toBe(2);
     expect(unknownAlias.stderr).toContain('not configured: shop');
   }, 120_000);
@@ -343,11 +424,29 @@ describe('other suite formats and commands', () => {
     const broken = writeSuite(home, 'broken.json', [{ question_id: 1, db_id: 'shop', question: 'q' }]);
     const cases: Array<[string[], RegExp]> = [
       [['eval', broken, '--db-dir', dbDir, '-m', 'script:x.json'], /entry 1 \(question_id 1\): missing field "SQL"/],
-      [['eval', writeSuite(home, 'nodb.json', [{ ...QUESTIONS[0], db_id: 'nope' }]), '--db-dir', dbDir, '-m', `script:${join(REPO_ROOT, 'fixtures/eval/sample-bird.script.json')}`, '--out', join(home, 'nodb')], /database "nope" not found: expected .*nope\/nope\.sqlite/],
+      [
+        [
+          'eval',
+          writeSuite(home, 'nodb.json', [{ ...QUESTIONS[0], db_id: 'nope' }]),
+          '--db-dir',
+          dbDir,
+          '-m',
+          `script:${join(REPO_ROOT, 'fixtures/eval/sample-bird.script.json')}`,
+          '--out',
+          join(home, 'nodb'),
+        ],
+        /database "nope" not found: expected .*nope\/nope\.sqlite/,
+      ],
       [['eval', writeSuite(home, 'ok.json', QUESTIONS), '-m', 'script:x.json'], /needs --db-dir DIR/],
       // Red team: a db_id that leads out of --db-dir (DIR/../x.sqlite exists) or that would change the alias's target.
-      [['eval', writeSuite(home, 'escape.json', [{ ...QUESTIONS[0], db_id: `../${basename(dbDir)}/shop/shop` }]), '--db-dir', dbDir, '-m', 'script:x.json'], /field "db_id" must be a plain name .*"\.\.\//],
-      [['eval', writeSuite(home, 'alias.json', [{ ...QUESTIONS[0], db_id: 'shop=sqlite:x' }]), '--db-dir', dbDir, '-m', 'script:x.json'], /field "db_id" must be a plain name/],
+      [
+        ['eval', writeSuite(home, 'escape.json', [{ ...QUESTIONS[0], db_id: `../${basename(dbDir)}/shop/shop` }]), '--db-dir', dbDir, '-m', 'script:x.json'],
+        /field "db_id" must be a plain name .*"\.\.\//,
+      ],
+      [
+        ['eval', writeSuite(home, 'alias.json', [{ ...QUESTIONS[0], db_id: 'shop=sqlite:x' }]), '--db-dir', dbDir, '-m', 'script:x.json'],
+        /field "db_id" must be a plain name/,
+      ],
       [['eval', join(home, 'ok.json'), '--db-dir', dbDir, '-m', 'script:x.json', '--concurrency', '0'], /--concurrency expects a whole number ≥ 1/],
       [['eval', join(home, 'ok.json'), '--db-dir', dbDir, '-m', 'script:x.json', '--only', '99'], /--only: no question with id 99/],
       [['eval', 'compare', join(home, 'wire')], /needs two eval output directories/],

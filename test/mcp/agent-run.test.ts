@@ -92,10 +92,13 @@ describe('MCP tools in an agent run', () => {
   });
 
   it('quarry tool runs an MCP tool directly', async () => {
-    const result = await runQuarry(['tool', 'mcp__files__read_text_file', '--args', JSON.stringify({ path: join(data, 'report.txt') }), '--yes', '--format', 'json'], {
-      env: cliEnv(home, { MCP_RUN_TOKEN: 'run-token' }),
-      timeoutMs: 60_000,
-    });
+    const result = await runQuarry(
+      ['tool', 'mcp__files__read_text_file', '--args', JSON.stringify({ path: join(data, 'report.txt') }), '--yes', '--format', 'json'],
+      {
+        env: cliEnv(home, { MCP_RUN_TOKEN: 'run-token' }),
+        timeoutMs: 60_000,
+      },
+    );
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, output: 'total revenue: 1234.50\n' });
   });

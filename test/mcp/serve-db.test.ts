@@ -96,7 +96,7 @@ afterAll(async () => {
 });
 
 describe('quarry mcp over stdio', () => {
-  it('serves the readonly profile\'s tools with truthful annotations, and exits when the client closes', async () => {
+  it("serves the readonly profile's tools with truthful annotations, and exits when the client closes", async () => {
     const served = await serve(['--db', `shop=${sqlitePath}`, '--db', `pg=${pgUrl}`, '--db', `my=${mysqlUrl}`]);
     const { tools } = await served.client.listTools();
     const names = tools.map((tool) => tool.name).sort();
@@ -129,7 +129,7 @@ describe('quarry mcp over stdio', () => {
       ['sqlite', "WITH x AS (SELECT 1) INSERT INTO items (name) SELECT 'evil' FROM x"],
       ['postgres', 'DELETE FROM mcp_items'],
       ['postgres', 'SELECT 1; DELETE FROM mcp_items'],
-      ['postgres', "WITH d AS (DELETE FROM mcp_items RETURNING *) SELECT * FROM d"],
+      ['postgres', 'WITH d AS (DELETE FROM mcp_items RETURNING *) SELECT * FROM d'],
       ['mysql', 'DELETE FROM mcp_items'],
       ['mysql', "UPDATE mcp_items SET name = 'x'"],
     ];
@@ -160,7 +160,10 @@ describe('quarry mcp over stdio', () => {
     const approved = await serve(['--yes', '--db', `pg=${pgUrl}`]);
     const progress: number[] = [];
     const result = await approved.client.callTool(
-      { name: 'postgres', arguments: { operation: 'export_query', sql: 'SELECT i, md5(i::text) AS h FROM generate_series(1, 1500000) AS i', output_path: 'big.csv' } },
+      {
+        name: 'postgres',
+        arguments: { operation: 'export_query', sql: 'SELECT i, md5(i::text) AS h FROM generate_series(1, 1500000) AS i', output_path: 'big.csv' },
+      },
       undefined,
       { onprogress: (event) => progress.push(event.progress), timeout: 120_000 },
     );
@@ -174,11 +177,19 @@ describe('quarry mcp over stdio', () => {
     expect(readdirSync(work).filter((name) => name.includes('.quarry-'))).toEqual([]);
   }, 120_000);
 
-  it('a client\'s cancellation stops a running PostgreSQL query on the server', async () => {
+  it("a client's cancellation stops a running PostgreSQL query on the server", async () => {
     const served = await serve(['--db', `pg=${pgUrl}`]);
     const controller = new AbortController();
-    const call = served.client.callTool({ name: 'postgres', arguments: { operation: 'query', sql: 'SELECT pg_sleep(60), 42 AS answer' } }, undefined, { signal: controller.signal, timeout: 90_000 });
-    const sleeping = async () => (await pgAdmin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> pg_backend_pid()")).rows[0].n as number;
+    const call = served.client.callTool({ name: 'postgres', arguments: { operation: 'query', sql: 'SELECT pg_sleep(60), 42 AS answer' } }, undefined, {
+      signal: controller.signal,
+      timeout: 90_000,
+    });
+    const sleeping = async () =>
+      (
+        await pgAdmin.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> pg_backend_pid()",
+        )
+      ).rows[0].n as number;
     const started = Date.now();
     while ((await sleeping()) === 0) {
       if (Date.now() - started > 10_000) throw new Error('the query never started');
@@ -196,7 +207,7 @@ describe('quarry mcp over stdio', () => {
     expect(text(after)).toMatch(/│ 7 +│/);
   }, 60_000);
 
-  it('lists each database\'s tables as a resource', async () => {
+  it("lists each database's tables as a resource", async () => {
     const served = await serve(['--db', `shop=${sqlitePath}`, '--db', `pg=${pgUrl}`]);
     const { resources } = await served.client.listResources();
     expect(resources.map((resource) => resource.uri).sort()).toEqual(['quarry://databases/pg/tables', 'quarry://databases/shop/tables']);
@@ -233,16 +244,22 @@ describe('quarry as an MCP client of quarry mcp', () => {
     const clientHome = makeTempDir('quarry-mcp-client-home-');
     writeFileSync(
       join(clientHome, 'config.yaml'),
-      `mcp_servers:\n  inner: {type: stdio, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(CLI_PATH)}, mcp, -w, ${JSON.stringify(work)}, --db, ${JSON.stringify(`shop=${sqlitePath}`)}]}\n`,
+      `mcp_servers:\n  inner: {type: stdio, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(CLI_PATH)}, mcp, -w, ${JSON.stringify(work)}, ` +
+        `--db, ${JSON.stringify(`shop=${sqlitePath}`)}]}\n`,
     );
     const listed = await runCli(['tools', '--format', 'json'], { env: cliEnv(clientHome) });
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toContain('mcp__inner__sqlite');
     // MCP tools are asked about under readonly (their hints come from another process): --yes.
-    const ok = await runCli(['tool', 'mcp__inner__sqlite', '--yes', '--args', JSON.stringify({ operation: 'query', sql: 'SELECT name FROM items ORDER BY id' })], { env: cliEnv(clientHome) });
+    const ok = await runCli(
+      ['tool', 'mcp__inner__sqlite', '--yes', '--args', JSON.stringify({ operation: 'query', sql: 'SELECT name FROM items ORDER BY id' })],
+      { env: cliEnv(clientHome) },
+    );
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/apple[\s\S]*pear[\s\S]*plum/);
-    const refused = await runCli(['tool', 'mcp__inner__sqlite', '--yes', '--args', JSON.stringify({ operation: 'query', sql: 'DROP TABLE items' })], { env: cliEnv(clientHome) });
+    const refused = await runCli(['tool', 'mcp__inner__sqlite', '--yes', '--args', JSON.stringify({ operation: 'query', sql: 'DROP TABLE items' })], {
+      env: cliEnv(clientHome),
+    });
     expect(refused.code).toBe(1);
     expect(refused.stderr + refused.stdout).toContain('refused: DROP');
     const db = new Database(sqlitePath, { readonly: true });

@@ -33,7 +33,11 @@ afterEach(() => {
 });
 
 /** Starts `quarry mcp --http HOST:0` and returns the URL it printed. */
-async function startHttp(bind: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; done: ReturnType<typeof collect> }> {
+async function startHttp(
+  bind: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; done: ReturnType<typeof collect> }> {
   const child = spawnCli(['mcp', '-w', work, '--db', `shop=${join(work, 'shop.db')}`, '--http', bind, ...extra], { env: cliEnv(home, env) });
   children.push(child);
   const done = collect(child, 60_000);
@@ -45,18 +49,32 @@ async function post(url: string, headers: Record<string, string>): Promise<Respo
   return fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    }),
   });
 }
 
 /** fetch may not set Host, so a rebound name is sent with node:http. */
 function statusWithHost(url: string, host: string): Promise<number> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+  });
   return new Promise((resolve, reject) => {
-    const request = httpRequest(url, { method: 'POST', headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
+    const request = httpRequest(
+      url,
+      { method: 'POST', headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });

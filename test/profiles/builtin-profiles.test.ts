@@ -12,9 +12,11 @@ import { REPO_ROOT } from '../support/cli.js';
  */
 describe('built-in profiles parsed at build time', () => {
   const built = JSON.parse(readFileSync(join(REPO_ROOT, 'dist', 'profiles', 'builtin.json'), 'utf8')) as Record<string, { text: string; parsed: unknown }>;
-  const files = readdirSync(join(REPO_ROOT, 'profiles')).filter((name) => name.endsWith('.yaml')).sort();
+  const files = readdirSync(join(REPO_ROOT, 'profiles'))
+    .filter((name) => name.endsWith('.yaml'))
+    .sort();
 
-  it('hold every profile file, its text as on disk and the YAML parser\'s own result', () => {
+  it("hold every profile file, its text as on disk and the YAML parser's own result", () => {
     expect(Object.keys(built).sort()).toEqual(files);
     for (const name of files) {
       const text = readFileSync(join(REPO_ROOT, 'profiles', name), 'utf8');

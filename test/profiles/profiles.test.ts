@@ -51,7 +51,14 @@ describe('user profiles and paths', () => {
   it('loads a user profile from $QUARRY_HOME/profiles, with safe defaults for what it leaves out', () => {
     writeUserProfile('analyst', 'description: exports allowed\nfile_write: create-only\nwrite_roots: [/srv/exports]\n');
     const p = loadProfile('analyst');
-    expect(p).toMatchObject({ name: 'analyst', shell: 'restricted', file_write: 'create-only', database: 'readonly', backend: 'local', write_roots: ['/srv/exports'] });
+    expect(p).toMatchObject({
+      name: 'analyst',
+      shell: 'restricted',
+      file_write: 'create-only',
+      database: 'readonly',
+      backend: 'local',
+      write_roots: ['/srv/exports'],
+    });
     expect(p.approval).toEqual({ mode: 'dangerous', tools: [], patterns: [] });
     expect(listProfileNames()).toEqual(['readonly', 'developer', 'eval', 'daytona', 'analyst']);
   });
@@ -128,7 +135,9 @@ describe('approval rules', () => {
     expect(approvalReason(p, write, { path: 'x', content: '' })).toMatch(/write can change things/);
     const databases = loadDatabaseConfigs({ dbFlags: [join(REPO_ROOT, 'fixtures', 'sample.db')], env: {}, cwd: REPO_ROOT });
     const database = buildToolRegistry(p, { databases }).get('sqlite')!;
-    expect(approvalReason(p, database, { operation: 'profile', table_name: 't', output_path: 'p.md' })).toBe('sqlite profile writes a new file (p.md), and profile "readonly" asks before such calls');
+    expect(approvalReason(p, database, { operation: 'profile', table_name: 't', output_path: 'p.md' })).toBe(
+      'sqlite profile writes a new file (p.md), and profile "readonly" asks before such calls',
+    );
     expect(approvalReason(p, database, { operation: 'profile', table_name: 't' })).toBeNull();
   });
 

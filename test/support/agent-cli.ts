@@ -7,7 +7,14 @@ import { CLI_PATH, REPO_ROOT, runQuarry, type CliOptions, type CliResult } from 
 /** A private QUARRY_HOME, 1 ms retry delays, and no model settings leaking in from the caller's shell. */
 export function cliEnv(home: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
   const cleared = ['QUARRY_MODEL', 'QUARRY_PROFILE', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL'];
-  return { ...process.env, ...Object.fromEntries(cleared.map((name) => [name, undefined])), QUARRY_HOME: home, QUARRY_RETRY_BASE_MS: '1', NO_COLOR: '1', ...extra };
+  return {
+    ...process.env,
+    ...Object.fromEntries(cleared.map((name) => [name, undefined])),
+    QUARRY_HOME: home,
+    QUARRY_RETRY_BASE_MS: '1',
+    NO_COLOR: '1',
+    ...extra,
+  };
 }
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
@@ -16,7 +23,11 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
 
 export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
   if (!existsSync(CLI_PATH)) throw new Error(`${CLI_PATH} is missing: run npm run build first`);
-  return spawn(process.execPath, [CLI_PATH, ...args], { cwd: options.cwd ?? REPO_ROOT, env: (options.env ?? process.env) as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [CLI_PATH, ...args], {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: (options.env ?? process.env) as NodeJS.ProcessEnv,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 }
 
 export function collect(child: ChildProcess, timeoutMs = 30_000): Promise<CliResult> {

@@ -234,7 +234,13 @@ export function describeBackendContract(label: string, makeSubject: () => Promis
         for await (const chunk of backend.readStream(path, { start, end })) chunks.push(chunk);
         return Buffer.concat(chunks);
       };
-      for (const [start, end] of [[0, 8], [100, 300_000], [4 * 1024 * 1024 - 10, 4 * 1024 * 1024 + 10], [1, size], [size - 22, size]] as const) {
+      for (const [start, end] of [
+        [0, 8],
+        [100, 300_000],
+        [4 * 1024 * 1024 - 10, 4 * 1024 * 1024 + 10],
+        [1, size],
+        [size - 22, size],
+      ] as const) {
         expect((await read(file, start, end)).equals(bytes.subarray(start, end)), `range ${start}-${end}`).toBe(true);
       }
       expect((await read(file, size - 5, size + 1000)).equals(bytes.subarray(size - 5))).toBe(true);

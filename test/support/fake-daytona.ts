@@ -50,7 +50,11 @@ export class FakeSandbox implements SandboxSurface {
   readonly home: string;
   readonly temp: string;
 
-  constructor(private readonly disk: SandboxDisk, readonly spec: SandboxSpec, index: number) {
+  constructor(
+    private readonly disk: SandboxDisk,
+    readonly spec: SandboxSpec,
+    index: number,
+  ) {
     this.id = `fake-sandbox-${index}`;
     this.home = disk.home;
     this.temp = disk.temp;
@@ -101,11 +105,16 @@ class SandboxDisk {
   private readonly shared: string[];
   private readonly flags: string[];
 
-  constructor(readonly root: string, private readonly path: string) {
+  constructor(
+    readonly root: string,
+    private readonly path: string,
+  ) {
     if (BWRAP) {
       this.home = SANDBOX_HOME;
       this.temp = SANDBOX_TEMP;
-      const onPath = path.split(':').filter((dir) => dir.startsWith('/') && existsSync(dir) && !SYSTEM_DIRS.some((system) => dir === system || dir.startsWith(`${system}/`)));
+      const onPath = path
+        .split(':')
+        .filter((dir) => dir.startsWith('/') && existsSync(dir) && !SYSTEM_DIRS.some((system) => dir === system || dir.startsWith(`${system}/`)));
       this.shared = [...SYSTEM_DIRS.filter((dir) => existsSync(dir)), ...new Set(onPath)];
       this.flags = ['--bind', root, '/', '--dev', '/dev', '--ro-bind', '/proc', '/proc', '--die-with-parent'];
       for (const dir of this.shared) {

@@ -59,7 +59,8 @@ function pieces(text: string, size: number): string[] {
 
 export function openAIEvents(reply: Extract<Reply, { text?: string }>): string[] {
   const base = { id: 'chatcmpl-test', object: 'chat.completion.chunk', created: 1, model: 'test-model' };
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
   const events: string[] = [chunk({ role: 'assistant', content: '' })];
   for (const part of pieces(reply.text ?? '', 5)) events.push(chunk({ content: part }));
   (reply.toolCalls ?? []).forEach((call, index) => {
@@ -70,7 +71,18 @@ export function openAIEvents(reply: Extract<Reply, { text?: string }>): string[]
   });
   events.push(chunk({}, reply.toolCalls?.length ? 'tool_calls' : 'stop'));
   const usage = reply.usage ?? { input: 10, output: 5 };
-  events.push(JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output, prompt_tokens_details: { cached_tokens: usage.cached ?? 0 } } }));
+  events.push(
+    JSON.stringify({
+      ...base,
+      choices: [],
+      usage: {
+        prompt_tokens: usage.input,
+        completion_tokens: usage.output,
+        total_tokens: usage.input + usage.output,
+        prompt_tokens_details: { cached_tokens: usage.cached ?? 0 },
+      },
+    }),
+  );
   events.push('[DONE]');
   return events.map((data) => `data: ${data}\n\n`);
 }
@@ -78,24 +90,55 @@ export function openAIEvents(reply: Extract<Reply, { text?: string }>): string[]
 export function anthropicEvents(reply: Extract<Reply, { text?: string }>): string[] {
   const usage = reply.usage ?? { input: 10, output: 5 };
   const events: [string, Record<string, unknown>][] = [
-    ['message_start', { type: 'message_start', message: { id: 'msg_test', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input - (usage.cached ?? 0), output_tokens: 1, cache_read_input_tokens: usage.cached ?? 0, cache_creation_input_tokens: 0 } } }],
+    [
+      'message_start',
+      {
+        type: 'message_start',
+        message: {
+          id: 'msg_test',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-test',
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: {
+            input_tokens: usage.input - (usage.cached ?? 0),
+            output_tokens: 1,
+            cache_read_input_tokens: usage.cached ?? 0,
+            cache_creation_input_tokens: 0,
+          },
+        },
+      },
+    ],
   ];
   let index = 0;
   if (reply.text) {
     events.push(['content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }]);
-    for (const part of pieces(reply.text, 5)) events.push(['content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: part } }]);
+    for (const part of pieces(reply.text, 5))
+      events.push(['content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: part } }]);
     events.push(['content_block_stop', { type: 'content_block_stop', index }]);
     index++;
   }
   for (const call of reply.toolCalls ?? []) {
-    events.push(['content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.id ?? `toolu_${index}`, name: call.name, input: {} } }]);
+    events.push([
+      'content_block_start',
+      { type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.id ?? `toolu_${index}`, name: call.name, input: {} } },
+    ]);
     for (const part of pieces(call.arguments, Math.max(1, Math.ceil(call.arguments.length / 3)))) {
       events.push(['content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: part } }]);
     }
     events.push(['content_block_stop', { type: 'content_block_stop', index }]);
     index++;
   }
-  events.push(['message_delta', { type: 'message_delta', delta: { stop_reason: reply.toolCalls?.length ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output } }]);
+  events.push([
+    'message_delta',
+    {
+      type: 'message_delta',
+      delta: { stop_reason: reply.toolCalls?.length ? 'tool_use' : 'end_turn', stop_sequence: null },
+      usage: { output_tokens: usage.output },
+    },
+  ]);
   events.push(['message_stop', { type: 'message_stop' }]);
   return events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
 }
@@ -116,7 +159,9 @@ function startServer(kind: 'openai' | 'anthropic', source: ReplySource): Promise
     const index = requests.length - 1;
     const reply = typeof source === 'function' ? source(recorded, index) : source[index];
     if (!reply) {
-      response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `fake server: no scripted reply for request ${index + 1}` } }));
+      response
+        .writeHead(500, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: `fake server: no scripted reply for request ${index + 1}` } }));
       return;
     }
     if ('raw' in reply) {
@@ -126,7 +171,10 @@ function startServer(kind: 'openai' | 'anthropic', source: ReplySource): Promise
       return;
     }
     if ('status' in reply) {
-      const error = kind === 'openai' ? { error: { message: reply.message ?? `status ${reply.status}`, type: 'test' } } : { type: 'error', error: { type: 'test_error', message: reply.message ?? `status ${reply.status}` } };
+      const error =
+        kind === 'openai'
+          ? { error: { message: reply.message ?? `status ${reply.status}`, type: 'test' } }
+          : { type: 'error', error: { type: 'test_error', message: reply.message ?? `status ${reply.status}` } };
       response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(error));
       return;
     }

@@ -42,7 +42,11 @@ export async function freePort(): Promise<number> {
 
 function findPostgresBin(): string {
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((name) => existsSync(join(root, name, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((name) => existsSync(join(root, name, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   if (!versions.length) {
     throw new Error('PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin (install them: apt-get install -y postgresql)');
   }
@@ -80,10 +84,32 @@ export async function startPostgres(): Promise<RunningServer> {
   const pwfile = join(dir, 'pw');
   writeFileSync(pwfile, adminPassword);
   if (isRoot) execFileSync('chown', ['postgres', pwfile]);
-  runAsPostgres([join(bin, 'initdb'), '-D', data, '-U', 'postgres', '--pwfile', pwfile, '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--no-sync']);
   runAsPostgres([
-    join(bin, 'pg_ctl'), '-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', 'start',
-    '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+    join(bin, 'initdb'),
+    '-D',
+    data,
+    '-U',
+    'postgres',
+    '--pwfile',
+    pwfile,
+    '--auth-local=trust',
+    '--auth-host=scram-sha-256',
+    '-E',
+    'UTF8',
+    '--no-sync',
+  ]);
+  runAsPostgres([
+    join(bin, 'pg_ctl'),
+    '-D',
+    data,
+    '-l',
+    join(dir, 'log'),
+    '-w',
+    '-t',
+    '30',
+    'start',
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
   ]);
   const psql = (sql: string, database = 'postgres') =>
     runAsPostgres([join(bin, 'psql'), '-h', dir, '-p', String(port), '-U', 'postgres', '-d', database, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql]);
@@ -127,20 +153,37 @@ export async function startMariadb(): Promise<RunningServer> {
   const port = await freePort();
   const userFlag = isRoot ? ['--user=root'] : [];
   execFileSync(installDb, ['--no-defaults', `--datadir=${data}`, ...userFlag, '--auth-root-authentication-method=socket', '--skip-test-db'], { stdio: 'pipe' });
-  const child = spawn(server, [
-    '--no-defaults', `--datadir=${data}`, `--socket=${socket}`, `--port=${port}`, '--bind-address=127.0.0.1',
-    `--pid-file=${join(dir, 'mysqld.pid')}`, `--log-error=${join(dir, 'error.log')}`, '--skip-log-bin', '--innodb-flush-log-at-trx-commit=0',
-    '--innodb-buffer-pool-size=64M', ...userFlag,
-  ], { stdio: 'ignore', detached: false });
+  const child = spawn(
+    server,
+    [
+      '--no-defaults',
+      `--datadir=${data}`,
+      `--socket=${socket}`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--pid-file=${join(dir, 'mysqld.pid')}`,
+      `--log-error=${join(dir, 'error.log')}`,
+      '--skip-log-bin',
+      '--innodb-flush-log-at-trx-commit=0',
+      '--innodb-buffer-pool-size=64M',
+      ...userFlag,
+    ],
+    { stdio: 'ignore', detached: false },
+  );
   const mysql = (sql: string) => execFileSync(client, ['--no-defaults', `--socket=${socket}`, '-uroot', '-e', sql], { encoding: 'utf8', stdio: 'pipe' });
-  await waitFor(() => {
-    try {
-      mysql('SELECT 1');
-      return true;
-    } catch {
-      return false;
-    }
-  }, 'mariadbd', 30_000, child);
+  await waitFor(
+    () => {
+      try {
+        mysql('SELECT 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    'mariadbd',
+    30_000,
+    child,
+  );
   const adminPassword = 'admin-pw';
   mysql(`CREATE DATABASE ${TEST_DB_NAME}`);
   mysql(`CREATE USER '${TEST_DB_USER}'@'127.0.0.1' IDENTIFIED BY '${TEST_DB_PASSWORD}'`);

@@ -25,7 +25,9 @@ export default function setup(): () => void {
     if (!existsSync(runDir)) return;
     const left = readdirSync(runDir);
     if (left.length > 0 && process.env.QUARRY_TEST_REPORT_LITTER) {
-      process.stderr.write(`temp-dir: tests left ${left.length} entries in ${runDir} (removed): ${left.slice(0, 20).join(', ')}${left.length > 20 ? ', ...' : ''}\n`);
+      process.stderr.write(
+        `temp-dir: tests left ${left.length} entries in ${runDir} (removed): ${left.slice(0, 20).join(', ')}${left.length > 20 ? ', ...' : ''}\n`,
+      );
     }
     rmSync(runDir, { recursive: true, force: true });
     if (existsSync(runDir)) process.stderr.write(`temp-dir: could not remove ${runDir}\n`);

@@ -7,13 +7,16 @@ import type { DatabaseArgs } from '../../src/tools/database/tool.js';
  * in `npm run typecheck`, the schema's JSON here.
  */
 describe('toolParameters and ArgsOf', () => {
-  const parameters = toolParameters({
-    path: { type: 'string', description: 'p' },
-    mode: { type: 'string', enum: ['a', 'b'] },
-    count: { type: 'integer', minimum: 1 },
-    flags: { type: 'array', items: { type: 'string' } },
-    all: { type: 'boolean' },
-  }, ['path', 'mode']);
+  const parameters = toolParameters(
+    {
+      path: { type: 'string', description: 'p' },
+      mode: { type: 'string', enum: ['a', 'b'] },
+      count: { type: 'integer', minimum: 1 },
+      flags: { type: 'array', items: { type: 'string' } },
+      all: { type: 'boolean' },
+    },
+    ['path', 'mode'],
+  );
 
   it('writes the object schema as the tools always had it: type, properties, required, no other keys', () => {
     expect(JSON.stringify(parameters)).toBe(
@@ -23,9 +26,11 @@ describe('toolParameters and ArgsOf', () => {
     );
   });
 
-  it('gives the handler required and optional fields of the schema\'s types', () => {
+  it("gives the handler required and optional fields of the schema's types", () => {
     expectTypeOf<ArgsOf<typeof parameters>>().toEqualTypeOf<{ path: string; mode: 'a' | 'b'; count?: number; flags?: string[]; all?: boolean }>();
-    expectTypeOf<DatabaseArgs['operation']>().toEqualTypeOf<'query' | 'list_tables' | 'describe' | 'export_query' | 'search' | 'sample' | 'profile' | 'explain'>();
+    expectTypeOf<DatabaseArgs['operation']>().toEqualTypeOf<
+      'query' | 'list_tables' | 'describe' | 'export_query' | 'search' | 'sample' | 'profile' | 'explain'
+    >();
     expectTypeOf<DatabaseArgs['database']>().toEqualTypeOf<string | undefined>();
   });
 });

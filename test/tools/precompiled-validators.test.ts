@@ -32,7 +32,10 @@ describe('precompiled validators', () => {
     const { PRECOMPILED_VALIDATORS, AJV_OPTIONS, fullSchema, allBuiltinTools, databaseValidationParameters } = await built();
     const ajv = new Ajv(AJV_OPTIONS);
     let compared = 0;
-    const databaseShapes = [false, true].map((several) => ({ name: several ? 'database (several)' : 'database (one)', parameters: databaseValidationParameters(several) }));
+    const databaseShapes = [false, true].map((several) => ({
+      name: several ? 'database (several)' : 'database (one)',
+      parameters: databaseValidationParameters(several),
+    }));
     for (const tool of [...allBuiltinTools(), ...databaseShapes]) {
       const schema = fullSchema(tool.parameters);
       const precompiled = PRECOMPILED_VALIDATORS[JSON.stringify(schema)] as ((data: unknown) => boolean) & { errors?: unknown };
@@ -62,7 +65,7 @@ describe('precompiled validators', () => {
 });
 
 describe('database tools in the built CLI', () => {
-  it('check calls with the build\'s checker, valid and invalid alike; an unknown alias names the configured ones', async () => {
+  it("check calls with the build's checker, valid and invalid alike; an unknown alias names the configured ones", async () => {
     const ok = await runQuarry(['tool', 'sqlite', '--db', 'fixtures/sample.db', '--args', JSON.stringify({ operation: 'query', sql: 'SELECT 1 AS one' })]);
     expect(ok.stderr).toBe('');
     expect(ok.code).toBe(0);
@@ -70,7 +73,16 @@ describe('database tools in the built CLI', () => {
     const bad = await runQuarry(['tool', 'sqlite', '--db', 'fixtures/sample.db', '--args', JSON.stringify({ operation: 'query', row_limit: 'many' })]);
     expect(bad.code).toBe(2); // invalid arguments are a usage error
     expect(bad.stderr).toContain('invalid arguments: field "row_limit" must be integer (got "many")');
-    const alias = await runQuarry(['tool', 'sqlite', '--db', 'a=fixtures/sample.db', '--db', 'b=fixtures/sample.db', '--args', JSON.stringify({ database: 'c', operation: 'query', sql: 'SELECT 1' })]);
+    const alias = await runQuarry([
+      'tool',
+      'sqlite',
+      '--db',
+      'a=fixtures/sample.db',
+      '--db',
+      'b=fixtures/sample.db',
+      '--args',
+      JSON.stringify({ database: 'c', operation: 'query', sql: 'SELECT 1' }),
+    ]);
     expect(alias.code).toBe(2);
     expect(alias.stderr).toContain('sqlite: no database "c"; configured: a, b');
   });

@@ -70,7 +70,14 @@ describe('ToolRegistry validation', () => {
 
   it('does not run the handler when validation fails', async () => {
     let ran = false;
-    const { registry, context } = setup(echoTool({ run: async () => { ran = true; return success('x'); } }));
+    const { registry, context } = setup(
+      echoTool({
+        run: async () => {
+          ran = true;
+          return success('x');
+        },
+      }),
+    );
     await registry.run('echo', { count: 2 }, context);
     expect(ran).toBe(false);
   });
@@ -90,12 +97,24 @@ describe('ToolRegistry validation', () => {
 
 describe('ToolRegistry results', () => {
   it('turns a thrown ToolError into a failed result with its message, its kind as metadata.error, and its metadata', async () => {
-    const { registry, context } = setup(echoTool({ run: async () => { throw new ToolError('nope, because', 'not_found', { reason: 'x' }); } }));
+    const { registry, context } = setup(
+      echoTool({
+        run: async () => {
+          throw new ToolError('nope, because', 'not_found', { reason: 'x' });
+        },
+      }),
+    );
     expect(await registry.run('echo', { text: 'a' }, context)).toEqual({ ok: false, output: 'nope, because', metadata: { error: 'not_found', reason: 'x' } });
   });
 
   it('turns an unexpected error into a failed result without a stack trace', async () => {
-    const { registry, context } = setup(echoTool({ run: async () => { throw new TypeError('boom'); } }));
+    const { registry, context } = setup(
+      echoTool({
+        run: async () => {
+          throw new TypeError('boom');
+        },
+      }),
+    );
     const result = await registry.run('echo', { text: 'a' }, context);
     expect(result.ok).toBe(false);
     expect(result.output).toBe('echo failed: boom');
@@ -104,7 +123,13 @@ describe('ToolRegistry results', () => {
 
   it('describes file system errors in words', async () => {
     const error = Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT', path: '/x/y' });
-    const { registry, context } = setup(echoTool({ run: async () => { throw error; } }));
+    const { registry, context } = setup(
+      echoTool({
+        run: async () => {
+          throw error;
+        },
+      }),
+    );
     expect((await registry.run('echo', { text: 'a' }, context)).output).toBe('echo failed: no such file or directory: /x/y');
   });
 
@@ -128,7 +153,14 @@ describe('ToolRegistry results', () => {
   it('does not run a call whose signal is already aborted', async () => {
     let ran = false;
     const registry = new ToolRegistry();
-    registry.register(echoTool({ run: async () => { ran = true; return success(''); } }));
+    registry.register(
+      echoTool({
+        run: async () => {
+          ran = true;
+          return success('');
+        },
+      }),
+    );
     const controller = new AbortController();
     controller.abort();
     const result = await registry.run('echo', { text: 'a' }, makeToolContext({ workingDir: makeTempDir(), signal: controller.signal }));

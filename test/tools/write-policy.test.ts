@@ -39,7 +39,9 @@ describe('checkCreateOnlyTarget: where new files may go', () => {
     symlinkSync(join(world.work, 'old.txt'), join(world.work, 'alias'));
     expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'old.txt'), policy(world)))).toMatch(/already exists.*never overwrites/);
     expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'dir'), policy(world)))).toMatch(/is a directory/);
-    expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'dangling'), policy(world)))).toMatch(/is a symbolic link; quarry never writes through a symlink/);
+    expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'dangling'), policy(world)))).toMatch(
+      /is a symbolic link; quarry never writes through a symlink/,
+    );
     expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'alias'), policy(world)))).toMatch(/is a symbolic link/);
   });
 
@@ -65,7 +67,16 @@ describe('checkCreateOnlyTarget: where new files may go', () => {
     const world = makeWorld();
     const inHome = policy(world, [], world.home);
     expect(await checkCreateOnlyTarget(world.backend, join(world.home, 'notes.txt'), inHome)).toBe(join(world.home, 'notes.txt'));
-    for (const path of ['.bashrc', '.profile', '.ssh/authorized_keys', '.config/autostart/x.desktop', '.aws/credentials', '.local/bin/ls', '.pgpass', '.quarry/profiles/mine.yaml']) {
+    for (const path of [
+      '.bashrc',
+      '.profile',
+      '.ssh/authorized_keys',
+      '.config/autostart/x.desktop',
+      '.aws/credentials',
+      '.local/bin/ls',
+      '.pgpass',
+      '.quarry/profiles/mine.yaml',
+    ]) {
       expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.home, path), inHome))).toMatch(/sensitive location/);
     }
   });
@@ -95,14 +106,18 @@ describe('checkCreateOnlyTarget: where new files may go', () => {
     const world = makeWorld();
     symlinkSync(world.outside, join(world.work, 'out'));
     symlinkSync(world.tmp, join(world.work, 'scratch'));
-    expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'out/x.csv'), policy(world)))).toContain(`resolves to ${join(world.outside, 'x.csv')}`);
+    expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'out/x.csv'), policy(world)))).toContain(
+      `resolves to ${join(world.outside, 'x.csv')}`,
+    );
     expect(await checkCreateOnlyTarget(world.backend, join(world.work, 'scratch/x.csv'), policy(world))).toBe(join(world.tmp, 'x.csv'));
   });
 
   it('refuses a parent that is a symlink pointing nowhere (creating it would follow the link)', async () => {
     const world = makeWorld();
     symlinkSync(join(world.home, '.ssh'), join(world.work, 'keys'));
-    expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'keys/authorized_keys'), policy(world)))).toMatch(/symbolic link whose target does not exist/);
+    expect(await refusal(checkCreateOnlyTarget(world.backend, join(world.work, 'keys/authorized_keys'), policy(world)))).toMatch(
+      /symbolic link whose target does not exist/,
+    );
     expect(existsSync(join(world.home, '.ssh'))).toBe(false);
   });
 

@@ -40,7 +40,10 @@ const cache = new Map<string, BubblewrapSupport>();
 
 /** Where bwrap may be: the fixed places first, then every absolute PATH entry, each once. */
 export function bubblewrapCandidates(pathVariable = process.env.PATH ?? ''): string[] {
-  const onPath = pathVariable.split(delimiter).filter((dir) => dir.startsWith('/')).map((dir) => join(dir, 'bwrap'));
+  const onPath = pathVariable
+    .split(delimiter)
+    .filter((dir) => dir.startsWith('/'))
+    .map((dir) => join(dir, 'bwrap'));
   return [...new Set([...FIXED_CANDIDATES, ...onPath])];
 }
 
@@ -59,7 +62,12 @@ export function osLayerDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /** Kernel switches that decide whether unprivileged user namespaces (and so bwrap) work. */
-const USERNS_SWITCHES = ['/proc/sys/kernel/unprivileged_userns_clone', '/proc/sys/user/max_user_namespaces', '/proc/sys/kernel/apparmor_restrict_unprivileged_userns', '/proc/sys/kernel/random/boot_id'];
+const USERNS_SWITCHES = [
+  '/proc/sys/kernel/unprivileged_userns_clone',
+  '/proc/sys/user/max_user_namespaces',
+  '/proc/sys/kernel/apparmor_restrict_unprivileged_userns',
+  '/proc/sys/kernel/random/boot_id',
+];
 
 function readOr(path: string): string {
   try {
@@ -73,7 +81,18 @@ function readOr(path: string): string {
 function cacheKey(path: string, sandboxFlags: readonly string[]): string | null {
   try {
     const stat = statSync(path);
-    return JSON.stringify({ path, dev: stat.dev, ino: stat.ino, size: stat.size, mtime: stat.mtimeMs, ctime: stat.ctimeMs, kernel: release(), uid: process.getuid?.() ?? -1, switches: USERNS_SWITCHES.map(readOr), flags: sandboxFlags });
+    return JSON.stringify({
+      path,
+      dev: stat.dev,
+      ino: stat.ino,
+      size: stat.size,
+      mtime: stat.mtimeMs,
+      ctime: stat.ctimeMs,
+      kernel: release(),
+      uid: process.getuid?.() ?? -1,
+      switches: USERNS_SWITCHES.map(readOr),
+      flags: sandboxFlags,
+    });
   } catch {
     return null;
   }
@@ -134,7 +153,11 @@ export function probeBubblewrap(sandboxFlags: readonly string[]): BubblewrapSupp
   if (remembered) {
     found = { path: remembered, reason: '', probeMs: performance.now() - started, cached: true };
   } else if (executable.length === 0) {
-    found = { path: null, reason: 'bubblewrap (bwrap) is not installed (looked in /usr/bin, /usr/local/bin, /bin and on PATH)', probeMs: performance.now() - started };
+    found = {
+      path: null,
+      reason: 'bubblewrap (bwrap) is not installed (looked in /usr/bin, /usr/local/bin, /bin and on PATH)',
+      probeMs: performance.now() - started,
+    };
   } else {
     let firstFailure = '';
     let working: string | null = null;

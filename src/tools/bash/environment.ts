@@ -8,11 +8,29 @@
  */
 
 /** Names that hold credentials: API keys, tokens, passwords, database and cloud credentials. */
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN|DATABASE_URL|CONNECTION_STRING|_PWD$|^PGPASS|^PGSERVICE|^AWS_|^AZURE_|^GOOGLE_APPLICATION|^GCLOUD_|^VAULT_|^OP_|^ORACLE_PASS|^SNOWFLAKE_/i;
+// biome-ignore format: a list of names reads best packed
+const SECRET_NAME = new RegExp(
+  [
+    'KEY', 'TOKEN', 'SECRET', 'PASSWORD', 'PASSWD', 'PASSPHRASE', 'CREDENTIAL', 'AUTH', 'COOKIE', 'SESSION',
+    'PRIVATE', 'DSN', 'DATABASE_URL', 'CONNECTION_STRING', '_PWD$', '^PGPASS', '^PGSERVICE', '^AWS_',
+    '^AZURE_', '^GOOGLE_APPLICATION', '^GCLOUD_', '^VAULT_', '^OP_', '^ORACLE_PASS', '^SNOWFLAKE_',
+  ].join('|'),
+  'i',
+);
 /** A URL with a password in it (scheme://user:password@host), whatever the variable is called. */
 const URL_WITH_PASSWORD = /[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:[^/\s@]+@/i;
 /** Variables that make shells and tools run code, load libraries or read unchecked configuration. */
-const BEHAVIOUR_NAME = /^(BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|CDPATH|GLOBIGNORE|IFS|PS4|PROMPT_COMMAND|LD_.*|GCONV_PATH|GIT_.*|PAGER|MANPAGER|SYSTEMD_PAGER|LESS.*|MORE|EDITOR|VISUAL|BROWSER|TAR_OPTIONS|GREP_OPTIONS|RIPGREP_CONFIG_PATH|AWKPATH|AWKLIBPATH|PYTHON.*|PERL5?LIB|PERL5OPT|RUBYOPT|NODE_OPTIONS|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_.*|SSH_ASKPASS|SUDO_ASKPASS|JQ_COLORS|JQ_LIBRARY_PATH|MAGIC|TMPDIR|POSIXLY_CORRECT|TAPE)$/;
+// biome-ignore format: a list of names reads best packed
+const BEHAVIOUR_NAME = new RegExp(
+  `^(${[
+    'BASH_ENV', 'ENV', 'BASH_FUNC_.*', 'SHELLOPTS', 'BASHOPTS', 'CDPATH', 'GLOBIGNORE', 'IFS', 'PS4',
+    'PROMPT_COMMAND', 'LD_.*', 'GCONV_PATH', 'GIT_.*', 'PAGER', 'MANPAGER', 'SYSTEMD_PAGER', 'LESS.*',
+    'MORE', 'EDITOR', 'VISUAL', 'BROWSER', 'TAR_OPTIONS', 'GREP_OPTIONS', 'RIPGREP_CONFIG_PATH', 'AWKPATH',
+    'AWKLIBPATH', 'PYTHON.*', 'PERL5?LIB', 'PERL5OPT', 'RUBYOPT', 'NODE_OPTIONS', 'GZIP', 'BZIP2?', 'XZ_OPT',
+    'XZ_DEFAULTS', 'ZSTD_.*', 'SSH_ASKPASS', 'SUDO_ASKPASS', 'JQ_COLORS', 'JQ_LIBRARY_PATH', 'MAGIC',
+    'TMPDIR', 'POSIXLY_CORRECT', 'TAPE',
+  ].join('|')})$`,
+);
 
 /**
  * Command-line-strength overrides of any repository configuration (GIT_CONFIG_COUNT/KEY/VALUE,
@@ -20,7 +38,7 @@ const BEHAVIOUR_NAME = /^(BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|CDPATH|GL
  * --show-signature and %G? run gpg.program), no transport (a partial clone would fetch missing
  * objects and run core.sshCommand), no look into submodules (git would run there under their own
  * configuration), and repositories owned by other users stay readable (their configuration is
- * checked before git runs: shell-policy/git.ts).
+ * checked before git runs: policy/git.ts).
  */
 const GIT_OVERRIDES: Array<[string, string]> = [
   ['core.fsmonitor', 'false'],
@@ -44,7 +62,10 @@ const GIT_OVERRIDES: Array<[string, string]> = [
  */
 export const NO_WRITES_DIR = '/dev/null/quarry-read-only';
 
-/** Set in restricted mode: no pagers, no git config beyond the repository's own and no locks, less without escapes, no state written under the home directory. */
+/**
+ * Set in restricted mode: no pagers, no git config beyond the repository's own and no locks, less
+ * without escapes, no state written under the home directory.
+ */
 const RESTRICTED_SETTINGS: Record<string, string> = {
   XDG_CONFIG_HOME: NO_WRITES_DIR,
   XDG_CACHE_HOME: NO_WRITES_DIR,
@@ -59,7 +80,12 @@ const RESTRICTED_SETTINGS: Record<string, string> = {
   GIT_CONFIG_NOSYSTEM: '1',
   GIT_CONFIG_GLOBAL: '/dev/null',
   GIT_CONFIG_COUNT: String(GIT_OVERRIDES.length),
-  ...Object.fromEntries(GIT_OVERRIDES.flatMap(([key, value], n) => [[`GIT_CONFIG_KEY_${n}`, key], [`GIT_CONFIG_VALUE_${n}`, value]])),
+  ...Object.fromEntries(
+    GIT_OVERRIDES.flatMap(([key, value], n) => [
+      [`GIT_CONFIG_KEY_${n}`, key],
+      [`GIT_CONFIG_VALUE_${n}`, value],
+    ]),
+  ),
 };
 
 export function isSecretVariable(name: string, value: string): boolean {
@@ -73,7 +99,10 @@ export function restrictedEnvironment(source: NodeJS.ProcessEnv, extra: Record<s
     env[name] = value;
   }
   // Only absolute PATH entries: an empty or relative one would find programs in the working directory.
-  env.PATH = (source.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':').filter((dir) => dir.startsWith('/')).join(':');
+  env.PATH = (source.PATH ?? '/usr/local/bin:/usr/bin:/bin')
+    .split(':')
+    .filter((dir) => dir.startsWith('/'))
+    .join(':');
   return { ...env, ...RESTRICTED_SETTINGS, ...extra };
 }
 

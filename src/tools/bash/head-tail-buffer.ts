@@ -9,7 +9,10 @@ export class HeadTailBuffer {
   private tailBytes = 0;
   total = 0;
 
-  constructor(private readonly headLimit: number, private readonly tailLimit: number) {}
+  constructor(
+    private readonly headLimit: number,
+    private readonly tailLimit: number,
+  ) {}
 
   push(chunk: Buffer): void {
     this.total += chunk.length;

@@ -25,15 +25,22 @@ export const SANDBOX_TMPDIR = '/dev/shm';
 
 function sandboxFlags(cwd: string, network: ShellNetwork): string[] {
   const flags = [
-    '--ro-bind', '/', '/',
-    '--dev', '/dev',
-    '--tmpfs', SANDBOX_TMPDIR,
-    '--ro-bind', '/proc', '/proc',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--tmpfs',
+    SANDBOX_TMPDIR,
+    '--ro-bind',
+    '/proc',
+    '/proc',
     '--unshare-pid',
     '--unshare-ipc',
     '--die-with-parent',
     '--new-session',
-    '--cap-drop', 'ALL',
+    '--cap-drop',
+    'ALL',
   ];
   if (network === 'none') flags.push('--unshare-net');
   // As root, keep only the right to read every file (production logs are often root:adm 0640).

@@ -75,19 +75,36 @@ export async function queryData(config: DatabaseConfig, sql: string, readOnly: b
     // The database tools' own wording (refusals as they are, passwords scrubbed from driver text).
     throw toToolError(error, config, signal, 'chart query');
   }
-  if (result.more) throw new ToolError(`chart: the query returns more than ${formatCount(MAX_CHART_ROWS)} rows; ${TOO_MANY}: aggregate in SQL first (GROUP BY, date_trunc/strftime buckets, or a sample)`, 'too_large');
+  if (result.more)
+    throw new ToolError(
+      `chart: the query returns more than ${formatCount(MAX_CHART_ROWS)} rows; ${TOO_MANY}: aggregate in SQL first (GROUP BY, date_trunc/strftime buckets, ` +
+        `or a sample)`,
+      'too_large',
+    );
   if (result.columns.length === 0) throw new ToolError('chart: the statement returned no columns', 'no_data');
   const unique = uniqueNames(result.columns);
-  return typed(unique, result.rows.map((row) => row.map(plotValue)), `${config.alias} (${config.engine})`);
+  return typed(
+    unique,
+    result.rows.map((row) => row.map(plotValue)),
+    `${config.alias} (${config.engine})`,
+  );
 }
 
 export function csvData(text: string, source: string): ChartData {
   const records = parseCsvRecords(/[\r\n]$/.test(text) ? text : `${text}\n`, MAX_CHART_ROWS + 2);
   if (records.length === 0) throw new ToolError(`chart: ${source} is empty`, 'no_data');
   const [header, ...body] = records;
-  if (body.length > MAX_CHART_ROWS) throw new ToolError(`chart: ${source} has more than ${formatCount(MAX_CHART_ROWS)} rows; ${TOO_MANY}: aggregate first (export a GROUP BY query)`, 'too_large');
+  if (body.length > MAX_CHART_ROWS)
+    throw new ToolError(
+      `chart: ${source} has more than ${formatCount(MAX_CHART_ROWS)} rows; ${TOO_MANY}: aggregate first (export a GROUP BY query)`,
+      'too_large',
+    );
   const columns = uniqueNames(header!);
-  return typed(columns, body.map((row) => columns.map((_, index) => (row[index] === undefined || row[index] === '' ? null : row[index]!))), source);
+  return typed(
+    columns,
+    body.map((row) => columns.map((_, index) => (row[index] === undefined || row[index] === '' ? null : row[index]!))),
+    source,
+  );
 }
 
 /** Column names as Vega-Lite fields: duplicates get a suffix (a field name must be unique). */

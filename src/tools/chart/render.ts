@@ -26,7 +26,11 @@ export async function renderChart(spec: Record<string, unknown>): Promise<Render
   const view = new vega.View(vega.parse(compiled), { renderer: 'none', loader });
   try {
     const svg = await view.toSVG();
-    const image = new Resvg(svg, { fitTo: { mode: 'zoom', value: PNG_SCALE }, background: 'white', font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' } }).render();
+    const image = new Resvg(svg, {
+      fitTo: { mode: 'zoom', value: PNG_SCALE },
+      background: 'white',
+      font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' },
+    }).render();
     return { svg, png: image.asPng(), pngWidth: image.width, pngHeight: image.height };
   } finally {
     view.finalize();

@@ -55,7 +55,6 @@ export function inferType(data: ChartData, x: string, y: string | undefined, col
   return { type: 'bar', why: 'y holds categories' };
 }
 
-
 function axisFor(kind: ColumnKind, title: string): Record<string, unknown> {
   // Vega's default number ticks already use thousands separators (d3's ",f" with the step's precision).
   return kind === 'nominal' ? { title, labelLimit: 160 } : { title };
@@ -71,7 +70,12 @@ function capGroups(rows: Row[], field: string, measure: string | undefined, keyF
     totals.set(key, (totals.get(key) ?? 0) + (measure ? Number(row[measure] ?? 0) : 1));
   }
   if (totals.size <= limit) return { rows, grouped: 0 };
-  const kept = new Set([...totals.entries()].sort((a, b) => b[1] - a[1]).slice(0, limit - 1).map(([key]) => key));
+  const kept = new Set(
+    [...totals.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, limit - 1)
+      .map(([key]) => key),
+  );
   const out: Row[] = [];
   const others = new Map<string, Row>();
   for (const row of rows) {
@@ -82,7 +86,7 @@ function capGroups(rows: Row[], field: string, measure: string | undefined, keyF
     const key = JSON.stringify(keyFields.map((name) => (name === field ? OTHER : row[name])));
     let other = others.get(key);
     if (!other) {
-      other = Object.fromEntries(keyFields.map((name) => [name, name === field ? OTHER : row[name] ?? null]));
+      other = Object.fromEntries(keyFields.map((name) => [name, name === field ? OTHER : (row[name] ?? null)]));
       if (measure) other[measure] = 0;
       else other.__count = 0;
       others.set(key, other);
@@ -125,9 +129,13 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
   const needY = type === 'line' || type === 'area' || type === 'point';
   if (needY && !y) throw new ToolError(`chart: a ${type} chart needs "y"`, 'bad_value');
   if ((type === 'line' || type === 'area' || type === 'point' || type === 'histogram') && y && kind(y) !== 'quantitative' && type !== 'histogram') {
-    throw new ToolError(`chart: y column "${y}" holds ${kind(y) === 'temporal' ? 'dates' : 'text'}, not numbers; a ${type} chart needs numbers on y`, 'bad_value');
+    throw new ToolError(
+      `chart: y column "${y}" holds ${kind(y) === 'temporal' ? 'dates' : 'text'}, not numbers; a ${type} chart needs numbers on y`,
+      'bad_value',
+    );
   }
-  if (type === 'histogram' && kind(x) !== 'quantitative') throw new ToolError(`chart: a histogram needs numbers on x; "${x}" holds ${kind(x) === 'temporal' ? 'dates' : 'text'}`, 'bad_value');
+  if (type === 'histogram' && kind(x) !== 'quantitative')
+    throw new ToolError(`chart: a histogram needs numbers on x; "${x}" holds ${kind(x) === 'temporal' ? 'dates' : 'text'}`, 'bad_value');
 
   // Readable numbers of categories and series.
   const keyFields = [x, ...(color ? [color] : []), ...(type === 'heatmap' && y && kind(y) !== 'quantitative' ? [y] : [])];
@@ -168,17 +176,34 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
       } else if (y) {
         // y holds categories: horizontal bars counting rows.
         encoding.y = { field: y, type: kind(y), axis: axisFor(kind(y), y) };
-        encoding.x = { aggregate: countField ? 'sum' : 'count', ...(countField ? { field: '__count' } : {}), type: 'quantitative', scale: { zero: true }, axis: axisFor('quantitative', 'count') };
+        encoding.x = {
+          aggregate: countField ? 'sum' : 'count',
+          ...(countField ? { field: '__count' } : {}),
+          type: 'quantitative',
+          scale: { zero: true },
+          axis: axisFor('quantitative', 'count'),
+        };
         yTitle = y;
       } else {
-        encoding.y = { aggregate: countField ? 'sum' : 'count', ...(countField ? { field: '__count' } : {}), type: 'quantitative', scale: { zero: true }, axis: axisFor('quantitative', 'count') };
+        encoding.y = {
+          aggregate: countField ? 'sum' : 'count',
+          ...(countField ? { field: '__count' } : {}),
+          type: 'quantitative',
+          scale: { zero: true },
+          axis: axisFor('quantitative', 'count'),
+        };
       }
       break;
     }
     case 'line':
     case 'area':
     case 'point': {
-      mark = type === 'point' ? { type: 'point', filled: true, size: 30 } : type === 'line' ? { type: 'line', point: rows.length <= 60 } : { type: 'area', opacity: 0.8 };
+      mark =
+        type === 'point'
+          ? { type: 'point', filled: true, size: 30 }
+          : type === 'line'
+            ? { type: 'line', point: rows.length <= 60 }
+            : { type: 'area', opacity: 0.8 };
       encoding.x = { ...xEncoding, ...(kind(x) === 'quantitative' && type !== 'point' ? { scale: { zero: false } } : {}) };
       encoding.y = { field: y, type: 'quantitative', axis: axisFor('quantitative', y!), scale: { zero: type !== 'point' } };
       if (type === 'line' || type === 'area') {
@@ -197,16 +222,24 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
     case 'heatmap': {
       mark = { type: 'rect' };
       const yField = requireColumn(data, y, 'y');
-      encoding.x = kind(x) === 'quantitative' ? { field: x, type: 'quantitative', bin: { maxbins: 30 }, axis: axisFor('quantitative', x) } : { field: x, type: kind(x), axis: axisFor(kind(x), x) };
-      encoding.y = kind(yField) === 'quantitative' ? { field: yField, type: 'quantitative', bin: { maxbins: 30 }, axis: axisFor('quantitative', yField) } : { field: yField, type: kind(yField), axis: axisFor(kind(yField), yField) };
-      encoding.color = color && kind(color) === 'quantitative'
-        ? { field: color, type: 'quantitative', aggregate: 'sum', legend: { title: color } }
-        : { aggregate: countField ? 'sum' : 'count', ...(countField ? { field: '__count' } : {}), type: 'quantitative', legend: { title: 'count' } };
+      encoding.x =
+        kind(x) === 'quantitative'
+          ? { field: x, type: 'quantitative', bin: { maxbins: 30 }, axis: axisFor('quantitative', x) }
+          : { field: x, type: kind(x), axis: axisFor(kind(x), x) };
+      encoding.y =
+        kind(yField) === 'quantitative'
+          ? { field: yField, type: 'quantitative', bin: { maxbins: 30 }, axis: axisFor('quantitative', yField) }
+          : { field: yField, type: kind(yField), axis: axisFor(kind(yField), yField) };
+      encoding.color =
+        color && kind(color) === 'quantitative'
+          ? { field: color, type: 'quantitative', aggregate: 'sum', legend: { title: color } }
+          : { aggregate: countField ? 'sum' : 'count', ...(countField ? { field: '__count' } : {}), type: 'quantitative', legend: { title: 'count' } };
       yTitle = yField;
       break;
     }
   }
-  if (color && type !== 'heatmap') encoding.color = { field: color, type: kind(color) === 'quantitative' ? 'quantitative' : 'nominal', legend: { title: color } };
+  if (color && type !== 'heatmap')
+    encoding.color = { field: color, type: kind(color) === 'quantitative' ? 'quantitative' : 'nominal', legend: { title: color } };
 
   const spec: Record<string, unknown> = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',

@@ -121,7 +121,9 @@ async function reserveTarget(target: string): Promise<string> {
       await unlink(lockPath).catch(() => undefined);
       continue;
     }
-    throw new ExportRefused(`another export to ${basename(target)} is running${owner ? ` (process ${owner})` : ''}; nothing was overwritten (wait for it, or choose a new name)`);
+    throw new ExportRefused(
+      `another export to ${basename(target)} is running${owner ? ` (process ${owner})` : ''}; nothing was overwritten (wait for it, or choose a new name)`,
+    );
   }
 }
 
@@ -164,7 +166,10 @@ export class CsvExportFile implements CsvSink {
    * guard against a file that appears meanwhile by other means. showProgress: a progress line on
    * stderr (a TTY); onProgress: the same figures to a caller (an MCP client).
    */
-  static async create(target: string, options: { showProgress: boolean; onProgress?: ((progress: { rows: number; bytes: number }) => void) | undefined }): Promise<CsvExportFile> {
+  static async create(
+    target: string,
+    options: { showProgress: boolean; onProgress?: ((progress: { rows: number; bytes: number }) => void) | undefined },
+  ): Promise<CsvExportFile> {
     await mkdir(dirname(target), { recursive: true });
     await removeStaleTempFiles(dirname(target));
     const lockPath = await reserveTarget(target);
@@ -202,7 +207,10 @@ export class CsvExportFile implements CsvSink {
 
   async writeEncoded(chunk: Buffer | string, rowCount: number): Promise<void> {
     if (this.encodedHeadBytes < PREVIEW_BYTES) {
-      const head = typeof chunk === 'string' ? Buffer.from(chunk.slice(0, PREVIEW_BYTES - this.encodedHeadBytes), 'utf8') : Buffer.from(chunk.subarray(0, PREVIEW_BYTES - this.encodedHeadBytes));
+      const head =
+        typeof chunk === 'string'
+          ? Buffer.from(chunk.slice(0, PREVIEW_BYTES - this.encodedHeadBytes), 'utf8')
+          : Buffer.from(chunk.subarray(0, PREVIEW_BYTES - this.encodedHeadBytes));
       this.encodedHead.push(head);
       this.encodedHeadBytes += head.length;
     }

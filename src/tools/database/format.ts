@@ -166,9 +166,7 @@ export function tableCutNote(table: FormattedTable, rowWord: string, columnNames
 export function formatQueryResult(columns: readonly string[], rows: readonly CellValue[][], more: boolean, limit: number, affectedRows?: number): string {
   if (columns.length === 0) return `The statement ran and returned no rows${affectedRows !== undefined ? ` (${plural(affectedRows, 'row')} affected)` : ''}.`;
   const table = formatTable(columns, rows);
-  const summary = more
-    ? `(showing the first ${plural(rows.length, 'row')}; limit ${limit}) ${MORE_ROWS_HINT}`
-    : `(${plural(rows.length, 'row')})`;
+  const summary = more ? `(showing the first ${plural(rows.length, 'row')}; limit ${limit}) ${MORE_ROWS_HINT}` : `(${plural(rows.length, 'row')})`;
   const cut = tableCutNote(table, 'fetched row', columns);
   if (!cut) return `${table.text}\n${summary}`;
   const hints = [];
@@ -221,11 +219,21 @@ export function formatDescription(description: DescribedTable): string {
   const comments = description.columns.some((column) => column.comment);
   const table = formatTable(
     ['column', 'type', 'nullable', 'default', 'pk', ...(comments ? ['comment'] : [])],
-    description.columns.map((column) => [column.name, column.type, column.nullable ? 'yes' : 'no', column.default, column.primaryKey ? 'yes' : '', ...(comments ? [column.comment ?? ''] : [])]),
+    description.columns.map((column) => [
+      column.name,
+      column.type,
+      column.nullable ? 'yes' : 'no',
+      column.default,
+      column.primaryKey ? 'yes' : '',
+      ...(comments ? [column.comment ?? ''] : []),
+    ]),
     TABLE_BUDGET_BYTES - Buffer.byteLength(keys, 'utf8'),
   );
-  const cut = table.rows < table.totalRows
-    ? `\n(showing ${count(table.rows)} of ${plural(table.totalRows, 'column')}: the output is limited to ${Math.round(MAX_TOOL_OUTPUT_BYTES / 1024)} KiB; ${count(table.totalRows - table.rows)} more from ${JSON.stringify(cellText(columnNames[table.rows]!))} on; query the catalogue (information_schema.columns or the engine's equivalent) for the rest)`
-    : '';
+  const cut =
+    table.rows < table.totalRows
+      ? `\n(showing ${count(table.rows)} of ${plural(table.totalRows, 'column')}: the output is limited to ${Math.round(MAX_TOOL_OUTPUT_BYTES / 1024)} KiB; ` +
+        `${count(table.totalRows - table.rows)} more from ${JSON.stringify(cellText(columnNames[table.rows]!))} on; query the catalogue ` +
+        `(information_schema.columns or the engine's equivalent) for the rest)`
+      : '';
   return `${keys}\n${table.text}${cut}`;
 }

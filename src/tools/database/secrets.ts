@@ -22,7 +22,8 @@ export function scrubSecrets(text: string, config: Pick<DatabaseConfig, 'passwor
     scrubbed = scrubbed.replace(new RegExp(`(:)${value}(@)`, 'g'), '$1***$2');
     // Anywhere else as a whole word, unless it is also the user name (then the user stays
     // readable) or shorter than 4 characters (a password "a" would otherwise hide every "a").
-    if (form !== config.user && form.length >= MIN_WORD_SCRUB_LENGTH) scrubbed = scrubbed.replace(new RegExp(`(?<![\\p{L}\\p{N}_])${value}(?![\\p{L}\\p{N}_])`, 'gu'), '***');
+    if (form !== config.user && form.length >= MIN_WORD_SCRUB_LENGTH)
+      scrubbed = scrubbed.replace(new RegExp(`(?<![\\p{L}\\p{N}_])${value}(?![\\p{L}\\p{N}_])`, 'gu'), '***');
   }
   return scrubbed;
 }

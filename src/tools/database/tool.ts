@@ -31,25 +31,50 @@ const STATEMENT_OPERATIONS: ReadonlySet<DatabaseOperation> = new Set(['query', '
 export const SAMPLE_DEFAULT_ROWS = 10;
 export const SAMPLE_MAX_ROWS = 100;
 
-const ENGINE_TITLES: Record<Engine, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB', oracle: 'Oracle', vertica: 'Vertica', duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)' };
+const ENGINE_TITLES: Record<Engine, string> = {
+  sqlite: 'SQLite',
+  postgres: 'PostgreSQL',
+  mysql: 'MySQL/MariaDB',
+  oracle: 'Oracle',
+  vertica: 'Vertica',
+  duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)',
+};
 
 function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOnly: boolean, guard: QueryGuard | null): string {
   const list = configs.map((config) => `- ${config.alias}: ${describeDatabase(config)}`).join('\n');
   const mode = readOnly
-    ? 'READ-ONLY: exactly one statement per call, and only reads (SELECT, WITH, VALUES, EXPLAIN, SHOW, ...); writes, DDL, locking clauses, SELECT INTO and functions with side effects are refused, and the engine itself runs the statement in a read-only transaction that is rolled back.'
+    ? 'READ-ONLY: exactly one statement per call, and only reads (SELECT, WITH, VALUES, EXPLAIN, SHOW, ...); writes, DDL, locking clauses, SELECT INTO and ' +
+      'functions with side effects are refused, and the engine itself runs the statement in a read-only transaction that is rolled back.'
     : 'MUTATIONS mode: any statement runs and is committed.';
-  return `Query a ${ENGINE_TITLES[engine]} database. Databases (the "database" parameter${configs.length === 1 ? ' may be omitted' : ' is required'}):
+  return (
+    `Query a ${ENGINE_TITLES[engine]} database. Databases (the "database" parameter${configs.length === 1 ? ' may be omitted' : ' is required'}):
 ${list}
 Operations:
-- query {sql, row_limit?}: runs the SQL and shows the rows as a table, ${DEFAULT_ROW_LIMIT} rows by default, at most ${MAX_ROW_LIMIT}; only limit+1 rows are fetched, and a cut result says "${MORE_ROWS_HINT}". NULL is shown as NULL, newlines as \\n, values over the cell width are cut with "…"; numbers and dates are exact.
-- search {pattern, object?}: tables, views and columns whose name or comment contains the pattern (case-insensitive) in every schema, best matches first (exact name, prefix, substring, comment), at most ${SEARCH_LIMIT}; object is table, column or any (default). Start here on a large database.
-- list_tables {table_pattern?}: tables and views with their schema, estimated row count and comment, at most ${LIST_TABLES_LIMIT} with the total; table_pattern is a SQL LIKE pattern (e.g. "order%").
-- describe {table_name}: columns with types, nullability, defaults and comments, the primary key, foreign keys (and the tables whose foreign keys reference this one) and indexes (table_name may be schema.table).
-- sample {table_name, row_limit?}: a few representative rows (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS}), chosen without reading the whole table; says how they were chosen.
-- profile {table_name | sql, columns?, output_path?}: per column the null share, distinct count, min, max, mean and standard deviation of numbers, text lengths and the top values of low-cardinality columns; large tables are sampled and the output says so; at most ${PROFILE_DEFAULT_COLUMNS} columns unless "columns" names them; within a time budget; output_path writes the whole profile as a new Markdown file.
+- query {sql, row_limit?}: runs the SQL and shows the rows as a table, ${DEFAULT_ROW_LIMIT} rows by default, at most ${MAX_ROW_LIMIT}; only limit+1 rows ` +
+    `are fetched, and a cut result says "${MORE_ROWS_HINT}". NULL is shown as NULL, newlines as \\n, values over the cell width are cut with "…"; numbers ` +
+    `and dates are exact.
+- search {pattern, object?}: tables, views and columns whose name or comment contains the pattern (case-insensitive) in every schema, best matches first ` +
+    `(exact name, prefix, substring, comment), at most ${SEARCH_LIMIT}; object is table, column or any (default). Start here on a large database.
+- list_tables {table_pattern?}: tables and views with their schema, estimated row count and comment, at most ${LIST_TABLES_LIMIT} with the total; ` +
+    `table_pattern is a SQL LIKE pattern (e.g. "order%").
+- describe {table_name}: columns with types, nullability, defaults and comments, the primary key, foreign keys (and the tables whose foreign keys reference ` +
+    `this one) and indexes (table_name may be schema.table).
+- sample {table_name, row_limit?}: a few representative rows (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS}), chosen without reading the whole ` +
+    `table; says how they were chosen.
+- profile {table_name | sql, columns?, output_path?}: per column the null share, distinct count, min, max, mean and standard deviation of numbers, text ` +
+    `lengths and the top values of low-cardinality columns; large tables are sampled and the output says so; at most ${PROFILE_DEFAULT_COLUMNS} columns ` +
+    `unless "columns" names them; within a time budget; output_path writes the whole profile as a new Markdown file.
 - explain {sql}: the engine's plan with estimated rows and costs, without running the statement (no ANALYZE). Use it before a query that may scan a big table.
-- export_query {sql, output_path}: streams the whole result, any number of rows, to a new CSV file (RFC 4180, header row); never overwrites; returns the row count, size, columns and the first ${EXPORT_PREVIEW_ROWS} rows. Use it for results larger than a query shows.
-${mode}${guard && GUARDED_ENGINES.includes(engine) ? `\nQuery guard: before query and export_query the plan's row estimate is checked; a statement expected to read more than ${guard.max_estimated_rows.toLocaleString('en-US')} rows from one table is ${guard.action === 'ask' ? 'run only if the user approves' : 'refused'}. Filter on indexed columns, aggregate, or check with explain first.` : ''}`;
+- export_query {sql, output_path}: streams the whole result, any number of rows, to a new CSV file (RFC 4180, header row); never overwrites; returns the ` +
+    `row count, size, columns and the first ${EXPORT_PREVIEW_ROWS} rows. Use it for results larger than a query shows.
+${mode}${
+  guard && GUARDED_ENGINES.includes(engine)
+    ? `\nQuery guard: before query and export_query the plan's row estimate is checked; a statement expected ` +
+      `to read more than ${guard.max_estimated_rows.toLocaleString('en-US')} rows from one table is ` +
+      `${guard.action === 'ask' ? 'run only if the user approves' : 'refused'}. Filter on indexed columns, aggregate, or check with explain first.`
+    : ''
+}`
+  );
 }
 
 /** What the toolset builds the database tools with, from the profile and the workspace (src/agent/toolset.ts). */
@@ -84,7 +109,8 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
       // The statement is checked before waiting for the connection or opening it.
       let sql = '';
       try {
-        if (STATEMENT_OPERATIONS.has(args.operation) && (args.operation !== 'profile' || args.sql !== undefined)) sql = statementToRun(requireArg(args, 'sql'), engine, readOnly);
+        if (STATEMENT_OPERATIONS.has(args.operation) && (args.operation !== 'profile' || args.sql !== undefined))
+          sql = statementToRun(requireArg(args, 'sql'), engine, readOnly);
         // DuckDB reads files by name: only the configured ones (duckdb-check.ts).
         if (sql && engine === 'duckdb' && readOnly) checkDuckdbFileAccess(sql, config);
       } catch (error) {
@@ -105,7 +131,10 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
         return result;
       } catch (error) {
         if (timeout.aborted && !context.signal.aborted) {
-          throw new ToolError(`${engine} ${args.operation} stopped: it ran longer than the statement timeout (${config.statementTimeoutMs / 1000} s)`, 'timeout');
+          throw new ToolError(
+            `${engine} ${args.operation} stopped: it ran longer than the statement timeout (${config.statementTimeoutMs / 1000} s)`,
+            'timeout',
+          );
         }
         throw toToolError(error, config, context.signal, args.operation);
       } finally {
@@ -121,18 +150,28 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
  * (pickDatabase answers a missing one).
  */
 function databaseParameters(several: boolean, database: JsonSchema) {
-  return toolParameters({
-    database: database as { type: 'string' },
-    operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
-    sql: { type: 'string', description: 'One SQL statement (query, export_query, explain; profile of a query\'s rows)' },
-    table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
-    table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
-    pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
-    object: { type: 'string', enum: [...SEARCH_OBJECTS], description: 'What search looks for: table (tables and views), column or any (default)' },
-    columns: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000, description: 'Columns to profile (default: the first 50)' },
-    output_path: { type: 'string', description: 'New file: the CSV of export_query, or the Markdown of profile (relative to the working directory)' },
-    row_limit: { type: 'integer', minimum: 1, maximum: MAX_ROW_LIMIT, description: `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT}) or sample (default ${SAMPLE_DEFAULT_ROWS}, at most ${SAMPLE_MAX_ROWS})` },
-  }, (several ? ['database', 'operation'] : ['operation']) as readonly ['operation']);
+  return toolParameters(
+    {
+      database: database as { type: 'string' },
+      operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
+      sql: { type: 'string', description: "One SQL statement (query, export_query, explain; profile of a query's rows)" },
+      table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
+      table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
+      pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
+      object: { type: 'string', enum: [...SEARCH_OBJECTS], description: 'What search looks for: table (tables and views), column or any (default)' },
+      columns: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000, description: 'Columns to profile (default: the first 50)' },
+      output_path: { type: 'string', description: 'New file: the CSV of export_query, or the Markdown of profile (relative to the working directory)' },
+      row_limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: MAX_ROW_LIMIT,
+        description:
+          `Rows to show for query (default ${DEFAULT_ROW_LIMIT}, at most ${MAX_ROW_LIMIT}) or sample (default ${SAMPLE_DEFAULT_ROWS}, at most ` +
+          `${SAMPLE_MAX_ROWS})`,
+      },
+    },
+    (several ? ['database', 'operation'] : ['operation']) as readonly ['operation'],
+  );
 }
 export type DatabaseArgs = ArgsOf<ReturnType<typeof databaseParameters>>;
 
@@ -163,7 +202,15 @@ export function statementToRun(sql: string, engine: Engine, readOnly: boolean): 
   return sql.trim().replace(/;+\s*$/, '');
 }
 
-async function runOperation(engine: Engine, config: DatabaseConfig, options: RunOptions, args: DatabaseArgs, sql: string, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
+async function runOperation(
+  engine: Engine,
+  config: DatabaseConfig,
+  options: RunOptions,
+  args: DatabaseArgs,
+  sql: string,
+  context: ToolContext,
+  tool: DatabaseToolOptions,
+): Promise<ToolResult> {
   const guard = tool.queryGuard;
   const driver = await driverFor(config, options.readOnly);
   await driver.connect(options.signal);
@@ -215,22 +262,38 @@ async function sampleTable(engine: Engine, driver: DatabaseDriver, table: string
   const shown = found.slice(0, rows).map((row) => cutForDisplay(row));
   const formatted = formatTable(columns, shown);
   const cut = tableCutNote(formatted, 'sampled row', columns);
-  return success(`${formatted.text}
-(${plural(shown.length, 'row')}: ${sample.method}${cut ? `; ${cut}` : ''})`, { rows: shown.length, sampled: sample.sampled, sql: sample.sql });
+  return success(
+    `${formatted.text}
+(${plural(shown.length, 'row')}: ${sample.method}${cut ? `; ${cut}` : ''})`,
+    { rows: shown.length, sampled: sample.sampled, sql: sample.sql },
+  );
 }
 
-async function profileOperation(engine: Engine, driver: DatabaseDriver, args: DatabaseArgs, sql: string, options: RunOptions, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
-  if ((args.table_name === undefined) === (args.sql === undefined)) throw new ToolError('operation profile needs exactly one of "table_name" or "sql"', 'invalid_arguments');
+async function profileOperation(
+  engine: Engine,
+  driver: DatabaseDriver,
+  args: DatabaseArgs,
+  sql: string,
+  options: RunOptions,
+  context: ToolContext,
+  tool: DatabaseToolOptions,
+): Promise<ToolResult> {
+  if ((args.table_name === undefined) === (args.sql === undefined))
+    throw new ToolError('operation profile needs exactly one of "table_name" or "sql"', 'invalid_arguments');
   // Checked before any work, so a refused path costs nothing.
   const target = args.output_path !== undefined ? await createOnlyTarget(args.output_path, context, tool) : null;
   const input = { engine, driver, options, budgetSeconds: tool.profileBudgetSeconds, ...(args.columns ? { columns: args.columns } : {}) };
-  const result = args.sql !== undefined ? await profileQuery(input, sql) : await profileTable(input, await driver.describe(requireArg(args, 'table_name'), options));
+  const result =
+    args.sql !== undefined ? await profileQuery(input, sql) : await profileTable(input, await driver.describe(requireArg(args, 'table_name'), options));
   const metadata = { columns: result.columns.length, rows: result.rowsRead, sampled: result.sampled !== null };
   if (!target) return success(formatProfile(result), metadata);
   const markdown = Buffer.from(profileMarkdown(result), 'utf8');
   await writeFileClearly({ ...context, backend: target.backend }, target.path, target.shown, markdown, true);
-  return success(`${formatProfile(result)}
-The whole profile (${formatBytes(markdown.length)}) is in ${target.shown}.`, { ...metadata, path: target.path });
+  return success(
+    `${formatProfile(result)}
+The whole profile (${formatBytes(markdown.length)}) is in ${target.shown}.`,
+    { ...metadata, path: target.path },
+  );
 }
 
 /**
@@ -238,7 +301,11 @@ The whole profile (${formatBytes(markdown.length)}) is in ${target.shown}.`, { .
  * checked by the create-only rules. Database tools run on this machine (README "Daytona
  * backend"), so the file is written here whatever the backend.
  */
-async function createOnlyTarget(outputPath: string, context: ToolContext, tool: DatabaseToolOptions): Promise<{ path: string; shown: string; backend: Backend }> {
+async function createOnlyTarget(
+  outputPath: string,
+  context: ToolContext,
+  tool: DatabaseToolOptions,
+): Promise<{ path: string; shown: string; backend: Backend }> {
   const backend = tool.exportFiles;
   const requested = await resolveToolPath(backend, context.workingDir, outputPath);
   const path = await checkCreateOnlyTarget(backend, requested, { workingDir: context.workingDir, writeRoots: tool.writeRoots });
@@ -246,7 +313,14 @@ async function createOnlyTarget(outputPath: string, context: ToolContext, tool: 
 }
 
 /** The profile's query_guard (README "Knowing the data"): the plan's estimate before the statement runs. */
-async function checkQueryGuard(engine: Engine, driver: DatabaseDriver, sql: string, guard: QueryGuard, options: RunOptions, context: ToolContext): Promise<void> {
+async function checkQueryGuard(
+  engine: Engine,
+  driver: DatabaseDriver,
+  sql: string,
+  guard: QueryGuard,
+  options: RunOptions,
+  context: ToolContext,
+): Promise<void> {
   let estimate;
   try {
     estimate = await estimateRows(engine, driver, sql, options);
@@ -255,17 +329,30 @@ async function checkQueryGuard(engine: Engine, driver: DatabaseDriver, sql: stri
     return;
   }
   if (!estimate || estimate.rows <= guard.max_estimated_rows) return;
-  const reason = `the query guard: the plan estimates ${Math.round(estimate.rows).toLocaleString('en-US')} rows read${estimate.table ? ` from ${estimate.table}` : ''}, over this profile's limit of ${guard.max_estimated_rows.toLocaleString('en-US')} (query_guard.max_estimated_rows)`;
+  const reason =
+    `the query guard: the plan estimates ${Math.round(estimate.rows).toLocaleString('en-US')} rows ` +
+    `read${estimate.table ? ` from ${estimate.table}` : ''}, over this profile's limit of ${guard.max_estimated_rows.toLocaleString('en-US')} ` +
+    `(query_guard.max_estimated_rows)`;
   if (guard.action === 'ask' && context.approve) {
     const decision = await context.approve(reason);
     if (decision.approved) return;
     throw new ToolError(decision.message, 'approval_refused');
   }
-  const how = guard.action === 'ask' ? 'it needs the user\'s approval and there is no one to ask here; ' : '';
-  throw new ToolError(`refused by ${reason}; ${how}nothing was run. Narrow the statement (filter on indexed columns, aggregate, add LIMIT) and check it with operation explain`, 'query_guard');
+  const how = guard.action === 'ask' ? "it needs the user's approval and there is no one to ask here; " : '';
+  throw new ToolError(
+    `refused by ${reason}; ${how}nothing was run. Narrow the statement (filter on indexed columns, aggregate, add LIMIT) and check it with operation explain`,
+    'query_guard',
+  );
 }
 
-async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: string, options: RunOptions, context: ToolContext, tool: DatabaseToolOptions): Promise<ToolResult> {
+async function exportQuery(
+  driver: DatabaseDriver,
+  sql: string,
+  outputPath: string,
+  options: RunOptions,
+  context: ToolContext,
+  tool: DatabaseToolOptions,
+): Promise<ToolResult> {
   const { path: target, shown } = await createOnlyTarget(outputPath, context, tool);
   const file = await CsvExportFile.create(target, { showProgress: process.stderr.isTTY === true, onProgress: context.onProgress });
   let summary;
@@ -274,14 +361,16 @@ async function exportQuery(driver: DatabaseDriver, sql: string, outputPath: stri
     summary = await file.commit();
   } catch (error) {
     await file.discard();
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ToolError(`refused: ${outputPath} appeared while exporting; nothing was overwritten (choose a new name)`, 'exists');
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new ToolError(`refused: ${outputPath} appeared while exporting; nothing was overwritten (choose a new name)`, 'exists');
     throw error;
   }
   const table = summary.preview.length ? formatTable(summary.columns, summary.preview) : null;
   const cut = table ? tableCutNote(table, 'preview row', summary.columns) : '';
   const preview = table ? `\nfirst ${plural(summary.preview.length, 'row')}:\n${table.text}${cut ? `\n(${cut})` : ''}` : '';
   return success(
-    `Exported ${plural(summary.rows, 'row')} (${formatBytes(summary.bytes)}, ${plural(summary.columns.length, 'column')}) to ${shown}\ncolumns: ${summary.columns.join(', ')}${preview}`,
+    `Exported ${plural(summary.rows, 'row')} (${formatBytes(summary.bytes)}, ${plural(summary.columns.length, 'column')}) to ${shown}\ncolumns: ` +
+      `${summary.columns.join(', ')}${preview}`,
     { path: summary.path, rows: summary.rows, bytes: summary.bytes, columns: summary.columns },
   );
 }
@@ -299,6 +388,10 @@ export function toToolError(error: unknown, config: DatabaseConfig, signal: Abor
 /** One tool per engine that has configured databases, in the order of ENGINES. */
 export function createDatabaseTools(configs: readonly DatabaseConfig[], tool: DatabaseToolOptions): Tool[] {
   return ENGINES.filter((engine) => configs.some((config) => config.engine === engine)).map((engine) =>
-    createDatabaseTool(engine, configs.filter((config) => config.engine === engine), tool),
+    createDatabaseTool(
+      engine,
+      configs.filter((config) => config.engine === engine),
+      tool,
+    ),
   );
 }

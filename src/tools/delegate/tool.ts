@@ -6,10 +6,13 @@ function formatDuration(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-const DELEGATE_PARAMETERS = toolParameters({
-  instruction: { type: 'string', minLength: 1, description: 'What the child should do and what it should answer with.' },
-  full_context: { type: 'boolean', description: 'Give the child this conversation so far. Default false.' },
-}, ['instruction']);
+const DELEGATE_PARAMETERS = toolParameters(
+  {
+    instruction: { type: 'string', minLength: 1, description: 'What the child should do and what it should answer with.' },
+    full_context: { type: 'boolean', description: 'Give the child this conversation so far. Default false.' },
+  },
+  ['instruction'],
+);
 export type DelegateArgs = ArgsOf<typeof DELEGATE_PARAMETERS>;
 
 /**
@@ -29,7 +32,10 @@ export const delegateTool = defineTool({
   concurrent: true,
   async run(args, context) {
     if (!context.runChildAgent) {
-      throw new ToolError('delegate is not available here: it runs only in an agent run, and a delegated agent cannot delegate again (one level only)', 'delegate_unavailable');
+      throw new ToolError(
+        'delegate is not available here: it runs only in an agent run, and a delegated agent cannot delegate again (one level only)',
+        'delegate_unavailable',
+      );
     }
     const child = await context.runChildAgent({ instruction: args.instruction, fullContext: args.full_context ?? false, signal: context.signal });
     const usage = child.usage;

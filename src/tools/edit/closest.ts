@@ -86,7 +86,9 @@ function closestStart(file: NormalizedLines, oldNorm: readonly string[]): number
 
   // Nothing verbatim: the file line most similar to old_string's longest line.
   let anchor = 0;
-  oldNorm.forEach((line, k) => { if (line.length > oldNorm[anchor]!.length) anchor = k; });
+  oldNorm.forEach((line, k) => {
+    if (line.length > oldNorm[anchor]!.length) anchor = k;
+  });
   const target = new PairProfile(oldNorm[anchor]!);
   const length = target.text.length;
   let bestIndex = -1;
@@ -96,7 +98,10 @@ function closestStart(file: NormalizedLines, oldNorm: readonly string[]): number
     const line = raw.trim();
     if (line.length * LENGTH_RATIO < length || line.length > length * LENGTH_RATIO) return; // cannot reach the threshold
     const score = target.similarity(line);
-    if (score > bestScore) { bestScore = score; bestIndex = index; }
+    if (score > bestScore) {
+      bestScore = score;
+      bestIndex = index;
+    }
   });
   return bestIndex === -1 ? null : bestIndex - anchor;
 }
@@ -128,7 +133,10 @@ export function describeClosestRegion(fileLines: readonly string[], oldLines: re
       break;
     }
     if (fileNorm.get(index) !== oldNorm[k]) {
-      parts.push(`First difference: file line ${index + 1} is ${JSON.stringify(shown(fileLines[index]!))} but old_string line ${k + 1} is ${JSON.stringify(shown(oldLines[k]!))}.`);
+      parts.push(
+        `First difference: file line ${index + 1} is ${JSON.stringify(shown(fileLines[index]!))} but old_string line ${k + 1} is ` +
+          `${JSON.stringify(shown(oldLines[k]!))}.`,
+      );
       break;
     }
   }

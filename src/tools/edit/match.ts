@@ -49,7 +49,10 @@ export function normalizeIndentation(line: string): string {
  */
 export class NormalizedLines {
   private readonly cache = new Map<number, string>();
-  constructor(readonly lines: readonly string[], private readonly normalize: (line: string) => string) {}
+  constructor(
+    readonly lines: readonly string[],
+    private readonly normalize: (line: string) => string,
+  ) {}
   get(index: number): string {
     let value = this.cache.get(index);
     if (value === undefined) {

@@ -26,22 +26,33 @@ const STAGE_LABEL: Record<MatchStage, string> = {
   indentation: 'indentation-flexible match, re-indented to the file',
 };
 
-const DESCRIPTION = `Replace text in an existing text file. old_string must match exactly one place unless replace_all is true; give enough surrounding lines to make it unique. Copy old_string from the file's current content, without read's line-number prefixes.
-Matching is tried in three stages: exact; then whole lines ignoring trailing whitespace and repeated spaces or tabs inside lines; then whole lines ignoring indentation (new_string is then re-indented with the file's own indentation, keeping its relative indentation). When nothing matches, the closest region of the file is shown with line numbers.
-Line endings (CRLF), a UTF-8 BOM and tabs are kept. Read the file first in this session (read or grep); if it changed on disk since, read it again. Files over ${formatBytes(MAX_EDIT_FILE_BYTES)}, binary files and files that are not UTF-8 are refused. To create a file, use write.`;
+const DESCRIPTION =
+  `Replace text in an existing text file. old_string must match exactly one place unless replace_all is true; give enough surrounding ` +
+  `lines to make it unique. Copy old_string from the file's current content, without read's line-number prefixes.
+Matching is tried in three stages: exact; then whole lines ignoring trailing whitespace and repeated spaces or tabs inside lines; then whole lines ignoring ` +
+  `indentation (new_string is then re-indented with the file's own indentation, keeping its relative indentation). When nothing matches, the closest region ` +
+  `of the file is shown with line numbers.
+Line endings (CRLF), a UTF-8 BOM and tabs are kept. Read the file first in this session (read or grep); if it changed on disk since, read it again. Files ` +
+  `over ${formatBytes(MAX_EDIT_FILE_BYTES)}, binary files and files that are not UTF-8 are refused. To create a file, use write.`;
 
 function decodeText(bytes: Buffer, shown: string): string {
   if (bytes.includes(0)) throw new ToolError(`${shown} looks binary (it contains NUL bytes); edit changes text files only`, 'binary');
   try {
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
-    throw new ToolError(`${shown} is not valid UTF-8 text (perhaps Latin-1 or UTF-16); edit refuses it because rewriting would change bytes it did not mean to`, 'unsupported_format');
+    throw new ToolError(
+      `${shown} is not valid UTF-8 text (perhaps Latin-1 or UTF-16); edit refuses it because rewriting would change bytes it did not mean to`,
+      'unsupported_format',
+    );
   }
 }
 
 function ambiguityMessage(shown: string, stage: MatchStage, lines: readonly number[]): string {
   const listed = lines.slice(0, MAX_LISTED_MATCHES).join(', ') + (lines.length > MAX_LISTED_MATCHES ? `, … (${lines.length - MAX_LISTED_MATCHES} more)` : '');
-  return `old_string matches ${lines.length} places in ${shown} (${STAGE_LABEL[stage]}), starting at lines ${listed}; nothing was changed. Add surrounding lines to old_string so that it matches exactly one place, or set replace_all: true to replace every one.`;
+  return (
+    `old_string matches ${lines.length} places in ${shown} (${STAGE_LABEL[stage]}), starting at lines ${listed}; nothing was changed. Add surrounding ` +
+    `lines to old_string so that it matches exactly one place, or set replace_all: true to replace every one.`
+  );
 }
 
 function notFoundMessage(shown: string, file: TextFile, oldText: string): string {
@@ -76,70 +87,94 @@ export interface EditToolOptions {
   profileName: string;
 }
 
-const EDIT_PARAMETERS = toolParameters({
-  path: { type: 'string', description: 'File to change, relative to the working directory or absolute.' },
-  old_string: { type: 'string', description: 'The text to replace, copied from the file (not empty).' },
-  new_string: { type: 'string', description: 'The replacement (may be empty to delete old_string).' },
-  replace_all: { type: 'boolean', description: 'Replace every occurrence instead of requiring exactly one (default false).' },
-}, ['path', 'old_string', 'new_string']);
+const EDIT_PARAMETERS = toolParameters(
+  {
+    path: { type: 'string', description: 'File to change, relative to the working directory or absolute.' },
+    old_string: { type: 'string', description: 'The text to replace, copied from the file (not empty).' },
+    new_string: { type: 'string', description: 'The replacement (may be empty to delete old_string).' },
+    replace_all: { type: 'boolean', description: 'Replace every occurrence instead of requiring exactly one (default false).' },
+  },
+  ['path', 'old_string', 'new_string'],
+);
 export type EditArgs = ArgsOf<typeof EDIT_PARAMETERS>;
 
 export function createEditTool(options: EditToolOptions): Tool {
   const { mode, profileName } = options;
   return defineTool({
-  name: 'edit',
-  description: DESCRIPTION,
-  parameters: EDIT_PARAMETERS,
-  readOnly: false,
-  async run(args, context): Promise<ToolResult> {
-    if (mode !== 'full') {
-      throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${profileName} has ${mode}`, 'refused');
-    }
-    const oldText = toLf(args.old_string);
-    const newText = toLf(args.new_string);
-    if (oldText === '') throw new ToolError('old_string is empty; give the text to replace (to create a file use write; to insert, include a neighbouring line in both old_string and new_string)', 'bad_value');
-    if (oldText === newText) throw new ToolError('old_string and new_string are identical; nothing to change', 'bad_value');
+    name: 'edit',
+    description: DESCRIPTION,
+    parameters: EDIT_PARAMETERS,
+    readOnly: false,
+    async run(args, context): Promise<ToolResult> {
+      if (mode !== 'full') {
+        throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${profileName} has ${mode}`, 'refused');
+      }
+      const oldText = toLf(args.old_string);
+      const newText = toLf(args.new_string);
+      if (oldText === '')
+        throw new ToolError(
+          'old_string is empty; give the text to replace (to create a file use write; to insert, include a neighbouring line in both old_string and ' +
+            'new_string)',
+          'bad_value',
+        );
+      if (oldText === newText) throw new ToolError('old_string and new_string are identical; nothing to change', 'bad_value');
 
-    const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
-    const shown = shownPath(context.workingDir, requested);
-    const target = await findExistingFile(context, requested, shown);
-    if (!target) throw new ToolError(`${shown} does not exist; edit changes existing files (use write to create one)`, 'not_found');
-    if (target.stat.size > MAX_EDIT_FILE_BYTES) {
-      throw new ToolError(`${shown} is ${formatBytes(target.stat.size)}, over edit's limit of ${formatBytes(MAX_EDIT_FILE_BYTES)}; change it with a shell command (e.g. sed) instead`, 'too_large');
-    }
-    checkReadBeforeWrite(context, target);
+      const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
+      const shown = shownPath(context.workingDir, requested);
+      const target = await findExistingFile(context, requested, shown);
+      if (!target) throw new ToolError(`${shown} does not exist; edit changes existing files (use write to create one)`, 'not_found');
+      if (target.stat.size > MAX_EDIT_FILE_BYTES) {
+        throw new ToolError(
+          `${shown} is ${formatBytes(target.stat.size)}, over edit's limit of ${formatBytes(MAX_EDIT_FILE_BYTES)}; change it with a shell command (e.g. ` +
+            `sed) instead`,
+          'too_large',
+        );
+      }
+      checkReadBeforeWrite(context, target);
 
-    const file = toTextFile(decodeText(await context.backend.readFile(target.real), shown));
-    const outcome = locateEdit(file.view, oldText, newText, args.replace_all === true);
-    if (outcome.kind === 'ambiguous') throw new ToolError(ambiguityMessage(shown, outcome.stage, outcome.lines), 'ambiguous', { stage: outcome.stage, matches: outcome.lines.length, lines: outcome.lines.slice(0, MAX_LISTED_MATCHES) });
-    if (outcome.kind === 'not_found') throw new ToolError(notFoundMessage(shown, file, oldText), 'not_found');
+      const file = toTextFile(decodeText(await context.backend.readFile(target.real), shown));
+      const outcome = locateEdit(file.view, oldText, newText, args.replace_all === true);
+      if (outcome.kind === 'ambiguous')
+        throw new ToolError(ambiguityMessage(shown, outcome.stage, outcome.lines), 'ambiguous', {
+          stage: outcome.stage,
+          matches: outcome.lines.length,
+          lines: outcome.lines.slice(0, MAX_LISTED_MATCHES),
+        });
+      if (outcome.kind === 'not_found') throw new ToolError(notFoundMessage(shown, file, oldText), 'not_found');
 
-    const { content, view } = applyReplacements(file, outcome.replacements);
-    const data = Buffer.from(content, 'utf8');
-    await writeFileClearly(context, target.real, shown, data, false);
-    await recordWritten(context, [target.requested, target.real]);
+      const { content, view } = applyReplacements(file, outcome.replacements);
+      const data = Buffer.from(content, 'utf8');
+      await writeFileClearly(context, target.real, shown, data, false);
+      await recordWritten(context, [target.requested, target.real]);
 
-    const before = outcome.replacements.reduce((sum, r) => sum + countLines(file.view.slice(r.start, r.end)), 0);
-    const after = outcome.replacements.reduce((sum, r) => sum + countLines(r.text), 0);
-    const landed = landedLines(outcome.replacements, view);
-    const count = outcome.replacements.length;
-    const at = landed.slice(0, MAX_LISTED_MATCHES).map((l) => l.first).join(', ') + (count > MAX_LISTED_MATCHES ? ', …' : '');
-    const lines = [`edited ${shown}: ${plural(count, 'replacement')} (${STAGE_LABEL[outcome.stage]}) at line${count === 1 ? '' : 's'} ${at}; ${plural(before, 'line')} replaced by ${after}`];
-    if (count === 1) {
-      const { first, last } = landed[0]!;
-      const shownLast = Math.min(last, first + MAX_RESULT_LINES - 1);
-      lines.push(`Lines ${first}-${shownLast} now read:`, numberedLines(view.split('\n').slice(first - 1, shownLast), first));
-      if (shownLast < last) lines.push(`… (${last - shownLast} more changed lines)`);
-    }
-    return success(lines.join('\n'), {
-      path: target.real,
-      stage: outcome.stage,
-      replacements: count,
-      lines: landed.slice(0, MAX_LISTED_MATCHES).map((l) => l.first),
-      linesBefore: before,
-      linesAfter: after,
-      bytes: data.length,
-    });
-  },
+      const before = outcome.replacements.reduce((sum, r) => sum + countLines(file.view.slice(r.start, r.end)), 0);
+      const after = outcome.replacements.reduce((sum, r) => sum + countLines(r.text), 0);
+      const landed = landedLines(outcome.replacements, view);
+      const count = outcome.replacements.length;
+      const at =
+        landed
+          .slice(0, MAX_LISTED_MATCHES)
+          .map((l) => l.first)
+          .join(', ') + (count > MAX_LISTED_MATCHES ? ', …' : '');
+      const lines = [
+        `edited ${shown}: ${plural(count, 'replacement')} (${STAGE_LABEL[outcome.stage]}) at line${count === 1 ? '' : 's'} ${at}; ${plural(before, 'line')} ` +
+          `replaced by ${after}`,
+      ];
+      if (count === 1) {
+        const { first, last } = landed[0]!;
+        const shownLast = Math.min(last, first + MAX_RESULT_LINES - 1);
+        lines.push(`Lines ${first}-${shownLast} now read:`, numberedLines(view.split('\n').slice(first - 1, shownLast), first));
+        if (shownLast < last) lines.push(`… (${last - shownLast} more changed lines)`);
+      }
+      return success(lines.join('\n'), {
+        path: target.real,
+        stage: outcome.stage,
+        replacements: count,
+        lines: landed.slice(0, MAX_LISTED_MATCHES).map((l) => l.first),
+        linesBefore: before,
+        linesAfter: after,
+        bytes: data.length,
+      });
+    },
   });
 }

@@ -25,12 +25,39 @@ export type FormatKind = 'date' | 'datetime' | 'time' | 'elapsed' | 'excelText' 
 
 /** Built-in number formats (ECMA-376 18.8.30) that are dates, times or percentages. */
 const BUILTIN_FORMATS: Record<number, string> = {
-  9: '0%', 10: '0.00%',
-  14: 'yyyy-mm-dd', 15: 'd-mmm-yy', 16: 'd-mmm', 17: 'mmm-yy', 18: 'h:mm AM/PM', 19: 'h:mm:ss AM/PM',
-  20: 'h:mm', 21: 'h:mm:ss', 22: 'yyyy-mm-dd h:mm', 45: 'mm:ss', 46: '[h]:mm:ss', 47: 'mm:ss.0',
-  27: 'yyyy-mm-dd', 28: 'yyyy-mm-dd', 29: 'yyyy-mm-dd', 30: 'yyyy-mm-dd', 31: 'yyyy-mm-dd', 32: 'h:mm:ss', 33: 'h:mm:ss',
-  34: 'h:mm:ss', 35: 'h:mm:ss', 36: 'yyyy-mm-dd', 50: 'yyyy-mm-dd', 51: 'yyyy-mm-dd', 52: 'yyyy-mm-dd', 53: 'yyyy-mm-dd',
-  54: 'yyyy-mm-dd', 55: 'yyyy-mm-dd', 56: 'yyyy-mm-dd', 57: 'yyyy-mm-dd', 58: 'yyyy-mm-dd',
+  9: '0%',
+  10: '0.00%',
+  14: 'yyyy-mm-dd',
+  15: 'd-mmm-yy',
+  16: 'd-mmm',
+  17: 'mmm-yy',
+  18: 'h:mm AM/PM',
+  19: 'h:mm:ss AM/PM',
+  20: 'h:mm',
+  21: 'h:mm:ss',
+  22: 'yyyy-mm-dd h:mm',
+  45: 'mm:ss',
+  46: '[h]:mm:ss',
+  47: 'mm:ss.0',
+  27: 'yyyy-mm-dd',
+  28: 'yyyy-mm-dd',
+  29: 'yyyy-mm-dd',
+  30: 'yyyy-mm-dd',
+  31: 'yyyy-mm-dd',
+  32: 'h:mm:ss',
+  33: 'h:mm:ss',
+  34: 'h:mm:ss',
+  35: 'h:mm:ss',
+  36: 'yyyy-mm-dd',
+  50: 'yyyy-mm-dd',
+  51: 'yyyy-mm-dd',
+  52: 'yyyy-mm-dd',
+  53: 'yyyy-mm-dd',
+  54: 'yyyy-mm-dd',
+  55: 'yyyy-mm-dd',
+  56: 'yyyy-mm-dd',
+  57: 'yyyy-mm-dd',
+  58: 'yyyy-mm-dd',
 };
 
 export function builtinFormatCode(id: number): string {
@@ -73,7 +100,8 @@ function dateKind(letters: string): FormatKind {
   // m next to h (h:mm) or before s (mm:ss) is minutes, any other m the month.
   const months = plain.replace(/h+[^a-z]*m+/g, 'h').replace(/m+([^a-z]*s)/g, '$1');
   const parts = Number(/[ye]/.test(plain)) + Number(/m/.test(months)) + Number(/d/.test(plain));
-  // A lone hour, second or half-day ("h", "hh AM/PM", "ss", "A/P"), which LibreOffice also puts on plain numbers, is shown as Excel shows it ("7", "7 AM", "A").
+  // A lone hour, second or half-day ("h", "hh AM/PM", "ss", "A/P"), which LibreOffice also puts
+  // on plain numbers, is shown as Excel shows it ("7", "7 AM", "A").
   const timeParts = Number(/h/.test(plain)) + Number(/m/.test(plain) && !/m/.test(months)) + Number(/s/.test(plain));
   if (parts === 0 && timeParts <= 1) return 'excelText';
   if (parts === 0) return hasTime ? 'time' : 'excelText';
@@ -183,7 +211,10 @@ export function displayCellValue(value: CellValue, date1904: boolean): string {
     case 'error':
       return value.text;
     case 'isoDate':
-      return value.text.replace('T', ' ').replace(/(\.\d+)?Z?$/, '').replace(/ 00:00:00$/, '');
+      return value.text
+        .replace('T', ' ')
+        .replace(/(\.\d+)?Z?$/, '')
+        .replace(/ 00:00:00$/, '');
     case 'noCachedValue':
       return cut(escapeCellText(value.formula ? `=${value.formula} [formula, no cached value]` : '[formula, no cached value]'));
   }

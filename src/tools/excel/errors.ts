@@ -6,7 +6,10 @@ import type { ToolErrorKind } from '../types.js';
  */
 export class WorkbookError extends Error {
   override name = 'WorkbookError';
-  constructor(message: string, readonly code: ToolErrorKind) {
+  constructor(
+    message: string,
+    readonly code: ToolErrorKind,
+  ) {
     super(message);
   }
 }

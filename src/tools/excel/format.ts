@@ -89,7 +89,7 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
     lines.push([`${row.row}${row.hidden ? HIDDEN_MARK : ''}`, ...fields].join('\t'));
   }
 
-  const total = slice.lastRow === null ? 'more (the file does not declare the sheet\'s size; get_info counts its rows)' : formatCount(slice.lastRow);
+  const total = slice.lastRow === null ? "more (the file does not declare the sheet's size; get_info counts its rows)" : formatCount(slice.lastRow);
   const notes: string[] = [`rows ${formatCount(firstRow)}-${formatCount(lastRowShown)} of ${total}`];
   if (rows.length === 0) notes.push('no values in these rows');
   let uncalculated = 0;
@@ -104,7 +104,8 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
   if (request.firstColumn > 1) notes.push(`columns from ${columnLetters(request.firstColumn)} (start_column)`);
   if (cutColumns.length > 0) {
     notes.push(
-      `${plural(cutColumns.length, 'more column')} (${columnLetters(cutColumns[0]!)}-${columnLetters(cutColumns[cutColumns.length - 1]!)}) not shown: at most ${MAX_COLUMNS} columns at a time; call read_excel with start_column=${columnLetters(cutColumns[0]!)}`,
+      `${plural(cutColumns.length, 'more column')} (${columnLetters(cutColumns[0]!)}-${columnLetters(cutColumns[cutColumns.length - 1]!)}) not shown: at ` +
+        `most ${MAX_COLUMNS} columns at a time; call read_excel with start_column=${columnLetters(cutColumns[0]!)}`,
     );
   }
   if (moreRows) notes.push(`more rows: call read_excel with start_row=${lastRowShown + 1}`);
@@ -150,13 +151,19 @@ export function renderSheetInfo(info: SheetInfo): string {
     lines.push('  empty: no values');
     return lines.join('\n');
   }
-  lines.push(`  used range: A1:${columnLetters(info.lastColumn)}${info.lastRow} (${plural(info.lastRow, 'row')}, ${plural(info.lastColumn, 'column')}; ${plural(info.rowsWithData, 'row')} with values)`);
+  lines.push(
+    `  used range: A1:${columnLetters(info.lastColumn)}${info.lastRow} (${plural(info.lastRow, 'row')}, ${plural(info.lastColumn, 'column')}; ` +
+      `${plural(info.rowsWithData, 'row')} with values)`,
+  );
   const cutList = info.hiddenRowCount > info.hiddenRows.length ? ', …' : '';
   lines.push(`  hidden rows: ${info.hiddenRowCount === 0 ? 'none' : `${formatCount(info.hiddenRowCount)} (${rowRangesText(info.hiddenRows)}${cutList})`}`);
   const hiddenColumns = info.hiddenColumns.reduce((sum, r) => sum + r.max - r.min + 1, 0);
   lines.push(`  hidden columns: ${hiddenColumns === 0 ? 'none' : `${formatCount(hiddenColumns)} (${info.hiddenColumns.map(rangeText).join(', ')})`}`);
   lines.push(`  merged ranges: ${info.mergedRanges.length === 0 ? 'none' : info.mergedRanges.join(', ')}`);
-  if (info.formulas === null) lines.push('  formulas: unknown (the file\'s formulas could not be parsed; their cached values are shown)');
-  else lines.push(`  formulas: ${info.formulas === 0 ? 'none' : `${formatCount(info.formulas)}${info.formulasWithoutValue > 0 ? ` (${formatCount(info.formulasWithoutValue)} without a cached value)` : ''}`}`);
+  if (info.formulas === null) lines.push("  formulas: unknown (the file's formulas could not be parsed; their cached values are shown)");
+  else {
+    const withoutValue = info.formulasWithoutValue > 0 ? ` (${formatCount(info.formulasWithoutValue)} without a cached value)` : '';
+    lines.push(`  formulas: ${info.formulas === 0 ? 'none' : `${formatCount(info.formulas)}${withoutValue}`}`);
+  }
   return lines.join('\n');
 }

@@ -134,7 +134,8 @@ export function withoutHiddenMergeValues<Row extends { row: number; cells: Array
       const covering = byRow.get(row.row);
       if (!covering) return row;
       const cells = row.cells.filter(
-        (cell) => !covering.some((m) => cell.column >= m.firstColumn && cell.column <= m.lastColumn && (row.row !== m.firstRow || cell.column !== m.firstColumn)),
+        (cell) =>
+          !covering.some((m) => cell.column >= m.firstColumn && cell.column <= m.lastColumn && (row.row !== m.firstRow || cell.column !== m.firstColumn)),
       );
       return cells.length === row.cells.length ? row : { ...row, cells };
     })

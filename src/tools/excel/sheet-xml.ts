@@ -133,7 +133,8 @@ export class SheetXmlHandler implements XmlHandler {
         if (!this.inCols) return;
         const min = Number(attributeValue(attributes, 'min'));
         const max = Number(attributeValue(attributes, 'max') ?? attributeValue(attributes, 'min'));
-        if (Number.isInteger(min) && Number.isInteger(max) && min >= 1 && max >= min) this.events.column?.(min, max, isTrue(attributeValue(attributes, 'hidden')));
+        if (Number.isInteger(min) && Number.isInteger(max) && min >= 1 && max >= min)
+          this.events.column?.(min, max, isTrue(attributeValue(attributes, 'hidden')));
         return;
       }
       case 'mergeCell': {
@@ -166,7 +167,11 @@ export class SheetXmlHandler implements XmlHandler {
         // An empty <v></v> (Apache POI writes them) is no value, except in a formula's string result.
         if (cell && cell.value === '' && cell.type !== 'str') cell.value = null;
         if (cell && this.row && (cell.value !== null || cell.inline !== null || cell.hasFormula)) {
-          if (this.row.cells.length >= MAX_COLUMN) throw new WorkbookError(`row ${this.row.row} holds more than ${MAX_COLUMN.toLocaleString('en-US')} cells, more than Excel allows (a damaged or hostile file)`, 'corrupt');
+          if (this.row.cells.length >= MAX_COLUMN)
+            throw new WorkbookError(
+              `row ${this.row.row} holds more than ${MAX_COLUMN.toLocaleString('en-US')} cells, more than Excel allows (a damaged or hostile file)`,
+              'corrupt',
+            );
           this.row.cells.push(cell);
         }
         this.cell = null;

@@ -1,6 +1,18 @@
 import type { CellObject, WorkSheet } from '@e965/xlsx';
 import { TEXT_WORKBOOK_LABELS, type TextWorkbookKind, WorkbookError } from './errors.js';
-import { sheetHasCells, withoutHiddenMergeValues, type CellValue, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary, type Visibility } from './model.js';
+import {
+  sheetHasCells,
+  withoutHiddenMergeValues,
+  type CellValue,
+  type ColumnRange,
+  type OpenWorkbook,
+  type SheetInfo,
+  type SheetKind,
+  type SheetRow,
+  type SheetSlice,
+  type SheetSummary,
+  type Visibility,
+} from './model.js';
 import { clipRanges, MAX_MERGED_RANGES_LISTED } from './xlsx-reader.js';
 
 /**
@@ -15,7 +27,16 @@ type SheetJs = typeof import('@e965/xlsx');
 const VISIBILITY: Record<number, Visibility> = { 0: 'visible', 1: 'hidden', 2: 'veryHidden' };
 
 /** BIFF error codes: SheetJS gives the text only with cellText, which formats every cell (a third of the parse time). */
-const ERROR_TEXTS: Record<number, string> = { 0x00: '#NULL!', 0x07: '#DIV/0!', 0x0f: '#VALUE!', 0x17: '#REF!', 0x1d: '#NAME?', 0x24: '#NUM!', 0x2a: '#N/A', 0x2b: '#GETTING_DATA' };
+const ERROR_TEXTS: Record<number, string> = {
+  0x00: '#NULL!',
+  0x07: '#DIV/0!',
+  0x0f: '#VALUE!',
+  0x17: '#REF!',
+  0x1d: '#NAME?',
+  0x24: '#NUM!',
+  0x2a: '#N/A',
+  0x2b: '#GETTING_DATA',
+};
 
 function toCellValue(cell: CellObject): CellValue | null {
   switch (cell.t) {
@@ -83,9 +104,17 @@ class XlsWorkbook implements OpenWorkbook {
   async readRows(sheet: SheetSummary, firstRow: number, lastRow: number): Promise<SheetSlice> {
     const all = this.rowsOf(sheet);
     const declared = sheet.dimension ? this.xlsx.utils.decode_range(sheet.dimension).e.r + 1 : 0;
-    const merges = (this.worksheets[sheet.index - 1]!['!merges'] ?? []).map((m) => ({ firstRow: m.s.r + 1, firstColumn: m.s.c + 1, lastRow: m.e.r + 1, lastColumn: m.e.c + 1 }));
+    const merges = (this.worksheets[sheet.index - 1]!['!merges'] ?? []).map((m) => ({
+      firstRow: m.s.r + 1,
+      firstColumn: m.s.c + 1,
+      lastRow: m.e.r + 1,
+      lastColumn: m.e.c + 1,
+    }));
     return {
-      rows: withoutHiddenMergeValues(all.filter((row) => row.row >= firstRow && row.row <= lastRow), merges),
+      rows: withoutHiddenMergeValues(
+        all.filter((row) => row.row >= firstRow && row.row <= lastRow),
+        merges,
+      ),
       hiddenColumns: this.hiddenColumns(sheet),
       lastRow: Math.max(declared, all[all.length - 1]?.row ?? 0),
       lastRowSeen: all[all.length - 1]?.row ?? 0,
@@ -107,7 +136,10 @@ class XlsWorkbook implements OpenWorkbook {
       hiddenRows: rows.filter((row) => row.hidden).map((row) => row.row),
       hiddenRowCount: rows.filter((row) => row.hidden).length,
       hiddenColumns: clipRanges(this.hiddenColumns(sheet), lastColumn),
-      mergedRanges: merges.length > MAX_MERGED_RANGES_LISTED ? [...merges.slice(0, MAX_MERGED_RANGES_LISTED), `… ${merges.length - MAX_MERGED_RANGES_LISTED} more`] : merges,
+      mergedRanges:
+        merges.length > MAX_MERGED_RANGES_LISTED
+          ? [...merges.slice(0, MAX_MERGED_RANGES_LISTED), `… ${merges.length - MAX_MERGED_RANGES_LISTED} more`]
+          : merges,
       formulas: this.formulasRead ? formulas : null,
       formulasWithoutValue: 0,
     };
@@ -125,14 +157,25 @@ export async function openXls(bytes: Buffer, text: TextWorkbookKind | null = nul
   // import). BIFF8, in an OLE2 stream named Workbook, stores Unicode and needs none.
   if (text !== null || !bytes.includes(BIFF8_STREAM_NAME)) xlsx.set_cptable(await import('@e965/xlsx/dist/cpexcel.full.mjs'));
   // raw: delimited text and HTML cells stay as written (SheetJS would otherwise guess numbers and dates).
-  const read = (cellFormula: boolean) => xlsx.read(bytes, { type: 'buffer', dense: true, cellFormula, cellNF: true, cellText: false, cellStyles: true, cellDates: false, raw: text === 'csv' || text === 'html' });
+  const read = (cellFormula: boolean) =>
+    xlsx.read(bytes, {
+      type: 'buffer',
+      dense: true,
+      cellFormula,
+      cellNF: true,
+      cellText: false,
+      cellStyles: true,
+      cellDates: false,
+      raw: text === 'csv' || text === 'html',
+    });
   let workbook;
   let formulasRead = true;
   try {
     workbook = read(true);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    if (/password|encrypt/i.test(message)) throw new WorkbookError('the workbook is password-protected (encrypted); save an unprotected copy to read it', 'encrypted');
+    if (/password|encrypt/i.test(message))
+      throw new WorkbookError('the workbook is password-protected (encrypted); save an unprotected copy to read it', 'encrypted');
     // SheetJS fails on some formula tokens it cannot print (defined names with "Unsupported ELFs"):
     // the cells' cached values do not need the formulas' text.
     try {
@@ -150,7 +193,13 @@ export async function openXls(bytes: Buffer, text: TextWorkbookKind | null = nul
     if (!ws) return;
     worksheets.push(ws);
     const kind = KINDS[String(ws['!type'])] ?? 'worksheet';
-    sheets.push({ index: sheets.length + 1, name, visibility: VISIBILITY[sheetInfo[i]?.Hidden ?? 0] ?? 'visible', kind, dimension: sheetHasCells(kind) ? ws['!ref'] ?? null : null });
+    sheets.push({
+      index: sheets.length + 1,
+      name,
+      visibility: VISIBILITY[sheetInfo[i]?.Hidden ?? 0] ?? 'visible',
+      kind,
+      dimension: sheetHasCells(kind) ? (ws['!ref'] ?? null) : null,
+    });
   });
   return new XlsWorkbook(xlsx, worksheets, sheets, workbook.Workbook?.WBProps?.date1904 === true, text ?? 'xls', formulasRead);
 }

@@ -1,7 +1,20 @@
 import type { Backend } from '../../backends/types.js';
 import { decodeOoxmlEscapes } from './cell-values.js';
 import { WorkbookError } from './errors.js';
-import { MAX_HIDDEN_ROWS_KEPT, sheetHasCells, withoutHiddenMergeValues, type CellValue, type MergedRange, type ColumnRange, type OpenWorkbook, type SheetInfo, type SheetKind, type SheetRow, type SheetSlice, type SheetSummary } from './model.js';
+import {
+  MAX_HIDDEN_ROWS_KEPT,
+  sheetHasCells,
+  withoutHiddenMergeValues,
+  type CellValue,
+  type MergedRange,
+  type ColumnRange,
+  type OpenWorkbook,
+  type SheetInfo,
+  type SheetKind,
+  type SheetRow,
+  type SheetSlice,
+  type SheetSummary,
+} from './model.js';
 import { columnOfReference, SheetXmlHandler, type RawCell, type RawRow, type SheetEvents } from './sheet-xml.js';
 import { parseRelationships, parseStyles, parseWorkbook, relationshipsPartOf, SharedStringsHandler, type Relationship } from './workbook-parts.js';
 import { XmlScanner, type XmlHandler } from './xml-scanner.js';
@@ -49,7 +62,16 @@ class XlsxWorkbook implements OpenWorkbook {
     // Each sheet declares its used range before its rows: read only that far.
     for (const sheet of this.sheets) {
       if (!sheetHasCells(sheet.kind)) continue;
-      await scanPart(this.archive, sheet.part, new SheetXmlHandler({ dimension: (ref) => { sheet.dimension = ref; }, sheetDataStart: () => false }));
+      await scanPart(
+        this.archive,
+        sheet.part,
+        new SheetXmlHandler({
+          dimension: (ref) => {
+            sheet.dimension = ref;
+          },
+          sheetDataStart: () => false,
+        }),
+      );
     }
     this.dimensionsLoaded = true;
   }
@@ -64,9 +86,15 @@ class XlsxWorkbook implements OpenWorkbook {
     let stoppedEarly = false;
     const merges: MergedRange[] = [];
     const events: SheetEvents = {
-      dimension: (ref) => { declaredLastRow = lastRowOfRange(ref); },
-      column: (min, max, hidden) => { if (hidden) hiddenColumns.push({ min, max }); },
-      merge: (ref) => { addMerge(merges, ref); },
+      dimension: (ref) => {
+        declaredLastRow = lastRowOfRange(ref);
+      },
+      column: (min, max, hidden) => {
+        if (hidden) hiddenColumns.push({ min, max });
+      },
+      merge: (ref) => {
+        addMerge(merges, ref);
+      },
       row: (row) => {
         seenLastRow = Math.max(seenLastRow, row.row);
         if (row.row > lastRow) {
@@ -86,7 +114,8 @@ class XlsxWorkbook implements OpenWorkbook {
     // The sheet first, so that only the strings its rows use are kept (wherever the table lies).
     await scanPart(this.archive, part, new SheetXmlHandler(events));
     // Merged ranges follow the rows: when reading stopped early, they are looked up in the rest of the part.
-    if (stoppedEarly && rows.length > 0 && mergesWorthScanning(this.archive.declaredSizes(part))) await scanMergeRefs(this.archive, part, (ref) => addMerge(merges, ref));
+    if (stoppedEarly && rows.length > 0 && mergesWorthScanning(this.archive.declaredSizes(part)))
+      await scanMergeRefs(this.archive, part, (ref) => addMerge(merges, ref));
     rows.splice(0, rows.length, ...withoutHiddenMergeValues(rows, merges));
     const strings = new SharedStringsHandler(neededStrings);
     if (this.sharedStringsPart && neededStrings.size > 0) await scanPart(this.archive, this.sharedStringsPart, strings);
@@ -113,8 +142,12 @@ class XlsxWorkbook implements OpenWorkbook {
     let formulasWithoutValue = 0;
     let merges = 0;
     const handler = new SheetXmlHandler({
-      dimension: (ref) => { sheet.dimension = ref; },
-      column: (min, max, hidden) => { if (hidden) columns.push({ min, max, hidden }); },
+      dimension: (ref) => {
+        sheet.dimension = ref;
+      },
+      column: (min, max, hidden) => {
+        if (hidden) columns.push({ min, max, hidden });
+      },
       row: (row) => {
         rowsWithData++;
         lastRow = Math.max(lastRow, row.row);
@@ -212,7 +245,7 @@ function resolveCell(cell: RawCell, strings: Map<number, string>, styles: string
   switch (cell.type) {
     case 's': {
       const index = sharedStringIndex(cell);
-      return { kind: 'string', text: index === null ? '' : strings.get(index) ?? '' };
+      return { kind: 'string', text: index === null ? '' : (strings.get(index) ?? '') };
     }
     case 'inlineStr':
       return { kind: 'string', text: decodeOoxmlEscapes(cell.inline ?? raw ?? '') };
@@ -265,7 +298,12 @@ export async function openXlsx(backend: Backend, path: string, size: number, lim
   if (main !== standardMain) parts = await readParts([main, relationshipsPartOf(main)]);
   const workbookXml = parts.get(main);
   if (workbookXml === undefined) {
-    throw new WorkbookError(archive.has('word/document.xml') || archive.has('ppt/presentation.xml') ? 'this is a Word or PowerPoint file, not a workbook' : 'the zip holds no workbook part (is it really an Excel file?)', 'corrupt');
+    throw new WorkbookError(
+      archive.has('word/document.xml') || archive.has('ppt/presentation.xml')
+        ? 'this is a Word or PowerPoint file, not a workbook'
+        : 'the zip holds no workbook part (is it really an Excel file?)',
+      'corrupt',
+    );
   }
   const relationships: Relationship[] = parseRelationships(parts.get(relationshipsPartOf(main)) ?? '', main);
   const byId = new Map(relationships.map((r) => [r.id, r]));

@@ -50,7 +50,10 @@ export class XmlScanner {
   private run = 0;
 
   /** `label` names the input in errors ("part xl/sharedStrings.xml"). */
-  constructor(private readonly handler: XmlHandler, private readonly label = 'the XML') {
+  constructor(
+    private readonly handler: XmlHandler,
+    private readonly label = 'the XML',
+  ) {
     // saxes also reports the end of a self-closing tag, so close() follows every open().
     this.parser.on('opentag', (tag) => {
       if (!this.isStopped) handler.open(localName(tag.name), tag.attributes, tag.isSelfClosing);
@@ -81,7 +84,10 @@ export class XmlScanner {
     this.run = lastTag < 0 ? this.run + chunk.length : chunk.length - lastTag;
     if (this.run > MAX_XML_RUN_CHARS) {
       this.halted = true;
-      throw new WorkbookError(`${this.label} holds a text or tag longer than ${MAX_XML_RUN_CHARS / 1024 / 1024} M characters (a damaged file or a zip bomb); not read`, 'too_large');
+      throw new WorkbookError(
+        `${this.label} holds a text or tag longer than ${MAX_XML_RUN_CHARS / 1024 / 1024} M characters (a damaged file or a zip bomb); not read`,
+        'too_large',
+      );
     }
     this.parser.write(chunk);
   }

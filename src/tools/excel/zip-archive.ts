@@ -58,7 +58,10 @@ export interface ReadLimits {
 const megabytes = (bytes: number) => `${Math.round(bytes / MIB).toLocaleString('en-US')} MB`;
 
 function tooLarge(part: string, limit: number): WorkbookError {
-  return new WorkbookError(`part ${part} inflates past ${megabytes(limit)}, more than any real workbook part (a damaged file or a zip bomb); not read`, 'too_large');
+  return new WorkbookError(
+    `part ${part} inflates past ${megabytes(limit)}, more than any real workbook part (a damaged file or a zip bomb); not read`,
+    'too_large',
+  );
 }
 
 export class ZipArchive {
@@ -77,7 +80,11 @@ export class ZipArchive {
       const entries = new Map<string, Entry>();
       for await (const entry of zip.eachEntry()) {
         // Two parts of one name: readers disagree on which counts (one shows what another hides), so neither is trusted.
-        if (entries.has(entry.fileName)) throw new WorkbookError(`the zip holds two parts named ${entry.fileName} (a damaged or crafted file: readers disagree on which one counts); not read`, 'corrupt');
+        if (entries.has(entry.fileName))
+          throw new WorkbookError(
+            `the zip holds two parts named ${entry.fileName} (a damaged or crafted file: readers disagree on which one counts); not read`,
+            'corrupt',
+          );
         entries.set(entry.fileName, entry);
       }
       return new ZipArchive(zip, entries, limits);
@@ -116,7 +123,8 @@ export class ZipArchive {
         if (inflated > maxBytes) throw tooLarge(name, maxBytes);
         if (Date.now() > deadline) {
           throw new WorkbookError(
-            `gave up reading part ${name} after ${seconds} s (${megabytes(inflated)} inflated so far), the time limit of one read_excel call (QUARRY_EXCEL_SECONDS); read a smaller row range`,
+            `gave up reading part ${name} after ${seconds} s (${megabytes(inflated)} inflated so far), the time limit of one read_excel call ` +
+              `(QUARRY_EXCEL_SECONDS); read a smaller row range`,
             'timeout',
           );
         }
@@ -133,10 +141,14 @@ export class ZipArchive {
   /** A whole (small) part as text, at most MAX_SMALL_PART_BYTES inflated. */
   async readText(name: string): Promise<string> {
     const parts: string[] = [];
-    await this.streamText(name, (text) => {
-      parts.push(text);
-      return true;
-    }, MAX_SMALL_PART_BYTES);
+    await this.streamText(
+      name,
+      (text) => {
+        parts.push(text);
+        return true;
+      },
+      MAX_SMALL_PART_BYTES,
+    );
     return parts.join('');
   }
 }

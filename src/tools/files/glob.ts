@@ -8,11 +8,20 @@ import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 export const GLOB_DEFAULT_MAX_RESULTS = 100;
 export const GLOB_MAX_RESULTS_LIMIT = 1000;
 
-const GLOB_PARAMETERS = toolParameters({
-  pattern: { type: 'string', minLength: 1, description: 'Glob relative to path, e.g. "**/*.sql".' },
-  path: { type: 'string', description: 'Directory to search from; default: the working directory.' },
-  max_results: { type: 'integer', minimum: 1, maximum: GLOB_MAX_RESULTS_LIMIT, default: GLOB_DEFAULT_MAX_RESULTS, description: `Most paths to return. Default ${GLOB_DEFAULT_MAX_RESULTS}.` },
-}, ['pattern']);
+const GLOB_PARAMETERS = toolParameters(
+  {
+    pattern: { type: 'string', minLength: 1, description: 'Glob relative to path, e.g. "**/*.sql".' },
+    path: { type: 'string', description: 'Directory to search from; default: the working directory.' },
+    max_results: {
+      type: 'integer',
+      minimum: 1,
+      maximum: GLOB_MAX_RESULTS_LIMIT,
+      default: GLOB_DEFAULT_MAX_RESULTS,
+      description: `Most paths to return. Default ${GLOB_DEFAULT_MAX_RESULTS}.`,
+    },
+  },
+  ['pattern'],
+);
 export type GlobArgs = ArgsOf<typeof GLOB_PARAMETERS>;
 
 export const globTool = defineTool({
@@ -27,13 +36,17 @@ export const globTool = defineTool({
   async run(args, context) {
     const { backend, workingDir } = context;
     if (isAbsolute(args.pattern) || args.pattern.startsWith('~')) {
-      throw new ToolError(`pattern "${args.pattern}" is absolute: give the directory in path and a relative pattern (e.g. path "/var/log", pattern "**/*.log")`, 'bad_pattern');
+      throw new ToolError(
+        `pattern "${args.pattern}" is absolute: give the directory in path and a relative pattern (e.g. path "/var/log", pattern "**/*.log")`,
+        'bad_pattern',
+      );
     }
     if (args.pattern.split('/').includes('..')) {
       throw new ToolError(`pattern "${args.pattern}" goes up with "..": give the directory to search in path instead`, 'bad_pattern');
     }
     const { path: root, shown: shownRoot, stat } = await resolveExistingPath(context, args.path ?? '.');
-    if (stat.type !== 'directory') throw new ToolError(`${shownRoot} is not a directory; glob searches under a directory (use read for a file)`, 'not_a_directory');
+    if (stat.type !== 'directory')
+      throw new ToolError(`${shownRoot} is not a directory; glob searches under a directory (use read for a file)`, 'not_a_directory');
 
     const limit = args.max_results ?? GLOB_DEFAULT_MAX_RESULTS;
     const found = await backend.glob(args.pattern, { cwd: root, skipDirs: SKIPPED_DIRECTORIES, includeHidden: true, limit });
@@ -42,7 +55,10 @@ export const globTool = defineTool({
     const lines = found.paths.map((path) => displayPath(workingDir, resolve(root, path)));
     if (found.truncated) {
       const of = found.total !== undefined ? `of ${formatCount(found.total)} ` : '';
-      lines.push(`[showing the first ${formatCount(found.paths.length)} ${of}matching files; narrow the pattern or path, or raise max_results (at most ${GLOB_MAX_RESULTS_LIMIT})]`);
+      lines.push(
+        `[showing the first ${formatCount(found.paths.length)} ${of}matching files; narrow the pattern or path, or raise max_results (at most ` +
+          `${GLOB_MAX_RESULTS_LIMIT})]`,
+      );
     } else {
       lines.push(`[${countOf(found.paths.length, 'matching file')}]`);
     }

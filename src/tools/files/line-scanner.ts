@@ -28,7 +28,10 @@ export class LineScanner {
   private headBytes = 0;
   private previousByte = -1;
 
-  constructor(private readonly first: number, private readonly last: number) {}
+  constructor(
+    private readonly first: number,
+    private readonly last: number,
+  ) {}
 
   push(chunk: Buffer): void {
     this.totalBytes += chunk.length;

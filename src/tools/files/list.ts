@@ -23,9 +23,15 @@ export function modeString(stat: Pick<FileStat, 'type' | 'mode'>): string {
   };
   return (
     TYPE_CHAR[stat.type] +
-    bit(0o400, 'r') + bit(0o200, 'w') + special(0o100, 0o4000, 's') +
-    bit(0o040, 'r') + bit(0o020, 'w') + special(0o010, 0o2000, 's') +
-    bit(0o004, 'r') + bit(0o002, 'w') + special(0o001, 0o1000, 't')
+    bit(0o400, 'r') +
+    bit(0o200, 'w') +
+    special(0o100, 0o4000, 's') +
+    bit(0o040, 'r') +
+    bit(0o020, 'w') +
+    special(0o010, 0o2000, 's') +
+    bit(0o004, 'r') +
+    bit(0o002, 'w') +
+    special(0o001, 0o1000, 't')
   );
 }
 
@@ -151,9 +157,16 @@ function footer(totals: Pick<TreeTotals, 'shown' | 'notShown' | 'hidden'> & Part
   const notes = [countOf(totals.shown, 'entry', 'entries') + ' shown (times UTC)'];
   if (totals.notShown > 0 || totals.unlisted) {
     const unlisted = totals.unlisted ? `, and the contents of ${countOf(totals.unlisted, 'directory', 'directories')} marked … were not listed` : '';
-    notes.push(`limit of ${LIST_MAX_ENTRIES} entries reached: ${formatCount(totals.notShown)} more not shown${unlisted}; list a subdirectory or use glob to find specific files`);
+    notes.push(
+      `limit of ${LIST_MAX_ENTRIES} entries reached: ${formatCount(totals.notShown)} more not shown${unlisted}; list a subdirectory or use glob to find ` +
+        `specific files`,
+    );
   }
-  if (totals.atMaxDepth) notes.push(`${countOf(totals.atMaxDepth, 'directory', 'directories')} at depth ${maxDepth} not expanded (marked …): list them or raise max_depth (at most ${LIST_MAX_DEPTH_LIMIT})`);
+  if (totals.atMaxDepth)
+    notes.push(
+      `${countOf(totals.atMaxDepth, 'directory', 'directories')} at depth ${maxDepth} not expanded (marked …): list them or raise max_depth (at most ` +
+        `${LIST_MAX_DEPTH_LIMIT})`,
+    );
   if (totals.hidden > 0) notes.push(`${countOf(totals.hidden, 'hidden entry', 'hidden entries')} not shown: set show_hidden=true to include them`);
   return `[${notes.join('; ')}]`;
 }
@@ -163,12 +176,21 @@ function emptyDirectory(shown: string, hidden: number) {
   return success(`${shown} is empty${apart}`, { entries: 0, hidden });
 }
 
-const LIST_PARAMETERS = toolParameters({
-  path: { type: 'string', description: 'Directory (or file) to list; "." for the working directory.' },
-  show_hidden: { type: 'boolean', description: 'Include entries whose name starts with ".". Default false.' },
-  recursive: { type: 'boolean', description: 'Show a tree of subdirectories. Default false.' },
-  max_depth: { type: 'integer', minimum: 1, maximum: LIST_MAX_DEPTH_LIMIT, default: LIST_DEFAULT_MAX_DEPTH, description: `Levels shown with recursive. Default ${LIST_DEFAULT_MAX_DEPTH}.` },
-}, ['path']);
+const LIST_PARAMETERS = toolParameters(
+  {
+    path: { type: 'string', description: 'Directory (or file) to list; "." for the working directory.' },
+    show_hidden: { type: 'boolean', description: 'Include entries whose name starts with ".". Default false.' },
+    recursive: { type: 'boolean', description: 'Show a tree of subdirectories. Default false.' },
+    max_depth: {
+      type: 'integer',
+      minimum: 1,
+      maximum: LIST_MAX_DEPTH_LIMIT,
+      default: LIST_DEFAULT_MAX_DEPTH,
+      description: `Levels shown with recursive. Default ${LIST_DEFAULT_MAX_DEPTH}.`,
+    },
+  },
+  ['path'],
+);
 export type ListArgs = ArgsOf<typeof LIST_PARAMETERS>;
 
 export const listTool = defineTool({
@@ -198,6 +220,11 @@ export const listTool = defineTool({
     if (listing.shown.length === 0) return emptyDirectory(shown, listing.hidden);
     const rows = listing.shown.map((entry) => row(entry, 0));
     const totals = { shown: listing.shown.length, notShown: listing.notShown, hidden: listing.hidden };
-    return success([...rows, footer(totals, maxDepth)].join('\n'), { entries: totals.shown, notShown: totals.notShown, hidden: totals.hidden, truncated: totals.notShown > 0 });
+    return success([...rows, footer(totals, maxDepth)].join('\n'), {
+      entries: totals.shown,
+      notShown: totals.notShown,
+      hidden: totals.hidden,
+      truncated: totals.notShown > 0,
+    });
   },
 });

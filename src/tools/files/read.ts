@@ -83,7 +83,8 @@ function footer(first: number, lastShown: number, total: number, crlf: boolean, 
   if (partial) {
     const estimate = Math.round((total * partial.fileBytes) / partial.countedBytes);
     notes.push(
-      `showing lines ${formatCount(first)}-${formatCount(lastShown)} of at least ${formatCount(total)} (counting stopped after the first ${formatBytes(partial.countedBytes)} of ${formatBytes(partial.fileBytes)}; ` +
+      `showing lines ${formatCount(first)}-${formatCount(lastShown)} of at least ${formatCount(total)} (counting stopped after the first ` +
+        `${formatBytes(partial.countedBytes)} of ${formatBytes(partial.fileBytes)}; ` +
         `about ${formatCount(estimate)} lines in all at that rate; bash \`wc -l\` gives the exact count)`,
     );
     notes.push(`to read on, call read with start_line=${lastShown + 1}`);
@@ -91,7 +92,11 @@ function footer(first: number, lastShown: number, total: number, crlf: boolean, 
   else notes.push(`showing lines ${formatCount(first)}-${formatCount(lastShown)} of ${formatCount(total)}`);
   if (!partial && lastShown < total) notes.push(`${formatCount(total - lastShown)} more lines: to read on, call read with start_line=${lastShown + 1}`);
   if (crlf) notes.push('the file uses CRLF line endings (\\r\\n), not shown');
-  if (cutLines > 0) notes.push(`${cutLines} line(s) cut at ${MAX_LINE_CHARS} characters; see more of line N with bash: sed -n 'Np' FILE | cut -c ${MAX_LINE_CHARS + 1}-${MAX_LINE_CHARS * 4}`);
+  if (cutLines > 0)
+    notes.push(
+      `${cutLines} line(s) cut at ${MAX_LINE_CHARS} characters; see more of line N with bash: sed -n 'Np' FILE | cut -c ` +
+        `${MAX_LINE_CHARS + 1}-${MAX_LINE_CHARS * 4}`,
+    );
   return `[${notes.join('; ')}]`;
 }
 
@@ -113,11 +118,14 @@ function hintPastOutputCap(body: string[], lines: ScannedLine[], total: number, 
   return `call read with start_line=${lastWhole + 1} to go on (the file has ${partial ? 'at least ' : ''}${formatCount(total)} lines)`;
 }
 
-const READ_PARAMETERS = toolParameters({
-  path: { type: 'string', description: 'File to read; relative paths resolve against the working directory.' },
-  start_line: { type: 'integer', minimum: 1, description: 'First line to show (1-based). Default 1.' },
-  end_line: { type: 'integer', minimum: 1, description: `Last line to show (inclusive). Default: start_line + ${READ_MAX_LINES - 1}.` },
-}, ['path']);
+const READ_PARAMETERS = toolParameters(
+  {
+    path: { type: 'string', description: 'File to read; relative paths resolve against the working directory.' },
+    start_line: { type: 'integer', minimum: 1, description: 'First line to show (1-based). Default 1.' },
+    end_line: { type: 'integer', minimum: 1, description: `Last line to show (inclusive). Default: start_line + ${READ_MAX_LINES - 1}.` },
+  },
+  ['path'],
+);
 export type ReadArgs = ArgsOf<typeof READ_PARAMETERS>;
 
 export const readTool = defineTool({
@@ -125,7 +133,8 @@ export const readTool = defineTool({
   description:
     `Read a text file with line numbers (like cat -n). Shows at most ${READ_MAX_LINES} lines per call, from start_line ` +
     `(1-based, default 1) to end_line; lines longer than ${MAX_LINE_CHARS} characters are cut with a marker. ` +
-    `The footer gives the total line count (counted through the first ${READ_COUNT_LIMIT_BYTES / 1024 / 1024} MiB or to the last line shown, whichever is further; ` +
+    `The footer gives the total line count (counted through the first ${READ_COUNT_LIMIT_BYTES / 1024 / 1024} MiB or to the last line shown, whichever is ` +
+    `further; ` +
     'beyond that a lower bound and an estimate) and the start_line to read on. Binary files are refused ' +
     '(inspect them with bash: file, xxd | head); for .xlsx/.xlsm/.xls use read_excel; for directories use list.',
   parameters: READ_PARAMETERS,
@@ -146,16 +155,26 @@ export const readTool = defineTool({
 
     const { scanner, binary, countStopped } = await scanFile(backend, path, first, last, context.signal);
     if (binary) {
-      throw new ToolError(`${shown} looks like a binary file (${formatBytes(stat.size)}), not text; inspect it with bash, e.g. \`file ${shown}\` or \`xxd ${shown} | head -n 20\``, 'binary');
+      throw new ToolError(
+        `${shown} looks like a binary file (${formatBytes(stat.size)}), not text; inspect it with bash, e.g. \`file ${shown}\` or \`xxd ${shown} | head -n ` +
+          `20\``,
+        'binary',
+      );
     }
     context.fileReads?.record(path, stat);
     const total = scanner.totalLines;
     const crlf = scanner.crlfNewlines > 0 && scanner.crlfNewlines * 2 >= scanner.newlines;
     const partial = countStopped ? { countedBytes: scanner.totalBytes, fileBytes: Math.max(stat.size, scanner.totalBytes) } : undefined;
     const count = partial ? { totalLines: null, totalLinesAtLeast: total, bytesCounted: scanner.totalBytes } : { totalLines: total };
-    const metadata: Record<string, unknown> = { path: shown, ...count, bytes: partial ? stat.size : scanner.totalBytes, lineEndings: scanner.crlfNewlines === 0 ? 'lf' : scanner.crlfNewlines === scanner.newlines ? 'crlf' : 'mixed' };
+    const metadata: Record<string, unknown> = {
+      path: shown,
+      ...count,
+      bytes: partial ? stat.size : scanner.totalBytes,
+      lineEndings: scanner.crlfNewlines === 0 ? 'lf' : scanner.crlfNewlines === scanner.newlines ? 'crlf' : 'mixed',
+    };
     if (total === 0) return success(`(${shown} is empty: 0 bytes)`, { ...metadata, linesShown: 0 });
-    if (first > total) throw new ToolError(`start_line ${first} is beyond the end of ${shown}, which has ${formatCount(total)} lines`, 'bad_range', { totalLines: total });
+    if (first > total)
+      throw new ToolError(`start_line ${first} is beyond the end of ${shown}, which has ${formatCount(total)} lines`, 'bad_range', { totalLines: total });
 
     const lastShown = scanner.lines[scanner.lines.length - 1]!.number;
     const width = Math.max(6, String(lastShown).length);

@@ -10,9 +10,13 @@ import { checkCreateOnlyTarget, type FileWriteMode } from '../write-policy.js';
  * permitted places (§11.3); in full profiles it may also replace a file this session has read.
  */
 
-const DESCRIPTION = `Write a text file (UTF-8), creating parent directories. The write is atomic: the file is either the old one or the new one, never half-written. Empty content is allowed.
-- Profiles with file_write "create-only" only create NEW files, inside the working directory, the temporary directory or the profile's write_roots; they never overwrite, never write through a symlink and never touch sensitive locations (shell start-up files, ~/.ssh, ~/.config, /etc, ...).
-- Profiles with file_write "full" may also replace an existing file: read it first (read or grep) in this session; if it changed on disk since, read it again. To change part of a file, prefer edit.
+const DESCRIPTION =
+  `Write a text file (UTF-8), creating parent directories. The write is atomic: the file is either the old one or the new one, never ` +
+  `half-written. Empty content is allowed.
+- Profiles with file_write "create-only" only create NEW files, inside the working directory, the temporary directory or the profile's write_roots; they ` +
+  `never overwrite, never write through a symlink and never touch sensitive locations (shell start-up files, ~/.ssh, ~/.config, /etc, ...).
+- Profiles with file_write "full" may also replace an existing file: read it first (read or grep) in this session; if it changed on disk since, read it ` +
+  `again. To change part of a file, prefer edit.
 Symlinks are followed in full mode (the link stays, its target is written). Relative paths resolve against the working directory.`;
 
 /** What the toolset builds write with, from the profile (src/agent/toolset.ts). */
@@ -25,7 +29,12 @@ export interface WriteToolOptions {
   profileName: string;
 }
 
-async function createOnly(context: ToolContext, writeRoots: readonly string[], requested: string, data: Buffer): Promise<{ path: string; created: boolean; previousBytes?: number }> {
+async function createOnly(
+  context: ToolContext,
+  writeRoots: readonly string[],
+  requested: string,
+  data: Buffer,
+): Promise<{ path: string; created: boolean; previousBytes?: number }> {
   const target = await checkCreateOnlyTarget(context.backend, requested, {
     workingDir: context.workingDir,
     writeRoots,
@@ -47,39 +56,42 @@ async function createOrReplace(context: ToolContext, requested: string, data: Bu
   return { path: existing.real, created: false, previousBytes: existing.stat.size };
 }
 
-const WRITE_PARAMETERS = toolParameters({
-  path: { type: 'string', description: 'File to write, relative to the working directory or absolute.' },
-  content: { type: 'string', description: 'The complete new content of the file.' },
-}, ['path', 'content']);
+const WRITE_PARAMETERS = toolParameters(
+  {
+    path: { type: 'string', description: 'File to write, relative to the working directory or absolute.' },
+    content: { type: 'string', description: 'The complete new content of the file.' },
+  },
+  ['path', 'content'],
+);
 export type WriteArgs = ArgsOf<typeof WRITE_PARAMETERS>;
 
 export function createWriteTool(options: WriteToolOptions): Tool {
   const { mode, writeRoots, profileName } = options;
   return defineTool({
-  name: 'write',
-  description: DESCRIPTION,
-  parameters: WRITE_PARAMETERS,
-  readOnly: false,
-  async run(args, context): Promise<ToolResult> {
-    if (mode !== 'create-only' && mode !== 'full') {
-      throw new ToolError(`write is not allowed: file_write is ${mode} in profile ${profileName}`, 'refused');
-    }
-    if (/[\\/]$/.test(args.path)) {
-      throw new ToolError(`${args.path} ends with a slash, so it names a directory; give the path of a file`, 'is_directory');
-    }
-    const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
-    const data = Buffer.from(args.content, 'utf8');
-    const outcome = mode === 'create-only' ? await createOnly(context, writeRoots, requested, data) : await createOrReplace(context, requested, data);
-    await recordWritten(context, [requested, outcome.path]);
+    name: 'write',
+    description: DESCRIPTION,
+    parameters: WRITE_PARAMETERS,
+    readOnly: false,
+    async run(args, context): Promise<ToolResult> {
+      if (mode !== 'create-only' && mode !== 'full') {
+        throw new ToolError(`write is not allowed: file_write is ${mode} in profile ${profileName}`, 'refused');
+      }
+      if (/[\\/]$/.test(args.path)) {
+        throw new ToolError(`${args.path} ends with a slash, so it names a directory; give the path of a file`, 'is_directory');
+      }
+      const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
+      const data = Buffer.from(args.content, 'utf8');
+      const outcome = mode === 'create-only' ? await createOnly(context, writeRoots, requested, data) : await createOrReplace(context, requested, data);
+      await recordWritten(context, [requested, outcome.path]);
 
-    const shown = shownPath(context.workingDir, requested);
-    const size = `${plural(countLines(args.content), 'line')}, ${formatBytes(data.length)}`;
-    const was = outcome.previousBytes === undefined ? '' : `; was ${formatBytes(outcome.previousBytes)}`;
-    return success(`${outcome.created ? 'created' : 'overwrote'} ${shown} (${size}${was})`, {
-      path: outcome.path,
-      bytes: data.length,
-      created: outcome.created,
-    });
-  },
+      const shown = shownPath(context.workingDir, requested);
+      const size = `${plural(countLines(args.content), 'line')}, ${formatBytes(data.length)}`;
+      const was = outcome.previousBytes === undefined ? '' : `; was ${formatBytes(outcome.previousBytes)}`;
+      return success(`${outcome.created ? 'created' : 'overwrote'} ${shown} (${size}${was})`, {
+        path: outcome.path,
+        bytes: data.length,
+        created: outcome.created,
+      });
+    },
   });
 }

@@ -178,10 +178,14 @@ function dropTrailingStrays(records: GrepRecord[], contextLines: number): GrepRe
 async function planSearch(context: ToolContext, args: GrepArgs): Promise<{ plan: SearchPlan; shown: string }> {
   const { path: target, shown, stat } = await resolveExistingPath(context, args.path ?? '.');
   if (args.glob?.includes('/')) {
-    throw new ToolError(`glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`, 'bad_glob');
+    throw new ToolError(
+      `glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`,
+      'bad_glob',
+    );
   }
   // Reading a pipe or device could block until the time limit.
-  if (stat.type !== 'file' && stat.type !== 'directory') throw new ToolError(`${shown} is not a regular file or directory (a device, socket or pipe); grep searches files`, 'not_a_file');
+  if (stat.type !== 'file' && stat.type !== 'directory')
+    throw new ToolError(`${shown} is not a regular file or directory (a device, socket or pipe); grep searches files`, 'not_a_file');
   const onDisk = pathForEngine(target, shown);
   const shownCwd = onDisk === target ? {} : { shownCwd: stat.type === 'directory' ? target : dirname(target) };
   if (stat.type === 'directory') return { plan: { cwd: onDisk, operand: '.', glob: args.glob || null, ...shownCwd }, shown };
@@ -198,7 +202,11 @@ function pathForEngine(target: string, shown: string): string {
   const bytes = unescapeName(target);
   const text = bytes.toString('utf8');
   if (escapeName(text) === escapeName(bytes)) return text;
-  throw new ToolError(`grep cannot be given ${shown} itself: its name is not valid UTF-8, which a command's arguments cannot carry; search its parent directory (a glob on the rest of the name narrows it), where matches show the name escaped`, 'unsupported_path');
+  throw new ToolError(
+    `grep cannot be given ${shown} itself: its name is not valid UTF-8, which a command's arguments cannot carry; search its parent directory (a glob on ` +
+      `the rest of the name narrows it), where matches show the name escaped`,
+    'unsupported_path',
+  );
 }
 
 /** The engine's outcome as a failed result, or null when its output is usable. */
@@ -217,14 +225,28 @@ function searchFailure({ engine, result, parser }: EngineRun, matches: number, s
   return null;
 }
 
-const GREP_PARAMETERS = toolParameters({
-  pattern: { type: 'string', minLength: 1, description: 'Regular expression to search for (one line).' },
-  path: { type: 'string', description: 'Directory or file to search; default: the working directory.' },
-  glob: { type: 'string', description: 'Only files whose name matches, e.g. "*.py" or "*.{ts,tsx}"; a leading "!" excludes instead.' },
-  ignore_case: { type: 'boolean', description: 'Case-insensitive search. Default false.' },
-  context_lines: { type: 'integer', minimum: 0, maximum: GREP_MAX_CONTEXT_LINES, description: `Lines of context before and after each match (at most ${GREP_MAX_CONTEXT_LINES}). Default 0.` },
-  max_matches: { type: 'integer', minimum: 1, maximum: GREP_MAX_MATCHES_LIMIT, default: GREP_DEFAULT_MAX_MATCHES, description: `Stop after this many matching lines. Default ${GREP_DEFAULT_MAX_MATCHES}.` },
-}, ['pattern']);
+const GREP_PARAMETERS = toolParameters(
+  {
+    pattern: { type: 'string', minLength: 1, description: 'Regular expression to search for (one line).' },
+    path: { type: 'string', description: 'Directory or file to search; default: the working directory.' },
+    glob: { type: 'string', description: 'Only files whose name matches, e.g. "*.py" or "*.{ts,tsx}"; a leading "!" excludes instead.' },
+    ignore_case: { type: 'boolean', description: 'Case-insensitive search. Default false.' },
+    context_lines: {
+      type: 'integer',
+      minimum: 0,
+      maximum: GREP_MAX_CONTEXT_LINES,
+      description: `Lines of context before and after each match (at most ${GREP_MAX_CONTEXT_LINES}). Default 0.`,
+    },
+    max_matches: {
+      type: 'integer',
+      minimum: 1,
+      maximum: GREP_MAX_MATCHES_LIMIT,
+      default: GREP_DEFAULT_MAX_MATCHES,
+      description: `Stop after this many matching lines. Default ${GREP_DEFAULT_MAX_MATCHES}.`,
+    },
+  },
+  ['pattern'],
+);
 export type GrepArgs = ArgsOf<typeof GREP_PARAMETERS>;
 
 export const grepTool = defineTool({
@@ -247,7 +269,10 @@ export const grepTool = defineTool({
     const { engine, result, parser } = run;
     if (context.signal.aborted) throw new ToolError('grep: cancelled', 'cancelled');
 
-    const stderrLines = decodeBytesVisibly(result.stderr).split('\n').map((line) => line.trim()).filter(Boolean);
+    const stderrLines = decodeBytesVisibly(result.stderr)
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean);
     const truncated = parser.overLimit;
     const records = dropTrailingStrays(parser.records, contextLines).map((record) => ({
       ...record,
@@ -268,9 +293,11 @@ export const grepTool = defineTool({
     }
     const { text, cutLines } = renderRecords(records, contextLines);
     const summary = truncated
-      ? `[showing the first ${countOf(matches.length, 'matching line')} in ${countOf(matchedFiles.length, 'file')}; more matches exist: narrow the pattern, path or glob, or raise max_matches (at most ${GREP_MAX_MATCHES_LIMIT})]`
+      ? `[showing the first ${countOf(matches.length, 'matching line')} in ${countOf(matchedFiles.length, 'file')}; more matches exist: narrow the pattern, ` +
+        `path or glob, or raise max_matches (at most ${GREP_MAX_MATCHES_LIMIT})]`
       : result.timedOut
-        ? `[${countOf(matches.length, 'matching line')} in ${countOf(matchedFiles.length, 'file')} before the search was stopped at ${GREP_TIMEOUT_MS / 1000} s; there may be more: narrow path or glob]`
+        ? `[${countOf(matches.length, 'matching line')} in ${countOf(matchedFiles.length, 'file')} before the search was stopped at ` +
+          `${GREP_TIMEOUT_MS / 1000} s; there may be more: narrow path or glob]`
         : `[${countOf(matches.length, 'matching line')} in ${countOf(matchedFiles.length, 'file')}]`;
     const cutNote = cutLines > 0 ? `\n[${cutLines} line(s) cut at ${MAX_LINE_CHARS} characters; read the file to see them]` : '';
     return success(`${text}\n${summary}${cutNote}${warningText}`, {
@@ -286,9 +313,15 @@ export const grepTool = defineTool({
  * Say so, and name subdirectories to search one at a time.
  */
 async function timeoutMessage(context: ToolContext, plan: SearchPlan, shown: string): Promise<string> {
-  const head = `grep stopped at its ${GREP_TIMEOUT_MS / 1000} s limit before the search finished: no match in the part of ${shown} it read, but the rest was not searched, so matches may exist (a large tree, or files not yet in the disk cache).`;
+  const head =
+    `grep stopped at its ${GREP_TIMEOUT_MS / 1000} s limit before the search finished: no match in the part of ${shown} it read, but the rest ` +
+    `was not searched, so matches may exist (a large tree, or files not yet in the disk cache).`;
   const narrow = 'Narrow the search: add a glob (e.g. "*.log"), or search one subdirectory at a time';
-  if (plan.operand !== '.') return `${head} The file is large or slow to read: read it in parts (read with start_line), or search part of it with bash (e.g. head -c 1G FILE | grep -n PATTERN).`;
+  if (plan.operand !== '.')
+    return (
+      `${head} The file is large or slow to read: read it in parts (read with start_line), or search part of it with bash (e.g. head -c 1G FILE | grep ` +
+      `-n PATTERN).`
+    );
   const directories: string[] = [];
   try {
     for (const entry of (await context.backend.listDir(plan.shownCwd ?? plan.cwd)).sort((a, b) => (a.name < b.name ? -1 : 1))) {
@@ -297,7 +330,9 @@ async function timeoutMessage(context: ToolContext, plan: SearchPlan, shown: str
   } catch {
     // The names only help; without them the advice stands.
   }
-  const names = directories.length ? ` (${directories.slice(0, 10).join(', ')}${directories.length > 10 ? `, … ${countOf(directories.length, 'directory', 'directories')} in all` : ''})` : '';
+  const names = directories.length
+    ? ` (${directories.slice(0, 10).join(', ')}${directories.length > 10 ? `, … ${countOf(directories.length, 'directory', 'directories')} in all` : ''})`
+    : '';
   return `${head} ${narrow}${names}; a repeated search is faster once the files are cached.`;
 }
 

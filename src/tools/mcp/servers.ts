@@ -45,7 +45,12 @@ function makeTransport(config: McpServerConfig, stderrTail: string[]): Transport
     stderr: 'pipe',
   });
   transport.stderr?.on('data', (chunk: Buffer) => {
-    stderrTail.push(...chunk.toString('utf8').split('\n').filter((line) => line.trim() !== ''));
+    stderrTail.push(
+      ...chunk
+        .toString('utf8')
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+    );
     stderrTail.splice(0, Math.max(0, stderrTail.length - STDERR_TAIL_LINES));
   });
   return transport;
@@ -101,7 +106,10 @@ function describeServer(config: McpServerConfig): string {
   return config.type === 'stdio' ? `command ${JSON.stringify(config.command)}` : `url ${config.url}`;
 }
 
-export async function startMcpServers(configs: readonly McpServerConfig[], warn: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Promise<McpServers> {
+export async function startMcpServers(
+  configs: readonly McpServerConfig[],
+  warn: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<McpServers> {
   const outcomes = await Promise.allSettled(configs.map((config) => startServer(config)));
   const tools: Tool[] = [];
   const seen = new Set<string>();

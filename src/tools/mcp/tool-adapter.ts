@@ -24,7 +24,10 @@ const schemaChecker = new Ajv({ strict: false });
  */
 export function normaliseInputSchema(raw: Record<string, unknown>): { parameters: ToolParameters; unchecked: boolean } {
   const { $schema: _ignored, ...rest } = raw;
-  const properties = typeof rest.properties === 'object' && rest.properties !== null && !Array.isArray(rest.properties) ? (rest.properties as Record<string, Record<string, unknown>>) : {};
+  const properties =
+    typeof rest.properties === 'object' && rest.properties !== null && !Array.isArray(rest.properties)
+      ? (rest.properties as Record<string, Record<string, unknown>>)
+      : {};
   const parameters: ToolParameters = { ...rest, type: 'object', properties };
   try {
     schemaChecker.compile(parameters);
@@ -69,12 +72,15 @@ export function contentToText(content: readonly ContentBlock[]): string {
 /** Wraps one MCP tool as a quarry Tool that calls the server, with the server's call timeout. */
 export function adaptMcpTool(serverName: string, client: Client, info: McpToolInfo, toolTimeoutMs: number): Tool {
   const { parameters, unchecked } = normaliseInputSchema(info.inputSchema);
-  const readOnlyNote = info.annotations?.readOnlyHint ? ' The server marks it read-only (quarry still asks for approval where the profile asks before MCP tools).' : '';
+  const readOnlyNote = info.annotations?.readOnlyHint
+    ? ' The server marks it read-only (quarry still asks for approval where the profile asks before MCP tools).'
+    : '';
   const schemaNote = unchecked ? ` Arguments are passed unchecked; the server's schema: ${JSON.stringify(info.inputSchema)}` : '';
   const name = mcpToolName(serverName, info.name);
   return {
     name,
-    description: `[MCP server "${serverName}", tool "${info.name}"] ${info.description ?? info.title ?? info.annotations?.title ?? ''}`.trim() +
+    description:
+      `[MCP server "${serverName}", tool "${info.name}"] ${info.description ?? info.title ?? info.annotations?.title ?? ''}`.trim() +
       ` Stopped after ${toolTimeoutMs / 1000} s.${readOnlyNote}${schemaNote}`,
     parameters,
     // Whatever the server's readOnlyHint says: hints come from the server, approval is the user's.
@@ -87,7 +93,10 @@ export function adaptMcpTool(serverName: string, client: Client, info: McpToolIn
         if (context.signal.aborted) throw new ToolError(`${name}: cancelled`, 'cancelled');
         const message = (error as Error)?.message ?? String(error);
         if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-          throw new ToolError(`${name}: the MCP server "${serverName}" did not answer within ${toolTimeoutMs / 1000} s (tool_timeout_secs); the call was cancelled`, 'timeout');
+          throw new ToolError(
+            `${name}: the MCP server "${serverName}" did not answer within ${toolTimeoutMs / 1000} s (tool_timeout_secs); the call was cancelled`,
+            'timeout',
+          );
         }
         throw new ToolError(`${name}: MCP call failed: ${message}`, 'mcp_call_failed');
       }

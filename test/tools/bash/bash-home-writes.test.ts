@@ -35,7 +35,14 @@ beforeAll(async () => {
     response.setHeader('content-type', 'application/json');
     if (/^\/api(\?|$)/.test(url)) return response.end(JSON.stringify({ kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] }));
     if (url.startsWith('/apis')) return response.end(JSON.stringify({ kind: 'APIGroupList', apiVersion: 'v1', groups: [] }));
-    if (/^\/api\/v1(\?|$)/.test(url)) return response.end(JSON.stringify({ kind: 'APIResourceList', groupVersion: 'v1', resources: [{ name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list'] }] }));
+    if (/^\/api\/v1(\?|$)/.test(url))
+      return response.end(
+        JSON.stringify({
+          kind: 'APIResourceList',
+          groupVersion: 'v1',
+          resources: [{ name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list'] }],
+        }),
+      );
     if (url.startsWith('/api/v1/namespaces/default/pods')) return response.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: [] }));
     response.statusCode = 404;
     response.end('{}');
@@ -64,7 +71,10 @@ current-context: local
 
 /** Every path under the home directory. */
 function tree(dir: string = home, prefix = ''): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => [`${prefix}${entry.name}`, ...(entry.isDirectory() ? tree(join(dir, entry.name), `${prefix}${entry.name}/`) : [])]);
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => [
+    `${prefix}${entry.name}`,
+    ...(entry.isDirectory() ? tree(join(dir, entry.name), `${prefix}${entry.name}/`) : []),
+  ]);
 }
 
 afterAll(() => {

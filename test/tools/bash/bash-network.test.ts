@@ -68,7 +68,11 @@ describe('shell_network', () => {
     expect(await run('loopback', 'docker stats --no-stream')).toEqual({ ok: true, text: 'FAKE docker stats --no-stream\n' });
     expect(await run('loopback', `curl -s http://127.0.0.1:${port}/metrics`)).toEqual({ ok: true, text: 'metric_total 7 GET\n' });
     expect(await run('loopback', `curl -sI http://localhost:${port}/`)).toMatchObject({ ok: true, text: expect.stringMatching(/^HTTP\/1\.1 200/) });
-    for (const [command, why] of [['kubectl get pods', /shell_network: all/], ['curl -s http://example.com/', /a host other than this one.*shell_network: all/], [`curl -sL http://127.0.0.1:${port}/`, /redirects/]] as const) {
+    for (const [command, why] of [
+      ['kubectl get pods', /shell_network: all/],
+      ['curl -s http://example.com/', /a host other than this one.*shell_network: all/],
+      [`curl -sL http://127.0.0.1:${port}/`, /redirects/],
+    ] as const) {
       const result = await run('loopback', command);
       expect(result.ok, command).toBe(false);
       expect(result.text, command).toMatch(why);
@@ -96,9 +100,23 @@ describe('shell_network', () => {
     expect(await run('all', 'kubectl logs --tail=20 web-1')).toEqual({ ok: true, text: 'FAKE kubectl logs --tail=20 web-1\n' });
     expect(await run('all', 'kubectl config view')).toEqual({ ok: true, text: 'FAKE kubectl config view\n' });
     expect(await run('all', 'podman images')).toEqual({ ok: true, text: 'FAKE podman images\n' });
-    for (const command of ['docker rm web', 'docker run alpine', 'docker exec web ls', 'docker -H tcp://10.0.0.1 ps', 'docker compose config -o x.yml', 'docker stats',
-      'kubectl delete pod x', 'kubectl exec web -- ls', 'kubectl config view --raw', 'kubectl --kubeconfig=k get pods', 'kubectl apply -f x.yml',
-      `curl -o out http://127.0.0.1:${port}/`, `curl -X POST http://127.0.0.1:${port}/`, `curl -d x=1 http://127.0.0.1:${port}/`, 'curl file:///etc/passwd']) {
+    for (const command of [
+      'docker rm web',
+      'docker run alpine',
+      'docker exec web ls',
+      'docker -H tcp://10.0.0.1 ps',
+      'docker compose config -o x.yml',
+      'docker stats',
+      'kubectl delete pod x',
+      'kubectl exec web -- ls',
+      'kubectl config view --raw',
+      'kubectl --kubeconfig=k get pods',
+      'kubectl apply -f x.yml',
+      `curl -o out http://127.0.0.1:${port}/`,
+      `curl -X POST http://127.0.0.1:${port}/`,
+      `curl -d x=1 http://127.0.0.1:${port}/`,
+      'curl file:///etc/passwd',
+    ]) {
       const result = await run('all', command);
       expect(result.ok, command).toBe(false);
       expect(result.text, command).toContain('refused');

@@ -41,19 +41,78 @@ function plant(root: string, pid: number): void {
 /** Attempts from the issue's list and around it: patterns, recursion, find, xargs, loops and substitutions. */
 function attempts(pid: number): string[] {
   return [
-    'cat sub/*', 'tail -n +1 sub/*', 'head -c 2000 sub/*', 'grep -a SECRET sub/*', 'strings sub/*', 'od -c sub/* | head', 'xxd sub/e*',
-    'cat */e*', 'tail -n +1 */*', 'cat */*', 'grep -a -h QUARRY */*', 'cat r*/p*/' + pid + '/e*', 'cat r/' + pid + '/e*', 'cat r/*/environ',
-    'cat victim/e*', 'cat vic*/environ', 'grep -a . victim/*', 'cat deep/*/root/proc/' + pid + '/e*', 'cat tree/*/*', 'cat tree/hop/*',
-    'grep -R -a SECRET .', 'grep -Ra SECRET sub', 'grep -R -a SECRET tree', 'grep -r -a SECRET .', 'grep -R -a SECRET deep', 'grep -R -l SECRET .',
-    'egrep -R -a SECRET .', 'fgrep -R -a SECRET .', 'rg -L -a SECRET .', 'rg -a --follow SECRET', 'zgrep -a SECRET sub/*', 'diff -r sub tree',
-    'find . -exec cat {} +', 'find . -exec cat {} ;', 'find -L . -exec cat {} +', 'find . -type l -exec cat {} +', 'find sub -exec grep -a SECRET {} +',
-    'find . -name "e*" -exec tail -n +1 {} +', 'find tree -exec cat {} +', 'find -L tree -type f -exec cat {} +', 'find . -exec strings {} +',
-    'ls | xargs cat', 'cd sub && ls | xargs cat', 'find . | xargs cat', 'find sub | xargs grep -a SECRET', 'ls -d */* | xargs cat',
-    'find . -print0 | xargs -0 cat', 'grep -l -R x . | xargs cat', 'find tree | xargs cat', 'cd tree/hop && ls | xargs cat',
-    'for f in sub/*; do cat "$f"; done', 'for f in */*; do cat $f; done', 'for f in *; do grep -R -a SECRET "$f"; done', 'for d in sub tree; do cat "$d"/*; done',
-    'cat $(find . -name "e*")', 'cat $(ls -d sub/*)', 'cat "$(ls sub/e*)"', 'grep -a SECRET $(find .)', 'wc -c sub/* && cat sub/*', 'cat $(find -L tree)',
-    'cd sub && cat *', 'cd sub && cat e*', 'cd r && cat */environ', 'cd victim && cat *', 'cd deep && grep -R -a SECRET .', 'cd tree && cat */*',
-    'cd / && grep -a SECRET proc/' + pid + '/env*', 'cat sub/env', 'cat victim/environ', 'tail -n +1 r/' + pid + '/environ', 'less sub/*', 'more */*',
+    'cat sub/*',
+    'tail -n +1 sub/*',
+    'head -c 2000 sub/*',
+    'grep -a SECRET sub/*',
+    'strings sub/*',
+    'od -c sub/* | head',
+    'xxd sub/e*',
+    'cat */e*',
+    'tail -n +1 */*',
+    'cat */*',
+    'grep -a -h QUARRY */*',
+    'cat r*/p*/' + pid + '/e*',
+    'cat r/' + pid + '/e*',
+    'cat r/*/environ',
+    'cat victim/e*',
+    'cat vic*/environ',
+    'grep -a . victim/*',
+    'cat deep/*/root/proc/' + pid + '/e*',
+    'cat tree/*/*',
+    'cat tree/hop/*',
+    'grep -R -a SECRET .',
+    'grep -Ra SECRET sub',
+    'grep -R -a SECRET tree',
+    'grep -r -a SECRET .',
+    'grep -R -a SECRET deep',
+    'grep -R -l SECRET .',
+    'egrep -R -a SECRET .',
+    'fgrep -R -a SECRET .',
+    'rg -L -a SECRET .',
+    'rg -a --follow SECRET',
+    'zgrep -a SECRET sub/*',
+    'diff -r sub tree',
+    'find . -exec cat {} +',
+    'find . -exec cat {} ;',
+    'find -L . -exec cat {} +',
+    'find . -type l -exec cat {} +',
+    'find sub -exec grep -a SECRET {} +',
+    'find . -name "e*" -exec tail -n +1 {} +',
+    'find tree -exec cat {} +',
+    'find -L tree -type f -exec cat {} +',
+    'find . -exec strings {} +',
+    'ls | xargs cat',
+    'cd sub && ls | xargs cat',
+    'find . | xargs cat',
+    'find sub | xargs grep -a SECRET',
+    'ls -d */* | xargs cat',
+    'find . -print0 | xargs -0 cat',
+    'grep -l -R x . | xargs cat',
+    'find tree | xargs cat',
+    'cd tree/hop && ls | xargs cat',
+    'for f in sub/*; do cat "$f"; done',
+    'for f in */*; do cat $f; done',
+    'for f in *; do grep -R -a SECRET "$f"; done',
+    'for d in sub tree; do cat "$d"/*; done',
+    'cat $(find . -name "e*")',
+    'cat $(ls -d sub/*)',
+    'cat "$(ls sub/e*)"',
+    'grep -a SECRET $(find .)',
+    'wc -c sub/* && cat sub/*',
+    'cat $(find -L tree)',
+    'cd sub && cat *',
+    'cd sub && cat e*',
+    'cd r && cat */environ',
+    'cd victim && cat *',
+    'cd deep && grep -R -a SECRET .',
+    'cd tree && cat */*',
+    'cd / && grep -a SECRET proc/' + pid + '/env*',
+    'cat sub/env',
+    'cat victim/environ',
+    'tail -n +1 r/' + pid + '/environ',
+    'less sub/*',
+    'more */*',
   ];
 }
 
@@ -113,7 +172,13 @@ describe('the restricted shell without bubblewrap (policy layer alone)', () => {
     symlinkSync('a.txt', join(clean, 'sub', 'b.txt'));
     const registry = policyOnly();
     const context = makeToolContext({ workingDir: clean });
-    for (const [command, expected] of [['cat sub/*', 'alpha\nalpha\n'], ['grep -R -c alpha .', './sub/a.txt:1\n./sub/b.txt:1\n'], ['find sub -name "*.txt" -exec cat {} +', 'alpha\nalpha\n'], ['for f in sub/*; do wc -l < "sub/a.txt"; done', '1\n1\n'], ['ls -d sub/* | xargs cat', 'alpha\nalpha\n']] as const) {
+    for (const [command, expected] of [
+      ['cat sub/*', 'alpha\nalpha\n'],
+      ['grep -R -c alpha .', './sub/a.txt:1\n./sub/b.txt:1\n'],
+      ['find sub -name "*.txt" -exec cat {} +', 'alpha\nalpha\n'],
+      ['for f in sub/*; do wc -l < "sub/a.txt"; done', '1\n1\n'],
+      ['ls -d sub/* | xargs cat', 'alpha\nalpha\n'],
+    ] as const) {
       const result = await registry.run('bash', { command }, context);
       expect(result.ok, `${command}: ${result.output}`).toBe(true);
       const output = (JSON.parse(result.output) as { output: string }).output;
@@ -132,7 +197,9 @@ describe('finding and turning off bubblewrap', () => {
   });
 
   test('QUARRY_NO_BWRAP=1 turns the OS layer off, and the tool says so', () => {
-    const script = "const { bubblewrapSupport } = await import('./dist/tools/bash/sandbox.js'); const { allBuiltinTools } = await import('./dist/agent/toolset.js'); console.log(JSON.stringify({ support: bubblewrapSupport(), description: allBuiltinTools().find((tool) => tool.name === 'bash').description }));";
+    const script =
+      "const { bubblewrapSupport } = await import('./dist/tools/bash/sandbox.js'); const { allBuiltinTools } = await import('./dist/agent/toolset.js'); " +
+      "console.log(JSON.stringify({ support: bubblewrapSupport(), description: allBuiltinTools().find((tool) => tool.name === 'bash').description }));";
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, QUARRY_NO_BWRAP: '1' }, encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(0);
     const { support, description } = JSON.parse(run.stdout) as { support: { path: string | null; reason: string }; description: string };

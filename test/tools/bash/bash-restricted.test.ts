@@ -49,12 +49,14 @@ afterAll(() => {
 async function runPool<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: POOL }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await work(items[index]!);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: POOL }, async () => {
+      while (next < items.length) {
+        const index = next++;
+        results[index] = await work(items[index]!);
+      }
+    }),
+  );
   return results;
 }
 
@@ -131,7 +133,19 @@ describe.each(layers)('restricted bash $name', ({ registry: makeRegistry }) => {
 /** A repository whose own configuration names programs git would run on read commands (the "known gap" of issue 6). */
 function makeRepositoryWithPrograms(marker: string): string {
   const repo = makeTempDir('quarry-evil-repo-');
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  const git = (...args: string[]) =>
+    execFileSync('git', args, {
+      cwd: repo,
+      stdio: 'ignore',
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@e',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@e',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+      },
+    });
   git('init', '-q');
   writeFileSync(join(repo, 'f.txt'), 'a\n');
   writeFileSync(join(repo, '.gitattributes'), '*.txt diff=evil filter=evil\n');
@@ -148,7 +162,16 @@ describe.each(layers)('git under a repository configuration that names programs,
     const repo = makeRepositoryWithPrograms(marker);
     const registry = makeRegistry();
     const context = makeToolContext({ workingDir: repo });
-    for (const command of ['git status', 'git diff', 'git log -p', 'git show', 'git blame f.txt', 'git grep a', 'git diff --no-ext-diff --no-textconv', 'cd .. && git -C ' + repo + ' diff']) {
+    for (const command of [
+      'git status',
+      'git diff',
+      'git log -p',
+      'git show',
+      'git blame f.txt',
+      'git grep a',
+      'git diff --no-ext-diff --no-textconv',
+      'cd .. && git -C ' + repo + ' diff',
+    ]) {
       const result = await registry.run('bash', { command }, context);
       expect(result.ok, command).toBe(false);
       expect(result.output, command).toMatch(/configuration sets (diff|filter)\.evil\./);
@@ -163,7 +186,14 @@ describe.each(layers)('from the root directory, $name', ({ registry: makeRegistr
     const context = makeToolContext({ workingDir: '/' });
     const listing = await registry.run('bash', { command: 'ls | grep -cx proc' }, context);
     expect(JSON.parse(listing.output)).toMatchObject({ output: '1\n', exit_code: 0 });
-    for (const command of ['grep -r QUARRY', 'rg QUARRY', 'ls *', 'cat */1/e*', 'grep -ra QUARRY proc/1', 'find . -maxdepth 1 -name proc -exec grep -r x {} +']) {
+    for (const command of [
+      'grep -r QUARRY',
+      'rg QUARRY',
+      'ls *',
+      'cat */1/e*',
+      'grep -ra QUARRY proc/1',
+      'find . -maxdepth 1 -name proc -exec grep -r x {} +',
+    ]) {
       const result = await registry.run('bash', { command }, context);
       expect(result.ok, command).toBe(false);
       expect(result.output, command).not.toContain(SECRET);
@@ -180,7 +210,9 @@ describe.skipIf(!bwrap.path)(`the OS layer on its own (policy bypassed)${without
   };
 
   test('destructive commands fail with a read-only file system and change nothing', async () => {
-    const result = await runSandboxed('rm -rf notes.txt logs; echo x > data.csv; chmod 777 readonly.txt; touch new; mkdir d; ln -s a b; mv data.json moved; echo done');
+    const result = await runSandboxed(
+      'rm -rf notes.txt logs; echo x > data.csv; chmod 777 readonly.txt; touch new; mkdir d; ln -s a b; mv data.json moved; echo done',
+    );
     const text = result.stdout.toString();
     expect(text).toContain('Read-only file system');
     expect(text).toContain('done');
@@ -189,7 +221,10 @@ describe.skipIf(!bwrap.path)(`the OS layer on its own (policy bypassed)${without
 
   test('host processes cannot be signalled, their environments cannot be read, and the network is off', async () => {
     const pid = canary.pid!;
-    const result = await runSandboxed(`kill -9 ${pid}; echo kill=$?; cat /proc/${pid}/environ >/dev/null; echo environ=$?; ps -e | grep -c sleep; cat < /dev/tcp/127.0.0.1/22; echo net=$?; ls /sys/class/net`);
+    const result = await runSandboxed(
+      `kill -9 ${pid}; echo kill=$?; cat /proc/${pid}/environ >/dev/null; echo environ=$?; ps -e | grep -c sleep; cat < /dev/tcp/127.0.0.1/22; echo net=$?; ` +
+        `ls /sys/class/net`,
+    );
     const text = result.stdout.toString();
     expect(text).toMatch(/kill=1/);
     expect(text).toMatch(/environ=1/);
@@ -198,7 +233,7 @@ describe.skipIf(!bwrap.path)(`the OS layer on its own (policy bypassed)${without
     expect(isAlive(pid)).toBe(true);
   });
 
-  test('ps in the restricted shell lists the host\'s processes (the canary among them)', async () => {
+  test("ps in the restricted shell lists the host's processes (the canary among them)", async () => {
     const registry = buildToolRegistry(loadProfile('readonly'));
     const result = await registry.run('bash', { command: 'ps -e -o pid=,comm=' }, makeToolContext({ workingDir: dir }));
     expect(result.metadata?.sandboxed).toBe(true);
@@ -207,12 +242,16 @@ describe.skipIf(!bwrap.path)(`the OS layer on its own (policy bypassed)${without
     expect(rows.length).toBeGreaterThan(3);
   });
 
-  test('shell_network none takes the network away; loopback and all keep the host\'s', async () => {
+  test("shell_network none takes the network away; loopback and all keep the host's", async () => {
     const server = createServer((_, response) => response.end('metric_total 7\n'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     try {
-      for (const [network, expected] of [['none', /net=1/], ['loopback', /metric_total 7\nnet=0/], ['all', /metric_total 7\nnet=0/]] as const) {
+      for (const [network, expected] of [
+        ['none', /net=1/],
+        ['loopback', /metric_total 7\nnet=0/],
+        ['all', /metric_total 7\nnet=0/],
+      ] as const) {
         const argv = sandboxedArgv(['/bin/bash', '-c', `exec 2>&1; curl -s --max-time 3 http://127.0.0.1:${port}/; echo net=$?`], dir, network);
         const result = await backend.execFile(argv!, { cwd: dir, env: restrictedEnvironment(process.env, { TMPDIR: SANDBOX_TMPDIR }), timeoutMs: 20_000 });
         expect(result.stdout.toString(), network).toMatch(network === 'none' ? /net=[1-9]/ : expected);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { processesLeft, } from '../../support/processes.js';
+import { processesLeft } from '../../support/processes.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildToolRegistry } from '../../../src/agent/toolset.js';
@@ -8,7 +8,11 @@ import { BASH_OUTPUT_HEAD_BYTES, BASH_OUTPUT_TAIL_BYTES } from '../../../src/too
 import { HeadTailBuffer } from '../../../src/tools/bash/head-tail-buffer.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 
-interface BashOutput { output: string; exit_code: number | null; duration_seconds: number }
+interface BashOutput {
+  output: string;
+  exit_code: number | null;
+  duration_seconds: number;
+}
 
 const developer = loadProfile('developer');
 const readonly = loadProfile('readonly');
@@ -18,8 +22,6 @@ async function runBash(profile: typeof developer, args: Record<string, unknown>,
   const result = await registry.run('bash', args, makeToolContext({ workingDir, ...(signal ? { signal } : {}) }));
   return { ...result, parsed: JSON.parse(result.output) as BashOutput };
 }
-
-
 
 describe('bash tool', () => {
   test('returns JSON with output, exit code and duration; stdout and stderr interleaved in order', async () => {
@@ -40,7 +42,10 @@ describe('bash tool', () => {
   test('the timeout kills the whole process group, background children included, and keeps the output so far', async () => {
     const marker = `quarry-bg-${process.pid}-${Date.now()}`;
     const started = performance.now();
-    const result = await runBash(developer, { command: `echo before; (sleep 300; echo ${marker}) & sleep 301 ${marker} & exec -a ${marker} sleep 302`, timeout: 1 });
+    const result = await runBash(developer, {
+      command: `echo before; (sleep 300; echo ${marker}) & sleep 301 ${marker} & exec -a ${marker} sleep 302`,
+      timeout: 1,
+    });
     expect(performance.now() - started).toBeLessThan(20_000); // the children sleep 300 s
     expect(result.ok).toBe(false);
     expect(result.parsed.exit_code).toBe(124);

@@ -20,7 +20,10 @@ interface Answer {
 
 function probe(home: string, env: NodeJS.ProcessEnv = {}): Answer {
   const script = `const { bubblewrapSupport } = await import(${JSON.stringify(SANDBOX)}); console.log(JSON.stringify(bubblewrapSupport()));`;
-  const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, QUARRY_NO_BWRAP: '', ...env, QUARRY_HOME: home }, encoding: 'utf8' });
+  const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, QUARRY_NO_BWRAP: '', ...env, QUARRY_HOME: home },
+    encoding: 'utf8',
+  });
   return JSON.parse(output) as Answer;
 }
 

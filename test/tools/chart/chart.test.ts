@@ -31,7 +31,14 @@ beforeAll(() => {
   `);
   const insert = db.prepare('INSERT INTO sales VALUES (?, ?, ?, ?, ?)');
   const regions = ['north', 'south', 'east', 'west'];
-  for (let i = 0; i < 120; i++) insert.run(`2024-${String(1 + (i % 12)).padStart(2, '0')}-${String(1 + Math.floor(i / 12)).padStart(2, '0')}`, regions[i % 4], `p${i % 7}`, 1000 + i * 37.5, 1 + (i % 9));
+  for (let i = 0; i < 120; i++)
+    insert.run(
+      `2024-${String(1 + (i % 12)).padStart(2, '0')}-${String(1 + Math.floor(i / 12)).padStart(2, '0')}`,
+      regions[i % 4],
+      `p${i % 7}`,
+      1000 + i * 37.5,
+      1 + (i % 9),
+    );
   const many = db.prepare('INSERT INTO many VALUES (?, ?)');
   for (let i = 0; i < 50; i++) many.run(`cat${String(i).padStart(2, '0')}`, 100 - i);
   db.prepare(`WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ${MAX_CHART_ROWS + 5}) INSERT INTO huge SELECT n FROM s`).run();
@@ -83,7 +90,10 @@ describe('chart types, from SQLite', () => {
     expect(svg.axisTitles()).toEqual(['region', 'amount']);
     const yLabels = svg.axisLabels().find((labels) => labels.includes('0'));
     expect(yLabels, 'the y axis starts at 0').toBeDefined();
-    expect(yLabels!.some((label) => /^\d{1,3}(,\d{3})+$/.test(label)), `thousands separators in ${yLabels}`).toBe(true);
+    expect(
+      yLabels!.some((label) => /^\d{1,3}(,\d{3})+$/.test(label)),
+      `thousands separators in ${yLabels}`,
+    ).toBe(true);
     const png = pngInfo(join(dir, 'bar.png'));
     expect(png.width).toBeGreaterThan(1000);
     expect(png.height).toBeGreaterThan(700);
@@ -96,7 +106,13 @@ describe('chart types, from SQLite', () => {
   });
 
   it('line with colour series over dates; area; point; histogram; heatmap', async () => {
-    const line = await chart({ sql: "SELECT substr(day, 1, 7) AS month, region, SUM(amount) AS total FROM sales GROUP BY 1, 2", x: 'month', y: 'total', color: 'region', output_path: 'line.svg' });
+    const line = await chart({
+      sql: 'SELECT substr(day, 1, 7) AS month, region, SUM(amount) AS total FROM sales GROUP BY 1, 2',
+      x: 'month',
+      y: 'total',
+      color: 'region',
+      output_path: 'line.svg',
+    });
     expect(line.ok, line.output).toBe(true);
     expect(line.output).toContain('Drew a line chart (type chosen: x holds dates)');
     expect(line.output).toContain('x (month): from 2024-01 to 2024-12');
@@ -213,7 +229,10 @@ describe('refusals and escaping', () => {
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [{ sql: 'SELECT 1 AS a', csv_path: 'in.csv', x: 'a', output_path: 'x.png' }, /exactly one of "sql".*or "csv_path"/],
       [{ sql: 'SELECT region FROM sales', x: 'nope', output_path: 'x.png' }, /x column "nope" is not in the data; columns: region/],
-      [{ sql: 'SELECT region, product FROM sales', type: 'line', x: 'region', y: 'product', output_path: 'x.png' }, /y column "product" holds text, not numbers/],
+      [
+        { sql: 'SELECT region, product FROM sales', type: 'line', x: 'region', y: 'product', output_path: 'x.png' },
+        /y column "product" holds text, not numbers/,
+      ],
       [{ sql: 'SELECT region FROM sales', x: 'region', output_path: 'x.jpg' }, /output_path must end in .png or .svg/],
       [{ csv_path: 'missing.csv', x: 'a', output_path: 'x.png' }, /missing.csv does not exist/],
       [{ sql: 'SELECT region FROM sales WHERE 0', x: 'region', output_path: 'x.png' }, /no rows; nothing to draw/],
@@ -240,7 +259,16 @@ describe('through the CLI', () => {
   it('readonly asks before writing files (refused without --yes), draws with --yes', async () => {
     const home = makeTempDir('quarry-chart-home-');
     const work = makeTempDir('quarry-chart-work-');
-    const args = ['tool', 'chart', '-w', work, '--db', `shop=${join(dbDir, 'shop.db')}`, '--args', JSON.stringify({ sql: 'SELECT region, SUM(amount) AS total FROM sales GROUP BY region', x: 'region', y: 'total', output_path: 'r.png' })];
+    const args = [
+      'tool',
+      'chart',
+      '-w',
+      work,
+      '--db',
+      `shop=${join(dbDir, 'shop.db')}`,
+      '--args',
+      JSON.stringify({ sql: 'SELECT region, SUM(amount) AS total FROM sales GROUP BY region', x: 'region', y: 'total', output_path: 'r.png' }),
+    ];
     const refused = await runCli(args, { env: cliEnv(home) });
     expect(refused.code).toBe(1);
     expect(refused.stderr + refused.stdout).toContain('Pass --yes');

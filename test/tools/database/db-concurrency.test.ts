@@ -31,7 +31,9 @@ beforeAll(async () => {
   myAdmin = await mysql.createConnection({ uri: requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'), multipleStatements: true });
   await myAdmin.query('DROP TABLE IF EXISTS conc; CREATE TABLE conc (i INT PRIMARY KEY); INSERT INTO conc SELECT seq FROM seq_1_to_50000');
   const db = new Database(sqlitePath);
-  db.exec('CREATE TABLE conc (i INTEGER PRIMARY KEY); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 50000) INSERT INTO conc SELECT i FROM n');
+  db.exec(
+    'CREATE TABLE conc (i INTEGER PRIMARY KEY); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 50000) INSERT INTO conc SELECT i FROM n',
+  );
   db.close();
 }, 60_000);
 
@@ -60,22 +62,46 @@ function calls(): Call[] {
 }
 
 describe('several database calls in one model message', () => {
-  test('an agent run with 13 calls on three engines (one slow, several fast per server): each returns its own rows, and the process exits on its own', async () => {
+  test('an agent run with 13 calls on three engines (one slow, several fast per server): each returns its own rows, and the process exits on its ' +
+    'own', async () => {
     const home = makeTempDir();
     const script = join(work, 'script.json');
     const list = calls();
-    writeFileSync(script, JSON.stringify({ turns: [{ text: 'All at once.', tool_calls: list.map(({ name, arguments: args }) => ({ name, arguments: args })) }, { text: 'Done.' }] }));
+    writeFileSync(
+      script,
+      JSON.stringify({
+        turns: [{ text: 'All at once.', tool_calls: list.map(({ name, arguments: args }) => ({ name, arguments: args })) }, { text: 'Done.' }],
+      }),
+    );
     // Each call's own statement timeout is 4 s: the slow calls take 2 s, and a fast call that
     // waits for its turn behind a slow one must not be counted as running that long.
     const child = spawnCli(
-      ['--model', `script:${script}`, '--format', 'stream-json', '-w', work, '--db', `pg=${pgUrl}?statement_timeout=4`, '--db', `my=${myUrl}?statement_timeout=4`, '--db', `lite=${sqlitePath}`, 'go'],
+      [
+        '--model',
+        `script:${script}`,
+        '--format',
+        'stream-json',
+        '-w',
+        work,
+        '--db',
+        `pg=${pgUrl}?statement_timeout=4`,
+        '--db',
+        `my=${myUrl}?statement_timeout=4`,
+        '--db',
+        `lite=${sqlitePath}`,
+        'go',
+      ],
       { env: cliEnv(home) },
     );
     const started = Date.now();
     const result = await collect(child, 60_000);
     expect(result.code, result.stderr).toBe(0);
     expect(Date.now() - started).toBeLessThan(30_000);
-    const ends = result.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; ok?: boolean; output?: string; arguments?: Record<string, unknown> }).filter((event) => event.type === 'tool_end');
+    const ends = result.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; ok?: boolean; output?: string; arguments?: Record<string, unknown> })
+      .filter((event) => event.type === 'tool_end');
     expect(ends).toHaveLength(list.length);
     for (const call of list) {
       const end = ends.find((event) => JSON.stringify(event.arguments) === JSON.stringify(call.arguments));
@@ -98,7 +124,10 @@ describe('several database calls in one model message', () => {
       for (const width of [2, 4]) {
         const results = await Promise.all(
           Array.from({ length: width }, (_, n) =>
-            run(engine, { operation: 'query', sql: n === 0 ? `SELECT 'slow-${width}' AS tag, ${sleep} AS s` : `SELECT 'call-${width}-${n}' AS tag, count(*) + ${n} AS total FROM conc` }),
+            run(engine, {
+              operation: 'query',
+              sql: n === 0 ? `SELECT 'slow-${width}' AS tag, ${sleep} AS s` : `SELECT 'call-${width}-${n}' AS tag, count(*) + ${n} AS total FROM conc`,
+            }),
           ),
         );
         results.forEach((result, n) => {
@@ -114,11 +143,19 @@ describe('several database calls in one model message', () => {
       const target = engine === 'postgres' ? pgUrl : engine === 'mysql' ? myUrl : sqlitePath;
       // Four aliases of one database: four connections, so the exports really run at once (calls
       // on one alias take turns, and a later turn finds the file there).
-      const { run } = makeRunner(configsFor([1, 2, 3, 4].map((n) => `c${n}=${target}`), dir), dir);
+      const { run } = makeRunner(
+        configsFor(
+          [1, 2, 3, 4].map((n) => `c${n}=${target}`),
+          dir,
+        ),
+        dir,
+      );
       // Big enough that the winner takes a while: a loser must not wait for it.
       const sql = 'SELECT a.i, b.i AS j FROM conc a CROSS JOIN (SELECT i FROM conc WHERE i <= 4) b ORDER BY a.i, b.i';
       const timed = (promise: ReturnType<typeof run>) => promise.then((result) => ({ result, at: Date.now() }));
-      const results = await Promise.all([1, 2, 3, 4].map((n) => timed(run(engine, { database: `c${n}`, operation: 'export_query', sql, output_path: 'same.csv' }))));
+      const results = await Promise.all(
+        [1, 2, 3, 4].map((n) => timed(run(engine, { database: `c${n}`, operation: 'export_query', sql, output_path: 'same.csv' }))),
+      );
       const winners = results.filter(({ result }) => result.ok);
       expect(winners).toHaveLength(1);
       for (const { result, at } of results.filter(({ result }) => !result.ok)) {

@@ -47,9 +47,12 @@ beforeAll(async () => {
   myUrl = requireEnv('QUARRY_TEST_MYSQL_URL');
   const admin = new pg.Client({ connectionString: requireEnv('QUARRY_TEST_PG_ADMIN_URL') });
   await admin.connect();
-  await admin.query(`DROP TABLE IF EXISTS disk_rows, wide_values;
+  await admin.query(
+    `DROP TABLE IF EXISTS disk_rows, wide_values;
     CREATE TABLE disk_rows AS SELECT i, md5(i::text) AS h FROM generate_series(1, 200000) i; ALTER TABLE disk_rows OWNER TO quarry_test;
-    CREATE TABLE wide_values AS SELECT i, repeat(chr(65 + i % 26), 1000000) AS v, decode(repeat('ab', 300000), 'hex') AS b FROM generate_series(1, 30) i; ALTER TABLE wide_values OWNER TO quarry_test`);
+    CREATE TABLE wide_values AS SELECT i, repeat(chr(65 + i % 26), 1000000) AS v, decode(repeat('ab', 300000), 'hex') AS b FROM generate_series(1, 30) i; ` +
+      `ALTER TABLE wide_values OWNER TO quarry_test`,
+  );
   await admin.end();
   const my = await mysql.createConnection({ uri: requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'), multipleStatements: true });
   await my.query(`DROP TABLE IF EXISTS disk_rows, wide_values;
@@ -57,8 +60,11 @@ beforeAll(async () => {
     CREATE TABLE wide_values AS SELECT seq AS i, REPEAT(CHAR(65 + seq % 26), 1000000) AS v FROM seq_1_to_30`);
   await my.end();
   const db = new Database(sqlitePath);
-  db.exec(`CREATE TABLE disk_rows AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 200000) SELECT i, hex(randomblob(16)) AS h FROM n;
-    CREATE TABLE wide_values AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 30) SELECT i, printf('%.*c', 1000000, char(65 + i % 26)) AS v, randomblob(600000) AS b FROM n`);
+  db.exec(
+    `CREATE TABLE disk_rows AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 200000) SELECT i, hex(randomblob(16)) AS h FROM n;
+    CREATE TABLE wide_values AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 30) SELECT i, printf('%.*c', 1000000, char(65 + i % ` +
+      `26)) AS v, randomblob(600000) AS b FROM n`,
+  );
   db.close();
   mounted = tryMount();
 }, 60_000);
@@ -73,7 +79,17 @@ describe('a full disk', () => {
   for (const engine of ['postgres', 'mysql', 'sqlite'] as const) {
     test(`${engine}: an export that fills the disk fails with one line, exit 1, and leaves nothing`, async (context) => {
       if (!mounted) context.skip('mounting a tmpfs needs root; this machine refused it');
-      const child = spawnCli(['tool', engine, '--db', `d=${targets()[engine]}`, '-w', full, '--yes', '--args', JSON.stringify({ operation: 'export_query', sql: 'SELECT * FROM disk_rows', output_path: `${engine}.csv` })]);
+      const child = spawnCli([
+        'tool',
+        engine,
+        '--db',
+        `d=${targets()[engine]}`,
+        '-w',
+        full,
+        '--yes',
+        '--args',
+        JSON.stringify({ operation: 'export_query', sql: 'SELECT * FROM disk_rows', output_path: `${engine}.csv` }),
+      ]);
       const result = await collect(child, 30_000);
       expect(result.code, result.stderr).toBe(1);
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
@@ -91,7 +107,17 @@ describe('a full disk', () => {
       // ENOSPC: the disk is full now, which is the point.
     }
     try {
-      const child = spawnCli(['tool', 'sqlite', '--db', `d=${sqlitePath}`, '-w', full, '--yes', '--args', JSON.stringify({ operation: 'profile', table_name: 'disk_rows', output_path: 'profile.md' })]);
+      const child = spawnCli([
+        'tool',
+        'sqlite',
+        '--db',
+        `d=${sqlitePath}`,
+        '-w',
+        full,
+        '--yes',
+        '--args',
+        JSON.stringify({ operation: 'profile', table_name: 'disk_rows', output_path: 'profile.md' }),
+      ]);
       const result = await collect(child, 30_000);
       expect(result.code, result.stderr).toBe(1);
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
@@ -105,7 +131,9 @@ describe('a full disk', () => {
   test('write: a file that does not fit says no file was changed and leaves no temporary file', async (context) => {
     if (!mounted) context.skip('mounting a tmpfs needs root; this machine refused it');
     const toolContext = makeToolContext({ workingDir: full });
-    await expect(createWriteTool(writeToolOptions(loadProfile('developer'))).run({ path: 'huge.txt', content: 'x'.repeat(5_000_000) }, toolContext)).rejects.toThrow(/no space left on device; no file was changed/);
+    await expect(
+      createWriteTool(writeToolOptions(loadProfile('developer'))).run({ path: 'huge.txt', content: 'x'.repeat(5_000_000) }, toolContext),
+    ).rejects.toThrow(/no space left on device; no file was changed/);
     expect(readdirSync(full)).toEqual([]);
   });
 });
@@ -122,7 +150,17 @@ describe('temporary files of dead processes', () => {
     writeFileSync(join(dir, staleLock), '999999999\n');
     const twoDaysAgo = new Date(Date.now() - 2 * 24 * 3600 * 1000);
     utimesSync(join(dir, oldNoPid), twoDaysAgo, twoDaysAgo);
-    const child = spawnCli(['tool', 'sqlite', '--db', `d=${sqlitePath}`, '-w', dir, '--yes', '--args', JSON.stringify({ operation: 'export_query', sql: 'SELECT i FROM disk_rows LIMIT 3', output_path: 'out.csv' })]);
+    const child = spawnCli([
+      'tool',
+      'sqlite',
+      '--db',
+      `d=${sqlitePath}`,
+      '-w',
+      dir,
+      '--yes',
+      '--args',
+      JSON.stringify({ operation: 'export_query', sql: 'SELECT i FROM disk_rows LIMIT 3', output_path: 'out.csv' }),
+    ]);
     const result = await collect(child, 30_000);
     expect(result.code, result.stderr).toBe(0);
     expect(readdirSync(dir).sort()).toEqual([live, freshNoPid, 'out.csv'].sort());
@@ -135,7 +173,8 @@ describe('query keeps only what a table can show', () => {
   for (const engine of ['postgres', 'mysql', 'sqlite'] as const) {
     test(`${engine}: 30 rows of 1 MB values come back cut to ${KEPT_VALUE_CHARS} characters, shown with an ellipsis`, async () => {
       const config = configsFor([`q=${targets()[engine]}`], work)[0]!;
-      const driver: DatabaseDriver = engine === 'postgres' ? new PostgresDriver(config, true) : engine === 'mysql' ? new MysqlDriver(config, true) : new SqliteDriver(config, true);
+      const driver: DatabaseDriver =
+        engine === 'postgres' ? new PostgresDriver(config, true) : engine === 'mysql' ? new MysqlDriver(config, true) : new SqliteDriver(config, true);
       const signal = new AbortController().signal;
       try {
         await driver.connect(signal);

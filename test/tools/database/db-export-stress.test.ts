@@ -124,7 +124,11 @@ function firstDifference(actual: Buffer, expected: Buffer): string | null {
   if (actual.equals(expected)) return null;
   let i = 0;
   while (i < actual.length && i < expected.length && actual[i] === expected[i]) i++;
-  return `sizes ${actual.length} vs ${expected.length}; first difference at byte ${i}: ${JSON.stringify(actual.subarray(Math.max(0, i - 20), i + 20).toString('latin1'))} vs ${JSON.stringify(expected.subarray(Math.max(0, i - 20), i + 20).toString('latin1'))}`;
+  return (
+    `sizes ${actual.length} vs ${expected.length}; first difference at byte ${i}: ` +
+    `${JSON.stringify(actual.subarray(Math.max(0, i - 20), i + 20).toString('latin1'))} vs ` +
+    `${JSON.stringify(expected.subarray(Math.max(0, i - 20), i + 20).toString('latin1'))}`
+  );
 }
 
 /** An export through the tool, as the model runs it; returns the file's path. */
@@ -153,7 +157,12 @@ const SETUP_MS = Math.max(180_000, RANDOM_ROWS * 60);
  * For the bench only: the tool's export (in process) and the engine's own client writing the same
  * statement's result to a file, three times each in alternation; appends the medians to REPORT.
  */
-async function reportTimes(engine: string, sql: string, exportByTool: () => Promise<string>, reference: { name: string; argv: string[]; output: string; env?: NodeJS.ProcessEnv }): Promise<void> {
+async function reportTimes(
+  engine: string,
+  sql: string,
+  exportByTool: () => Promise<string>,
+  reference: { name: string; argv: string[]; output: string; env?: NodeJS.ProcessEnv },
+): Promise<void> {
   if (!REPORT) return;
   const tool: number[] = [];
   const client: number[] = [];
@@ -165,12 +174,19 @@ async function reportTimes(engine: string, sql: string, exportByTool: () => Prom
     bytes = statSync(path).size;
     unlinkSync(path);
     started = performance.now();
-    execFileSync(reference.argv[0]!, reference.argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...reference.env }, maxBuffer: 1 << 30 });
+    execFileSync(reference.argv[0]!, reference.argv.slice(1), {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...reference.env },
+      maxBuffer: 1 << 30,
+    });
     client.push(performance.now() - started);
     unlinkSync(reference.output);
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[1]!;
-  appendFileSync(REPORT, `${JSON.stringify({ engine, sql, rows: RANDOM_ROWS, wideColumns: WIDE_COLUMNS, bytes, toolMs: median(tool), referenceName: reference.name, referenceMs: median(client) })}\n`);
+  appendFileSync(
+    REPORT,
+    `${JSON.stringify({ engine, sql, rows: RANDOM_ROWS, wideColumns: WIDE_COLUMNS, bytes, toolMs: median(tool), referenceName: reference.name, referenceMs: median(client) })}\n`,
+  );
 }
 const drivers: DatabaseDriver[] = [];
 
@@ -198,7 +214,14 @@ describe('sqlite exports are byte-exact under stress', () => {
       insert.run(2, hugeText(2), null, -(2n ** 63n), -1e300, 'tiny');
       for (let id = 3; id < RANDOM_ROWS; id++) {
         const r = next();
-        insert.run(id, r < 0.1 ? null : randomText(next, true), r < 0.3 ? randomBytes(next, Math.floor(next() * 40)) : null, BigInt(Math.floor((next() - 0.5) * 2 ** 53)), r < 0.5 ? (next() - 0.5) * 10 ** Math.floor(next() * 40 - 20) : null, r < 0.6 ? randomText(next, true) : Math.floor(next() * 1000));
+        insert.run(
+          id,
+          r < 0.1 ? null : randomText(next, true),
+          r < 0.3 ? randomBytes(next, Math.floor(next() * 40)) : null,
+          BigInt(Math.floor((next() - 0.5) * 2 ** 53)),
+          r < 0.5 ? (next() - 0.5) * 10 ** Math.floor(next() * 40 - 20) : null,
+          r < 0.6 ? randomText(next, true) : Math.floor(next() * 1000),
+        );
       }
     })();
     // Text that is not valid UTF-8, as SQLite lets a text column hold it.
@@ -231,7 +254,11 @@ describe('sqlite exports are byte-exact under stress', () => {
       expect(firstDifference(readFileSync(join(dir, 'tool.csv')), expected)).toBeNull();
       expect(leftovers(dir, ['stress.db', 'slow.csv', 'tool.csv'])).toEqual([]);
       for (const name of ['slow.csv', 'tool.csv']) unlinkSync(join(dir, name));
-      await reportTimes('sqlite', sql, () => exportByTool('sqlite', config, sql, dir), { name: 'sqlite3 -csv', argv: ['bash', '-c', 'sqlite3 -csv -header "$0" "$1" > "$2"', dbPath, sql, join(dir, 'reference.csv')], output: join(dir, 'reference.csv') });
+      await reportTimes('sqlite', sql, () => exportByTool('sqlite', config, sql, dir), {
+        name: 'sqlite3 -csv',
+        argv: ['bash', '-c', 'sqlite3 -csv -header "$0" "$1" > "$2"', dbPath, sql, join(dir, 'reference.csv')],
+        output: join(dir, 'reference.csv'),
+      });
     }, 1_200_000);
   }
 });
@@ -273,7 +300,10 @@ describe('postgres exports are byte-exact under stress', () => {
     const wide = Array.from({ length: WIDE_COLUMNS }, (_, i) => `c${i} text`);
     await admin.query(`CREATE TABLE stress_wide (${wide.join(', ')})`);
     for (let row = 0; row < 50; row++) {
-      await admin.query(`INSERT INTO stress_wide VALUES (${wide.map((_, i) => `$${i + 1}`).join(', ')})`, wide.map((_, i) => wideValue(randomText(next, false), i)));
+      await admin.query(
+        `INSERT INTO stress_wide VALUES (${wide.map((_, i) => `$${i + 1}`).join(', ')})`,
+        wide.map((_, i) => wideValue(randomText(next, false), i)),
+      );
     }
   }, SETUP_MS);
 
@@ -291,7 +321,11 @@ describe('postgres exports are byte-exact under stress', () => {
   async function reference(sql: string): Promise<Buffer> {
     const result = await admin.query({ text: sql, rowMode: 'array' });
     // COPY quotes an empty string (an unquoted empty field is NULL) and a lone \. as well.
-    return referenceCsv(result.fields.map((field) => field.name), result.rows as unknown[][], true);
+    return referenceCsv(
+      result.fields.map((field) => field.name),
+      result.rows as unknown[][],
+      true,
+    );
   }
 
   for (const sql of ['SELECT * FROM stress ORDER BY id', 'SELECT * FROM stress_wide']) {
@@ -305,7 +339,11 @@ describe('postgres exports are byte-exact under stress', () => {
       expect(firstDifference(readFileSync(join(dir, 'tool.csv')), expected)).toBeNull();
       expect(leftovers(dir, ['slow.csv', 'tool.csv'])).toEqual([]);
       for (const name of ['slow.csv', 'tool.csv']) unlinkSync(join(dir, name));
-      await reportTimes('postgres', sql, () => exportByTool('postgres', config, sql, dir), { name: 'psql \\copy', argv: ['psql', '-X', '-q', '-d', url, '-c', `\\copy (${sql}) TO '${join(dir, 'reference.csv')}' CSV HEADER`], output: join(dir, 'reference.csv') });
+      await reportTimes('postgres', sql, () => exportByTool('postgres', config, sql, dir), {
+        name: 'psql \\copy',
+        argv: ['psql', '-X', '-q', '-d', url, '-c', `\\copy (${sql}) TO '${join(dir, 'reference.csv')}' CSV HEADER`],
+        output: join(dir, 'reference.csv'),
+      });
     }, 1_200_000);
   }
 });
@@ -321,9 +359,19 @@ describe('mysql exports are byte-exact under stress', () => {
     // 10 MB values in one packet (the default is 16 MB, and blobs are escaped in text queries).
     await root.query('SET GLOBAL max_allowed_packet = 67108864');
     await root.end();
-    admin = await mysql.createConnection({ uri: requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'), supportBigNumbers: true, bigNumberStrings: true, dateStrings: true, rowsAsArray: true, multipleStatements: true });
-    await admin.query(`DROP TABLE IF EXISTS stress, stress_wide;
-      CREATE TABLE stress (id INT PRIMARY KEY, txt LONGTEXT, blb LONGBLOB, num DECIMAL(30, 10), dbl DOUBLE, ts DATETIME(6), big BIGINT, tiny TINYINT) CHARACTER SET utf8mb4`);
+    admin = await mysql.createConnection({
+      uri: requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'),
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      dateStrings: true,
+      rowsAsArray: true,
+      multipleStatements: true,
+    });
+    await admin.query(
+      `DROP TABLE IF EXISTS stress, stress_wide;
+      CREATE TABLE stress (id INT PRIMARY KEY, txt LONGTEXT, blb LONGBLOB, num DECIMAL(30, 10), dbl DOUBLE, ts DATETIME(6), big BIGINT, tiny TINYINT) ` +
+        `CHARACTER SET utf8mb4`,
+    );
     const next = generator(33);
     await admin.execute('INSERT INTO stress (id, txt, blb) VALUES (1, ?, ?), (2, ?, NULL)', [hugeText(1), randomBytes(next, 10_000_000), hugeText(2)]);
     const rows: unknown[][] = [];
@@ -345,7 +393,10 @@ describe('mysql exports are byte-exact under stress', () => {
     }
     // InnoDB keeps a row within 8,126 bytes (1,017 columns at most): the bench's 1,000 columns use Aria.
     const wide = Array.from({ length: WIDE_COLUMNS }, (_, i) => `c${i}`);
-    await admin.query(`CREATE TABLE stress_wide (${wide.map((name) => `${name} TEXT`).join(', ')}) CHARACTER SET utf8mb4 ${WIDE_COLUMNS > 300 ? 'ENGINE=Aria' : 'ROW_FORMAT=DYNAMIC'}`);
+    await admin.query(
+      `CREATE TABLE stress_wide (${wide.map((name) => `${name} TEXT`).join(', ')}) CHARACTER SET utf8mb4 ` +
+        `${WIDE_COLUMNS > 300 ? 'ENGINE=Aria' : 'ROW_FORMAT=DYNAMIC'}`,
+    );
     const wideRows = Array.from({ length: 50 }, () => wide.map(() => randomText(next, true).slice(0, 20)));
     await admin.query('INSERT INTO stress_wide VALUES ?', [wideRows]);
   }, SETUP_MS);
@@ -357,7 +408,10 @@ describe('mysql exports are byte-exact under stress', () => {
 
   async function reference(sql: string): Promise<Buffer> {
     const [rows, fields] = await admin.query({ sql, rowsAsArray: true });
-    return referenceCsv((fields as { name: string }[]).map((field) => field.name), rows as unknown[][]);
+    return referenceCsv(
+      (fields as { name: string }[]).map((field) => field.name),
+      rows as unknown[][],
+    );
   }
 
   for (const sql of ['SELECT * FROM stress ORDER BY id', 'SELECT * FROM stress_wide']) {
@@ -374,7 +428,17 @@ describe('mysql exports are byte-exact under stress', () => {
       const { hostname, port, username, password, pathname } = new URL(url);
       await reportTimes('mysql', sql, () => exportByTool('mysql', config, sql, dir), {
         name: 'mariadb --batch',
-        argv: ['bash', '-c', 'mariadb --batch --raw --quick --max-allowed-packet=1G -h "$0" -P "$1" -u "$2" "$3" -e "$4" > "$5"', hostname, port, decodeURIComponent(username), pathname.slice(1), sql, join(dir, 'reference.tsv')],
+        argv: [
+          'bash',
+          '-c',
+          'mariadb --batch --raw --quick --max-allowed-packet=1G -h "$0" -P "$1" -u "$2" "$3" -e "$4" > "$5"',
+          hostname,
+          port,
+          decodeURIComponent(username),
+          pathname.slice(1),
+          sql,
+          join(dir, 'reference.tsv'),
+        ],
         output: join(dir, 'reference.tsv'),
         env: { MYSQL_PWD: decodeURIComponent(password) },
       });

@@ -28,10 +28,16 @@ beforeAll(async () => {
   server = await startPostgres();
   pgAdmin = adminClient();
   await pgAdmin.connect();
-  await pgAdmin.query(`CREATE TABLE faults (id int PRIMARY KEY, label text); INSERT INTO faults SELECT i, 'row ' || i FROM generate_series(1, 1000) i; ALTER TABLE faults OWNER TO quarry_test`);
+  await pgAdmin.query(
+    `CREATE TABLE faults (id int PRIMARY KEY, label text); INSERT INTO faults SELECT i, 'row ' || i FROM generate_series(1, 1000) i; ALTER TABLE faults ` +
+      `OWNER TO quarry_test`,
+  );
   myUrl = requireEnv('QUARRY_TEST_MYSQL_URL');
   myAdmin = await mysql.createConnection({ uri: requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'), multipleStatements: true });
-  await myAdmin.query('DROP TABLE IF EXISTS faults; CREATE TABLE faults (id INT PRIMARY KEY, label VARCHAR(40)); INSERT INTO faults SELECT seq, CONCAT(\'row \', seq) FROM seq_1_to_1000');
+  await myAdmin.query(
+    "DROP TABLE IF EXISTS faults; CREATE TABLE faults (id INT PRIMARY KEY, label VARCHAR(40)); INSERT INTO faults SELECT seq, CONCAT('row ', seq) FROM " +
+      'seq_1_to_1000',
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -90,7 +96,8 @@ const engines = {
     slowExport: (marker: string) => `SELECT i AS "${marker}", pg_sleep(CASE WHEN i = 2000 THEN 30 ELSE 0 END) FROM generate_series(1, 3000) i`,
     find: pgBackend,
     kill: async (pid: number) => void (await pgAdmin.query('SELECT pg_terminate_backend($1)', [pid])),
-    idleSessions: async () => (await pgAdmin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'quarry'`)).rows.map((row) => row.pid),
+    idleSessions: async () =>
+      (await pgAdmin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'quarry'`)).rows.map((row) => row.pid),
   },
   mysql: {
     url: () => myUrl,
@@ -165,7 +172,16 @@ for (const [engine, spec] of Object.entries(engines)) {
     test('a spawned `quarry tool` whose backend is killed mid-query exits 1 on its own with one line', async () => {
       const dir = makeTempDir();
       const marker = `quarry_marker_${++markers}`;
-      const child = spawnCli(['tool', engine, '--db', `cli=${spec.url()}`, '-w', dir, '--args', JSON.stringify({ operation: 'query', sql: spec.sleep(marker) })]);
+      const child = spawnCli([
+        'tool',
+        engine,
+        '--db',
+        `cli=${spec.url()}`,
+        '-w',
+        dir,
+        '--args',
+        JSON.stringify({ operation: 'query', sql: spec.sleep(marker) }),
+      ]);
       const done = collect(child, SPAWN_LIMIT_MS);
       await spec.kill(await spec.find(marker));
       const result = await done;
@@ -177,7 +193,17 @@ for (const [engine, spec] of Object.entries(engines)) {
     test('a spawned `quarry tool` export whose backend is killed exits 1 and leaves nothing', async () => {
       const dir = makeTempDir();
       const marker = `quarry_marker_${++markers}`;
-      const child = spawnCli(['tool', engine, '--db', `cli=${spec.url()}`, '-w', dir, '--yes', '--args', JSON.stringify({ operation: 'export_query', sql: spec.slowExport(marker), output_path: 'x.csv' })]);
+      const child = spawnCli([
+        'tool',
+        engine,
+        '--db',
+        `cli=${spec.url()}`,
+        '-w',
+        dir,
+        '--yes',
+        '--args',
+        JSON.stringify({ operation: 'export_query', sql: spec.slowExport(marker), output_path: 'x.csv' }),
+      ]);
       const done = collect(child, SPAWN_LIMIT_MS);
       await spec.kill(await spec.find(marker));
       const result = await done;
@@ -210,7 +236,10 @@ describe('postgres: the server restarts', () => {
     const { run } = makeRunner(configsFor([`k${++markers}=${server.url}`], dir), dir);
     const marker = `quarry_marker_${markers}`;
     // Each statement over this query sleeps 2 s: the first reads its rows' types, then one per column.
-    const pending = run('postgres', { operation: 'profile', sql: `SELECT id, pg_sleep(CASE WHEN id = 1 THEN 2 ELSE 0 END) AS "${marker}" FROM faults WHERE id <= 2` });
+    const pending = run('postgres', {
+      operation: 'profile',
+      sql: `SELECT id, pg_sleep(CASE WHEN id = 1 THEN 2 ELSE 0 END) AS "${marker}" FROM faults WHERE id <= 2`,
+    });
     await engines.postgres.kill(await pgBackend(marker, 'COUNT('));
     const result = await pending;
     expect(result.ok, result.output).toBe(false);
@@ -221,8 +250,27 @@ describe('postgres: the server restarts', () => {
   test('during a spawned `quarry tool` profile: it exits on its own and says what it could not profile, writing nothing half-done', async () => {
     const dir = makeTempDir();
     const marker = `quarry_marker_${++markers}`;
-    const profiler = spawnCli(['tool', 'postgres', '--db', `cli=${server.url}`, '-w', dir, '--yes', '--args', JSON.stringify({ operation: 'profile', table_name: 'faults', output_path: 'p.md' })]);
-    const slow = spawnCli(['tool', 'postgres', '--db', `cli=${server.url}`, '-w', dir, '--args', JSON.stringify({ operation: 'profile', sql: `SELECT id, pg_sleep(CASE WHEN id = 1 THEN 30 ELSE 0 END) AS "${marker}" FROM faults WHERE id <= 2` })]);
+    const profiler = spawnCli([
+      'tool',
+      'postgres',
+      '--db',
+      `cli=${server.url}`,
+      '-w',
+      dir,
+      '--yes',
+      '--args',
+      JSON.stringify({ operation: 'profile', table_name: 'faults', output_path: 'p.md' }),
+    ]);
+    const slow = spawnCli([
+      'tool',
+      'postgres',
+      '--db',
+      `cli=${server.url}`,
+      '-w',
+      dir,
+      '--args',
+      JSON.stringify({ operation: 'profile', sql: `SELECT id, pg_sleep(CASE WHEN id = 1 THEN 30 ELSE 0 END) AS "${marker}" FROM faults WHERE id <= 2` }),
+    ]);
     const done = Promise.all([collect(profiler, SPAWN_LIMIT_MS), collect(slow, SPAWN_LIMIT_MS)]);
     await pgBackend(marker);
     server.restart!();
@@ -247,8 +295,27 @@ describe('postgres: the server restarts', () => {
     const dir = makeTempDir();
     const queryMarker = `quarry_marker_${++markers}`;
     const exportMarker = `quarry_marker_${++markers}`;
-    const query = spawnCli(['tool', 'postgres', '--db', `cli=${server.url}`, '-w', dir, '--args', JSON.stringify({ operation: 'query', sql: engines.postgres.sleep(queryMarker) })]);
-    const exporter = spawnCli(['tool', 'postgres', '--db', `cli=${server.url}`, '-w', dir, '--yes', '--args', JSON.stringify({ operation: 'export_query', sql: engines.postgres.slowExport(exportMarker), output_path: 'r.csv' })]);
+    const query = spawnCli([
+      'tool',
+      'postgres',
+      '--db',
+      `cli=${server.url}`,
+      '-w',
+      dir,
+      '--args',
+      JSON.stringify({ operation: 'query', sql: engines.postgres.sleep(queryMarker) }),
+    ]);
+    const exporter = spawnCli([
+      'tool',
+      'postgres',
+      '--db',
+      `cli=${server.url}`,
+      '-w',
+      dir,
+      '--yes',
+      '--args',
+      JSON.stringify({ operation: 'export_query', sql: engines.postgres.slowExport(exportMarker), output_path: 'r.csv' }),
+    ]);
     const results = Promise.all([collect(query, SPAWN_LIMIT_MS), collect(exporter, SPAWN_LIMIT_MS)]);
     await pgBackend(queryMarker);
     await pgBackend(exportMarker);

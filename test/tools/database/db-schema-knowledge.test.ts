@@ -54,7 +54,10 @@ function counting(driver: DatabaseDriver): { driver: DatabaseDriver; statements:
 }
 
 function lines(output: string): string[] {
-  return output.split('\n').filter((line) => line.startsWith('│ ')).slice(1);
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('│ '))
+    .slice(1);
 }
 
 describe('sqlite', () => {
@@ -109,7 +112,10 @@ describe('sqlite', () => {
   test('list_tables takes row estimates from sqlite_stat1 once ANALYZE has run, and shows none before', async () => {
     const analysed = join(dir, 'analysed.db');
     const db = new Database(analysed);
-    db.exec("CREATE TABLE kinds (id INTEGER PRIMARY KEY, name TEXT); CREATE INDEX kinds_name ON kinds (name); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1234) INSERT INTO kinds SELECT i, 'k' || i FROM n;");
+    db.exec(
+      'CREATE TABLE kinds (id INTEGER PRIMARY KEY, name TEXT); CREATE INDEX kinds_name ON kinds (name); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i ' +
+        "+ 1 FROM n WHERE i < 1234) INSERT INTO kinds SELECT i, 'k' || i FROM n;",
+    );
     const listAnalysed = runnerFor(configsFor([`a=${analysed}`], dir), loadProfile('readonly'));
     expect((await listAnalysed('sqlite', { operation: 'list_tables' })).output).toMatch(/│ main +│ kinds +│ table │ +│ +│/);
     db.exec('ANALYZE');
@@ -147,7 +153,10 @@ describe('sqlite', () => {
     expect(Number(big.metadata.rows)).toBeGreaterThan(50_000);
     expect(Number(big.metadata.rows)).toBeLessThan(200_000);
     expect(big.output).toMatch(/│ grp +│ INTEGER │ 0% +│ 7 +│ 0 +│ 6 /);
-    const small = await run('sqlite', { operation: 'profile', sql: "SELECT region, COUNT(*) AS n FROM (SELECT 'EU' AS region UNION ALL SELECT 'EU' UNION ALL SELECT NULL) GROUP BY region" });
+    const small = await run('sqlite', {
+      operation: 'profile',
+      sql: "SELECT region, COUNT(*) AS n FROM (SELECT 'EU' AS region UNION ALL SELECT 'EU' UNION ALL SELECT NULL) GROUP BY region",
+    });
     expect(small.output).toContain('Profile of the query: 2 of 2 columns, from all 2 rows');
     expect(small.output).toMatch(/│ region │ text +│ 50\.0% │ 1 +│ EU +│ EU /);
   });
@@ -155,7 +164,9 @@ describe('sqlite', () => {
   test('profile writes the whole profile as a new Markdown file, and never over an existing one', async () => {
     const written = await run('sqlite', { operation: 'profile', table_name: 'customer_accounts', output_path: 'accounts-profile.md' });
     expect(written.ok).toBe(true);
-    expect(readFileSync(join(dir, 'accounts-profile.md'), 'utf8')).toMatch(/^# Profile of main\.customer_accounts: 3 of 3 columns, from all 0 rows\n\n\| column \| type \|/);
+    expect(readFileSync(join(dir, 'accounts-profile.md'), 'utf8')).toMatch(
+      /^# Profile of main\.customer_accounts: 3 of 3 columns, from all 0 rows\n\n\| column \| type \|/,
+    );
     const again = await run('sqlite', { operation: 'profile', table_name: 'customer_accounts', output_path: 'accounts-profile.md' });
     expect(again.ok).toBe(false);
     expect(readdirSync(dir).filter((name) => name.includes('quarry-') && name.endsWith('.tmp'))).toEqual([]);
@@ -196,7 +207,10 @@ describe('postgres', () => {
     `);
     // In transactions of 500 tables: one transaction of 20,000 runs out of lock slots.
     for (let start = 1; start <= TABLES; start += 500) {
-      await admin.query(`DO $$ BEGIN FOR i IN ${start}..${start + 499} LOOP EXECUTE format('CREATE TABLE t%s_facts (id int, amount float8)', lpad(i::text, 5, '0')); END LOOP; END $$`);
+      await admin.query(
+        `DO $$ BEGIN FOR i IN ${start}..${start + 499} LOOP EXECUTE format('CREATE TABLE t%s_facts (id int, amount float8)', lpad(i::text, 5, '0')); END ` +
+          `LOOP; END $$`,
+      );
     }
     await admin.query('GRANT SELECT ON ALL TABLES IN SCHEMA public TO quarry_test');
     config = configsFor([`pgs=${fresh.url}`], dir)[0]!;
@@ -212,7 +226,9 @@ describe('postgres', () => {
     await driver.connect(new AbortController().signal);
     const byComment = await searchCatalog('postgres', driver, 'sales region', 'any', readOnly());
     expect(statements).toHaveLength(1);
-    expect(lines(byComment.text)).toEqual([expect.stringMatching(/│ column │ public +│ customer_accounts │ region +│ text +│ Sales region code \(EU, US, APAC\) │/)]);
+    expect(lines(byComment.text)).toEqual([
+      expect.stringMatching(/│ column │ public +│ customer_accounts │ region +│ text +│ Sales region code \(EU, US, APAC\) │/),
+    ]);
     const all = await run('postgres', { operation: 'search', pattern: '_facts' });
     expect(all.output).toMatch(/^\(20,000 matches for "_facts", best first; showing 100/);
     expect(Buffer.byteLength(String(all.output))).toBeLessThan(MAX_TOOL_OUTPUT_BYTES);
@@ -233,7 +249,9 @@ describe('postgres', () => {
   test('describe: comments, foreign keys both ways; 1,500 columns bounded', async () => {
     const accounts = await run('postgres', { operation: 'describe', table_name: 'customer_accounts' });
     expect(accounts.output).toContain('comment: One row per paying customer');
-    expect(accounts.output).toMatch(/referenced by: \n {2}invoices \(invoices_account_id_fkey\): FOREIGN KEY \(account_id\) REFERENCES customer_accounts\(id\)/);
+    expect(accounts.output).toMatch(
+      /referenced by: \n {2}invoices \(invoices_account_id_fkey\): FOREIGN KEY \(account_id\) REFERENCES customer_accounts\(id\)/,
+    );
     expect(accounts.output).toMatch(/│ region +│ text +│ yes +│ NULL +│ +│ Sales region code \(EU, US, APAC\) │/);
     const wide = await run('postgres', { operation: 'describe', table_name: 'wide' });
     expect(Buffer.byteLength(String(wide.output))).toBeLessThanOrEqual(MAX_TOOL_OUTPUT_BYTES);
@@ -261,7 +279,10 @@ describe('postgres', () => {
   test('profile keeps to its time budget: the statement still running when it ends is cancelled, and the columns not reached are named', async () => {
     const hurried = runnerFor([config], { ...loadProfile('readonly'), profile_budget_seconds: 1 });
     const started = Date.now();
-    const profiled = await hurried('postgres', { operation: 'profile', sql: 'SELECT i, md5(i::text) AS h, i * 2 AS d FROM generate_series(1, 3) AS i, pg_sleep(0.7)' });
+    const profiled = await hurried('postgres', {
+      operation: 'profile',
+      sql: 'SELECT i, md5(i::text) AS h, i * 2 AS d FROM generate_series(1, 3) AS i, pg_sleep(0.7)',
+    });
     expect(profiled.ok).toBe(true);
     expect(profiled.output).toMatch(/Profile of the query: 1 of 3 columns, from all 3 rows; not profiled: 2 columns \(h, d\): the 1 s budget ran out/);
     // Its figures stand; its top values (one more 0.7 s statement) were cut by the budget.
@@ -284,18 +305,29 @@ describe('postgres', () => {
     expect(refused.ok).toBe(false);
     expect(refused.output).toMatch(/^refused by the query guard: the plan estimates 2,000,000 rows read from big, over this profile's limit of 1,000,000/);
     // A join's own estimate is not rows read: on a table never analysed it reached a billion and refused a 200,000-row export.
-    const joined = await runnerFor([config], refusing)('postgres', { operation: 'query', sql: 'SELECT count(*) AS n FROM fresh a CROSS JOIN (SELECT i FROM fresh WHERE i <= 4) b' });
+    const joined = await runnerFor([config], refusing)('postgres', {
+      operation: 'query',
+      sql: 'SELECT count(*) AS n FROM fresh a CROSS JOIN (SELECT i FROM fresh WHERE i <= 4) b',
+    });
     expect(joined.output).toContain('│ 200000 │');
     const small = await runnerFor([config], refusing)('postgres', { operation: 'query', sql: 'SELECT * FROM big WHERE id = 5' });
     expect(small.output).toContain('│ 5  │ 5   │');
 
     const asking = { ...loadProfile('readonly'), query_guard: { max_estimated_rows: 1_000_000, action: 'ask' as const } };
     const questions: string[] = [];
-    const declined = await runnerFor([config], asking, { approve: async (reason) => { questions.push(reason); return { approved: false, message: 'refused by the user' }; } })('postgres', { operation: 'export_query', sql: 'SELECT * FROM big', output_path: 'big.csv' });
+    const declined = await runnerFor([config], asking, {
+      approve: async (reason) => {
+        questions.push(reason);
+        return { approved: false, message: 'refused by the user' };
+      },
+    })('postgres', { operation: 'export_query', sql: 'SELECT * FROM big', output_path: 'big.csv' });
     expect(declined.ok).toBe(false);
     expect(questions).toEqual([expect.stringContaining('2,000,000 rows read from big')]);
     expect(existsSync(join(dir, 'big.csv'))).toBe(false);
-    const approved = await runnerFor([config], asking, { approve: async () => ({ approved: true }) })('postgres', { operation: 'query', sql: 'SELECT count(*) AS n FROM big' });
+    const approved = await runnerFor([config], asking, { approve: async () => ({ approved: true }) })('postgres', {
+      operation: 'query',
+      sql: 'SELECT count(*) AS n FROM big',
+    });
     expect(approved.output).toContain('│ 2000000 │');
     const noOne = await runnerFor([config], asking)('postgres', { operation: 'query', sql: 'SELECT count(*) AS n FROM big' });
     expect(noOne.output).toContain('there is no one to ask here');
@@ -312,16 +344,22 @@ describe('mariadb', () => {
 
   beforeAll(async () => {
     const admin = await mysql.createConnection({ uri: requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'), multipleStatements: true });
-    await admin.query(`DROP DATABASE IF EXISTS quarry_schema; CREATE DATABASE quarry_schema; DROP USER IF EXISTS 'quarry_schema'@'127.0.0.1';
-      CREATE USER 'quarry_schema'@'127.0.0.1' IDENTIFIED BY 'schema-pw'; GRANT SELECT, SHOW VIEW ON quarry_schema.* TO 'quarry_schema'@'127.0.0.1'; USE quarry_schema;
-      CREATE TABLE customer_accounts (id int PRIMARY KEY, email_address varchar(200) NOT NULL, region varchar(8) COMMENT 'Sales region code') COMMENT 'One row per paying customer';
+    await admin.query(
+      `DROP DATABASE IF EXISTS quarry_schema; CREATE DATABASE quarry_schema; DROP USER IF EXISTS 'quarry_schema'@'127.0.0.1';
+      CREATE USER 'quarry_schema'@'127.0.0.1' IDENTIFIED BY 'schema-pw'; GRANT SELECT, SHOW VIEW ON quarry_schema.* TO 'quarry_schema'@'127.0.0.1'; USE ` +
+        `quarry_schema;
+      CREATE TABLE customer_accounts (id int PRIMARY KEY, email_address varchar(200) NOT NULL, region varchar(8) COMMENT 'Sales region code') COMMENT 'One ` +
+        `row per paying customer';
       CREATE TABLE invoices (id int PRIMARY KEY, account_id int, amount decimal(12, 2), FOREIGN KEY (account_id) REFERENCES customer_accounts(id));
       CREATE TABLE big (id int PRIMARY KEY, grp int, label varchar(40));
       SET SESSION max_recursive_iterations = 1000000;
       INSERT INTO big WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000) SELECT i, i % 7, CONCAT('row ', i) FROM n;
-      ANALYZE TABLE big;`);
+      ANALYZE TABLE big;`,
+    );
     for (let start = 0; start < MARIADB_TABLES; start += 500) {
-      await admin.query(Array.from({ length: 500 }, (_, i) => `CREATE TABLE t${String(start + i).padStart(5, '0')}_facts (id int, amount double) ENGINE=Aria`).join(';'));
+      await admin.query(
+        Array.from({ length: 500 }, (_, i) => `CREATE TABLE t${String(start + i).padStart(5, '0')}_facts (id int, amount double) ENGINE=Aria`).join(';'),
+      );
     }
     await admin.end();
     const url = new URL(requireEnv('QUARRY_TEST_MYSQL_URL'));
@@ -374,7 +412,8 @@ describe('mariadb', () => {
 });
 
 describe('agent runs', () => {
-  test('one model message with schema calls on SQLite and PostgreSQL: each answers; the guard asks through the approver, refused without a terminal and run with --yes; the process exits on its own', async () => {
+  test('one model message with schema calls on SQLite and PostgreSQL: each answers; the guard asks through the approver, refused without a terminal and run ' +
+    'with --yes; the process exits on its own', async () => {
     const home = makeTempDir();
     const url = new URL(requireEnv('QUARRY_TEST_PG_URL'));
     url.pathname = '/quarry_schema';
@@ -396,11 +435,28 @@ describe('agent runs', () => {
     writeFileSync(script, JSON.stringify({ turns: [{ text: 'Looking around.', tool_calls: calls }, { text: 'Done.' }] }));
     const profile = join(dir, 'guarded.yaml');
     writeFileSync(profile, 'query_guard: {max_estimated_rows: 1000000, action: ask}\n');
-    const args = ['--model', `script:${script}`, '--profile', profile, '--format', 'stream-json', '-w', dir, '--db', `pgs=${url.toString()}`, '--db', `lite=${lite}`];
+    const args = [
+      '--model',
+      `script:${script}`,
+      '--profile',
+      profile,
+      '--format',
+      'stream-json',
+      '-w',
+      dir,
+      '--db',
+      `pgs=${url.toString()}`,
+      '--db',
+      `lite=${lite}`,
+    ];
     type End = { type: string; ok?: boolean; output?: string; arguments?: unknown };
     // In the order of the calls (they finish in any order).
     const ends = (stdout: string) => {
-      const all = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as End).filter((event) => event.type === 'tool_end');
+      const all = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as End)
+        .filter((event) => event.type === 'tool_end');
       expect(all).toHaveLength(calls.length);
       return calls.map((call) => all.find((event) => JSON.stringify(event.arguments) === JSON.stringify(call.arguments))!);
     };
@@ -417,7 +473,9 @@ describe('agent runs', () => {
       expect.stringContaining('Index Scan using big_pkey on big'),
       expect.stringMatching(/│ name +│ TEXT +│ 0% +│ 2 +│ Europe +│ United States │/),
       expect.stringContaining('│ main   │ regions │ table │'),
-      expect.stringMatching(/^refused: the query guard: the plan estimates 2,000,000 rows read from big, over this profile's limit of 1,000,000 .*no terminal to ask the user/),
+      expect.stringMatching(
+        /^refused: the query guard: the plan estimates 2,000,000 rows read from big, over this profile's limit of 1,000,000 .*no terminal to ask the user/,
+      ),
     ]);
 
     const approved = await collect(spawnCli([...args, '--yes', 'go'], { env: cliEnv(home) }), 60_000);

@@ -29,17 +29,31 @@ async function reference(sql: string): Promise<void> {
 beforeAll(async () => {
   dir = makeTempDir();
   const q = (name: string) => `'${join(dir, name)}'`;
-  await reference(`COPY (SELECT range AS id, 'r' || (range % 5) AS region, (range * 1.25)::DECIMAL(12, 2) AS amount FROM range(1000)) TO ${q('sales.parquet')} (FORMAT parquet)`);
+  await reference(
+    `COPY (SELECT range AS id, 'r' || (range % 5) AS region, (range * 1.25)::DECIMAL(12, 2) AS amount FROM range(1000)) TO ${q('sales.parquet')} (FORMAT ` +
+      `parquet)`,
+  );
   await reference(`COPY (SELECT 'r' || range AS region, 'Region ' || range AS label FROM range(5)) TO ${q('regions.csv')} (HEADER)`);
   await reference(`COPY (SELECT range AS id, range % 7 AS k FROM range(1000000)) TO ${q('big.csv')} (HEADER)`);
   await reference(`COPY (SELECT 42 AS secret) TO ${q('secret.csv')} (HEADER)`);
-  await reference(`ATTACH ${q('data.duckdb')} AS d; CREATE TABLE d.items (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL); INSERT INTO d.items VALUES (1, 'one'), (2, 'two')`);
-  writeFileSync(join(dir, 'events.jsonl'), Array.from({ length: 50 }, (_, i) => JSON.stringify({ id: i, region: `r${i % 5}`, kind: i % 2 ? 'click' : 'view' })).join('\n') + '\n');
+  await reference(
+    `ATTACH ${q('data.duckdb')} AS d; CREATE TABLE d.items (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL); INSERT INTO d.items VALUES (1, 'one'), (2, 'two')`,
+  );
+  writeFileSync(
+    join(dir, 'events.jsonl'),
+    Array.from({ length: 50 }, (_, i) => JSON.stringify({ id: i, region: `r${i % 5}`, kind: i % 2 ? 'click' : 'view' })).join('\n') + '\n',
+  );
   writeFileSync(
     join(dir, 'lake.yaml'),
-    `databases:\n  lake:\n    type: duckdb\n    files:\n      sales: sales.parquet\n      regions: regions.csv\n      events: events.jsonl\n      big: big.csv\n  slow:\n    type: duckdb\n    statement_timeout: 1\n    files:\n      regions: regions.csv\n`,
+    `databases:\n  lake:\n    type: duckdb\n    files:\n      sales: sales.parquet\n      regions: regions.csv\n      events: events.jsonl\n      big: ` +
+      `big.csv\n  slow:\n    type: duckdb\n    statement_timeout: 1\n    files:\n      regions: regions.csv\n`,
   );
-  configs = loadDatabaseConfigs({ dbFlags: ['data.duckdb', 'regions.csv', `parts=duckdb:${join(dir, 'r*.csv')}`], databasesFile: join(dir, 'lake.yaml'), env: {}, cwd: dir });
+  configs = loadDatabaseConfigs({
+    dbFlags: ['data.duckdb', 'regions.csv', `parts=duckdb:${join(dir, 'r*.csv')}`],
+    databasesFile: join(dir, 'lake.yaml'),
+    env: {},
+    cwd: dir,
+  });
   runner = makeRunner(configs, dir);
 }, 60_000);
 
@@ -65,9 +79,19 @@ describe('duckdb configuration', () => {
     // With an alias, the one view takes the alias's name; without, a glob's view is named after its folder.
     expect(config('parts')).toMatchObject({ engine: 'duckdb', files: { parts: join(dir, 'r*.csv') } });
     const unnamed = loadDatabaseConfigs({ dbFlags: [`duckdb:${join(dir, 'r*.csv')}`], env: {}, cwd: dir })[0]!;
-    expect(unnamed.files).toEqual({ [dir.split('/').pop()!.replace(/[^A-Za-z0-9_]/g, '_')]: join(dir, 'r*.csv') });
+    expect(unnamed.files).toEqual({
+      [dir
+        .split('/')
+        .pop()!
+        .replace(/[^A-Za-z0-9_]/g, '_')]: join(dir, 'r*.csv'),
+    });
     expect(config('data')).toMatchObject({ engine: 'duckdb', path: join(dir, 'data.duckdb') });
-    expect(config('lake').files).toEqual({ sales: join(dir, 'sales.parquet'), regions: join(dir, 'regions.csv'), events: join(dir, 'events.jsonl'), big: join(dir, 'big.csv') });
+    expect(config('lake').files).toEqual({
+      sales: join(dir, 'sales.parquet'),
+      regions: join(dir, 'regions.csv'),
+      events: join(dir, 'events.jsonl'),
+      big: join(dir, 'big.csv'),
+    });
     expect(config('slow').statementTimeoutMs).toBe(1000);
   });
 
@@ -132,7 +156,14 @@ describe('duckdb queries over CSV, Parquet and JSON lines', () => {
     const items = await runner.run('duckdb', { database: 'data', operation: 'describe', table_name: 'items' });
     expect(items.output).toContain('primary key: id');
     expect(items.output).toMatch(/│ name +│ VARCHAR +│ no /);
-    for (const sql of ['DESCRIBE sales', 'SHOW TABLES', "PRAGMA table_info('sales')", 'CALL duckdb_settings()', 'SUMMARIZE regions', `SELECT * FROM read_csv('${join(dir, 'regions.csv')}')`]) {
+    for (const sql of [
+      'DESCRIBE sales',
+      'SHOW TABLES',
+      "PRAGMA table_info('sales')",
+      'CALL duckdb_settings()',
+      'SUMMARIZE regions',
+      `SELECT * FROM read_csv('${join(dir, 'regions.csv')}')`,
+    ]) {
       const result = await run({ operation: 'query', sql });
       expect(result.ok, `${sql}: ${result.output}`).toBe(true);
     }
@@ -140,7 +171,7 @@ describe('duckdb queries over CSV, Parquet and JSON lines', () => {
 });
 
 describe('duckdb schema operations (README "Knowing the data")', () => {
-  test('search, sample, profile and explain over file views; values in DuckDB\'s own text; an unconfigured file is refused in profile and explain', async () => {
+  test("search, sample, profile and explain over file views; values in DuckDB's own text; an unconfigured file is refused in profile and explain", async () => {
     const found = await run({ operation: 'search', pattern: 'region' });
     expect(found.output).toMatch(/│ column │ main +│ events +│ region +│ VARCHAR │/);
     expect(found.output).toMatch(/│ column │ main +│ sales +│ region +│ VARCHAR │/);
@@ -221,7 +252,11 @@ describe('duckdb read-only: two layers', () => {
     // Nothing on disk changed and the views are still there, unchanged.
     expect(directoryFingerprint(dir)).toBe(before);
     expect(readdirSync(dir).some((name) => /^copied|^exported|^other/.test(name))).toBe(false);
-    const tables = await driver.catalog('SELECT table_name FROM duckdb_tables() WHERE NOT internal UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal', [], readOnly());
+    const tables = await driver.catalog(
+      'SELECT table_name FROM duckdb_tables() WHERE NOT internal UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal',
+      [],
+      readOnly(),
+    );
     expect(tables.map(([name]) => name).sort()).toEqual(['big', 'events', 'regions', 'sales']);
     const setting = await driver.query("SELECT current_setting('enable_external_access'), current_setting('lock_configuration')", 1, readOnly());
     expect(setting.rows).toEqual([['false', 'true']]);
@@ -230,14 +265,20 @@ describe('duckdb read-only: two layers', () => {
   test('the engine opens a .duckdb file read-only and refuses writes to it', async () => {
     const before = readFileSync(join(dir, 'data.duckdb'));
     const driver = await engine('data');
-    const mode = await driver.query("SELECT current_setting('access_mode'), current_setting('autoload_known_extensions'), current_setting('autoinstall_known_extensions')", 1, readOnly());
+    const mode = await driver.query(
+      "SELECT current_setting('access_mode'), current_setting('autoload_known_extensions'), current_setting('autoinstall_known_extensions')",
+      1,
+      readOnly(),
+    );
     expect(mode.rows).toEqual([['read_only', 'false', 'false']]);
     await expect(driver.query("INSERT INTO items VALUES (3, 'three')", 1, readOnly())).rejects.toThrow(/refused/);
     // Even in mutations mode on a read-only handle, DuckDB itself refuses.
     const writer = new DuckdbDriver(config('data'), true);
     engineOnly.push(writer);
     await writer.connect();
-    await expect(writer.query("INSERT INTO items VALUES (3, 'three')", 1, { readOnly: false, signal: new AbortController().signal })).rejects.toThrow(/read-only/i);
+    await expect(writer.query("INSERT INTO items VALUES (3, 'three')", 1, { readOnly: false, signal: new AbortController().signal })).rejects.toThrow(
+      /read-only/i,
+    );
     expect(readFileSync(join(dir, 'data.duckdb')).equals(before)).toBe(true);
     const rows = await driver.query('SELECT count(*) FROM items', 1, readOnly());
     expect(rows.rows).toEqual([['2']]);
@@ -250,7 +291,7 @@ describe('duckdb read-only: two layers', () => {
 });
 
 describe('duckdb export_query', () => {
-  test('matches DuckDB\'s own COPY output record for record, is atomic and never overwrites', async () => {
+  test("matches DuckDB's own COPY output record for record, is atomic and never overwrites", async () => {
     const sql = `SELECT s.id, s.amount, r.label, e.kind, s.id / 7 AS ratio, TIMESTAMP '2024-02-29 13:45:00' + INTERVAL (s.id) MINUTE AS at,
                    CASE WHEN s.id % 3 = 0 THEN NULL WHEN s.id % 3 = 1 THEN 'a "quoted", value' ELSE E'line\\nbreak' END AS tricky, [s.id, 2] AS list
                  FROM sales s JOIN regions r USING (region) LEFT JOIN events e ON e.id = s.id ORDER BY s.id DESC`;
@@ -259,7 +300,9 @@ describe('duckdb export_query', () => {
     expect(result.metadata).toMatchObject({ rows: 1000 });
     const ours = readFileSync(join(dir, 'export.csv'), 'utf8');
     expect(ours.split('\r\n').length).toBeGreaterThan(1000);
-    const views = Object.entries(config('lake').files!).map(([view, path]) => `CREATE VIEW ${view} AS SELECT * FROM '${path}';`).join('');
+    const views = Object.entries(config('lake').files!)
+      .map(([view, path]) => `CREATE VIEW ${view} AS SELECT * FROM '${path}';`)
+      .join('');
     await reference(`${views} COPY (${sql}) TO '${join(dir, 'reference.out')}' (HEADER, FORMAT csv)`);
     const theirs = readFileSync(join(dir, 'reference.out'), 'utf8');
     expect(parseCsvRecords(ours, 2000)).toEqual(parseCsvRecords(theirs, 2000));
@@ -270,7 +313,9 @@ describe('duckdb export_query', () => {
   });
 
   test('lines short enough for DuckDB to keep inline, long ones and multi-byte text come out byte for byte over many chunks', async () => {
-    const sql = "SELECT range AS id, CASE WHEN range % 3 = 0 THEN NULL WHEN range % 3 = 1 THEN repeat('é', (range % 40)::INTEGER) || ',' ELSE 'x' END AS t, CASE WHEN range % 5 = 0 THEN NULL ELSE range END AS n FROM range(10000)";
+    const sql =
+      "SELECT range AS id, CASE WHEN range % 3 = 0 THEN NULL WHEN range % 3 = 1 THEN repeat('é', (range % 40)::INTEGER) || ',' ELSE 'x' END AS t, CASE WHEN " +
+      'range % 5 = 0 THEN NULL ELSE range END AS n FROM range(10000)';
     const result = await run({ operation: 'export_query', sql, output_path: 'mixed.csv' });
     expect(result.ok, result.output).toBe(true);
     const line = (i: number) => (i % 3 === 0 ? `${i},` : i % 3 === 1 ? `${i},"${'é'.repeat(i % 40)},"` : `${i},x`);

@@ -66,7 +66,9 @@ describe('formatTable', () => {
     expect(lines[22]).toContain(`│ ${19 * (table.columns - 1)} `);
     const output = formatQueryResult(columns, rows, false, 1000);
     expect(Buffer.byteLength(output)).toBeLessThanOrEqual(MAX_TOOL_OUTPUT_BYTES);
-    expect(output).toContain(`showing ${table.rows} of 101 fetched rows and ${table.columns} of 1,000 columns (columns from "c${table.columns}" on are not shown)`);
+    expect(output).toContain(
+      `showing ${table.rows} of 101 fetched rows and ${table.columns} of 1,000 columns (columns from "c${table.columns}" on are not shown)`,
+    );
     expect(output).toContain('name fewer columns in the SELECT');
     expect(output.endsWith('(101 rows)')).toBe(true);
   });
@@ -106,25 +108,41 @@ describe('formatTable', () => {
 
 describe('list_tables and describe keep totals and keys ahead of the bulk', () => {
   /** A driver whose catalogue holds `total` tables and answers list_tables' statement as the engine would: at most 200 rows. */
-  const catalogue = (total: number, row: (i: number) => unknown[]) => ({
-    catalog: async (sql: string) => {
-      expect(sql).toMatch(/LIMIT 200$/);
-      return Array.from({ length: Math.min(total, 200) }, (_, i) => [...row(i), total]);
-    },
-  }) as unknown as DatabaseDriver;
+  const catalogue = (total: number, row: (i: number) => unknown[]) =>
+    ({
+      catalog: async (sql: string) => {
+        expect(sql).toMatch(/LIMIT 200$/);
+        return Array.from({ length: Math.min(total, 200) }, (_, i) => [...row(i), total]);
+      },
+    }) as unknown as DatabaseDriver;
   const signal = new AbortController().signal;
 
   test('20,000 tables: the total comes first, then at most 200, then how many were left out and how to find the rest', async () => {
-    const listed = await listTables('postgres', catalogue(20000, (i) => ['main', `t${String(i).padStart(5, '0')}`, 'table', 1000 + i, null]), undefined, { readOnly: true, signal });
+    const listed = await listTables(
+      'postgres',
+      catalogue(20000, (i) => ['main', `t${String(i).padStart(5, '0')}`, 'table', 1000 + i, null]),
+      undefined,
+      { readOnly: true, signal },
+    );
     const text = listed.text;
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_TOOL_OUTPUT_BYTES);
-    expect(text.startsWith('(20,000 tables and views; showing the first 200: use operation search {pattern} to find tables by name, column or comment, or table_pattern, e.g. "t00%"')).toBe(true);
+    expect(
+      text.startsWith(
+        '(20,000 tables and views; showing the first 200: use operation search {pattern} to find tables by name, column or comment, or table_pattern, e.g. ' +
+          '"t00%"',
+      ),
+    ).toBe(true);
     expect(text).toContain('│ main   │ t00199 │ table │ ~1,199      │         │');
     expect(text.endsWith('(19,800 more not shown: narrow with search or table_pattern)')).toBe(true);
   });
 
   test('a small list shows everything with its total, estimates and comments', async () => {
-    const listed = await listTables('mysql', catalogue(1, () => ['public', 'orders', 'table', 1234, 'One row per order']), 'ord%', { readOnly: true, signal });
+    const listed = await listTables(
+      'mysql',
+      catalogue(1, () => ['public', 'orders', 'table', 1234, 'One row per order']),
+      'ord%',
+      { readOnly: true, signal },
+    );
     expect(listed.text).toBe(
       [
         '(1 table or view matches "ord%"; row counts are estimates (information_schema.TABLES.TABLE_ROWS))',
@@ -141,7 +159,14 @@ describe('list_tables and describe keep totals and keys ahead of the bulk', () =
     const columns = Array.from({ length: 1500 }, (_, j) => ({ name: `k${j}`, type: 'TEXT', nullable: j !== 0, default: null, primaryKey: j === 0 }));
     const text = formatDescription({ schema: 'main', name: 'big', columns, primaryKey: ['k0'], foreignKeys: ['k1 -> other(id)'], indexes: ['big_k5 (k5)'] });
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_TOOL_OUTPUT_BYTES);
-    expect(text.split('\n').slice(0, 6)).toEqual(['main.big: 1,500 columns', 'primary key: k0', 'foreign keys: ', '  k1 -> other(id)', 'indexes: ', '  big_k5 (k5)']);
+    expect(text.split('\n').slice(0, 6)).toEqual([
+      'main.big: 1,500 columns',
+      'primary key: k0',
+      'foreign keys: ',
+      '  k1 -> other(id)',
+      'indexes: ',
+      '  big_k5 (k5)',
+    ]);
     const shown = Number(/showing ([\d,]+) of 1,500 columns/.exec(text)![1]!.replace(/,/g, ''));
     expect(shown).toBeGreaterThan(500);
     expect(text).toContain(`│ k${shown - 1} `);
@@ -154,8 +179,16 @@ describe('through the sqlite tool', () => {
   beforeAll(() => {
     const dir = makeTempDir();
     const db = new Database(join(dir, 'wide.db'));
-    db.exec(`CREATE TABLE w (${columnNames(1000).map((name) => `${name} INTEGER`).join(', ')})`);
-    const insert = db.prepare(`INSERT INTO w VALUES (${columnNames(1000).map(() => '?').join(', ')})`);
+    db.exec(
+      `CREATE TABLE w (${columnNames(1000)
+        .map((name) => `${name} INTEGER`)
+        .join(', ')})`,
+    );
+    const insert = db.prepare(
+      `INSERT INTO w VALUES (${columnNames(1000)
+        .map(() => '?')
+        .join(', ')})`,
+    );
     for (let i = 0; i < 101; i++) insert.run(columnNames(1000).map((_, j) => i * 1000 + j));
     db.exec(`CREATE TABLE big (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES w(c0), ${Array.from({ length: 1500 }, (_, j) => `k${j} TEXT`).join(', ')})`);
     db.exec('CREATE INDEX big_k5 ON big(k5)');

@@ -42,7 +42,8 @@ export function directoryFingerprint(dir: string): string {
 
 export function requireEnv(name: string): string {
   const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: the database servers were not started (run the database tests through vitest with the repo's vitest.config.ts)`);
+  if (!value)
+    throw new Error(`${name} is not set: the database servers were not started (run the database tests through vitest with the repo's vitest.config.ts)`);
   return value;
 }
 

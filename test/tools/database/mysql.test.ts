@@ -15,25 +15,32 @@ let url: string;
 
 /** Data, schema and auto-increment counters, as one comparable value. */
 async function snapshot(): Promise<string> {
-  const [rows] = await admin.query(`
+  const [rows] = await admin.query(
+    `
     SELECT CONCAT_WS('#',
       (SELECT GROUP_CONCAT(CONCAT_WS('|', id, name, email, IFNULL(note, 'NULL'), created_at) ORDER BY id SEPARATOR ';') FROM customers),
       (SELECT GROUP_CONCAT(CONCAT_WS('|', id, customer_id, action, update_count, IFNULL(note, 'NULL')) ORDER BY id SEPARATOR ';') FROM audit_log),
-      (SELECT GROUP_CONCAT(CONCAT_WS('.', table_name, column_name, column_type) ORDER BY table_name, column_name SEPARATOR ';') FROM information_schema.columns WHERE table_schema = DATABASE()),
-      (SELECT GROUP_CONCAT(CONCAT_WS(':', table_name, table_type, IFNULL(auto_increment, '-')) ORDER BY table_name SEPARATOR ';') FROM information_schema.tables WHERE table_schema = DATABASE())
-    ) AS state`);
+      (SELECT GROUP_CONCAT(CONCAT_WS('.', table_name, column_name, column_type) ORDER BY table_name, column_name SEPARATOR ';') FROM ` +
+      `information_schema.columns WHERE table_schema = DATABASE()),
+      (SELECT GROUP_CONCAT(CONCAT_WS(':', table_name, table_type, IFNULL(auto_increment, '-')) ORDER BY table_name SEPARATOR ';') FROM ` +
+      `information_schema.tables WHERE table_schema = DATABASE())
+    ) AS state`,
+  );
   return String((rows as { state: string }[])[0]!.state);
 }
 
 beforeAll(async () => {
   url = requireEnv('QUARRY_TEST_MYSQL_URL');
   admin = await mysql.createConnection({ uri: requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'), multipleStatements: true });
-  await admin.query(`
+  await admin.query(
+    `
     DROP TABLE IF EXISTS audit_log, customers, big;
-    CREATE TABLE customers (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100) NOT NULL, email VARCHAR(100) UNIQUE, note TEXT, created_at DATE DEFAULT '2024-01-01');
+    CREATE TABLE customers (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100) NOT NULL, email VARCHAR(100) UNIQUE, note TEXT, created_at DATE DEFAULT ` +
+      `'2024-01-01');
     CREATE TABLE audit_log (id INT AUTO_INCREMENT PRIMARY KEY, customer_id INT, action VARCHAR(20) NOT NULL, update_count INT NOT NULL DEFAULT 0,
       deleted_flag BOOLEAN NOT NULL DEFAULT FALSE, note TEXT, INDEX audit_log_action (action), FOREIGN KEY (customer_id) REFERENCES customers(id));
-    INSERT INTO customers (name, email, note, created_at) VALUES ('Ada', 'ada@example.com', NULL, '2024-01-02'), ('Bob', 'bob@example.com', 'line one\\nline two', '2024-02-03'), ('Cyd', 'cyd@example.com', 'a, b', '2024-03-04');
+    INSERT INTO customers (name, email, note, created_at) VALUES ('Ada', 'ada@example.com', NULL, '2024-01-02'), ('Bob', 'bob@example.com', 'line ` +
+      `one\\nline two', '2024-02-03'), ('Cyd', 'cyd@example.com', 'a, b', '2024-03-04');
     INSERT INTO audit_log (customer_id, action, update_count, note) VALUES (1, 'DELETE', 3, 'x'), (2, 'UPDATE', 1, NULL), (3, 'INSERT', 0, 'drop table');
     CREATE TABLE big (id INT PRIMARY KEY, label VARCHAR(40), amount DECIMAL(12, 2));
     INSERT INTO big SELECT seq, CONCAT('row ', seq), seq / 4 FROM seq_1_to_20000;
@@ -42,7 +49,8 @@ beforeAll(async () => {
     CREATE OR REPLACE PROCEDURE customer_count() READS SQL DATA SELECT COUNT(*) FROM customers;
     CREATE OR REPLACE TRIGGER customers_touch BEFORE UPDATE ON customers FOR EACH ROW SET NEW.note = NEW.note;
     CREATE OR REPLACE EVENT quarry_noop ON SCHEDULE AT '2037-01-01 00:00:00' DISABLE DO SELECT 1;
-  `);
+  `,
+  );
   dir = makeTempDir();
   runner = makeRunner(configsFor([`my=${url}`], dir), dir);
 });
@@ -76,9 +84,19 @@ describe('mysql query', () => {
     expect(ordered.output.indexOf('│ 20000 │')).toBeLessThan(ordered.output.indexOf('│ 19999 │'));
     const own = await runner.run('mysql', { operation: 'query', sql: 'SELECT id FROM big ORDER BY id LIMIT 5' });
     expect(own.metadata).toMatchObject({ rows: 5, more: false });
-    const union = await runner.run('mysql', { operation: 'query', sql: 'SELECT id FROM big WHERE id < 3 UNION ALL SELECT id FROM big WHERE id > 19998 ORDER BY id DESC', row_limit: 2 });
+    const union = await runner.run('mysql', {
+      operation: 'query',
+      sql: 'SELECT id FROM big WHERE id < 3 UNION ALL SELECT id FROM big WHERE id > 19998 ORDER BY id DESC',
+      row_limit: 2,
+    });
     expect(union.metadata).toMatchObject({ rows: 2, more: true });
-    expect(union.output.split('\n').filter((line) => line.startsWith('│ ')).slice(1).map((line) => line.replace(/[│ ]/g, ''))).toEqual(['20000', '19999']);
+    expect(
+      union.output
+        .split('\n')
+        .filter((line) => line.startsWith('│ '))
+        .slice(1)
+        .map((line) => line.replace(/[│ ]/g, '')),
+    ).toEqual(['20000', '19999']);
     const inner = await runner.run('mysql', { operation: 'query', sql: '(SELECT id FROM big ORDER BY id DESC LIMIT 3)', row_limit: 2 });
     expect(inner.metadata).toMatchObject({ rows: 2, more: true });
   });
@@ -86,7 +104,17 @@ describe('mysql query', () => {
   test('appendLimit leaves statements alone where a LIMIT would do more than cut rows', () => {
     expect(appendLimit('SELECT * FROM t -- last line comment', 101)).toBe('SELECT * FROM t -- last line comment\nLIMIT 101');
     expect(appendLimit('WITH x AS (SELECT 1 LIMIT 1) SELECT * FROM x', 11)).toBe('WITH x AS (SELECT 1 LIMIT 1) SELECT * FROM x\nLIMIT 11');
-    for (const sql of ['SELECT * FROM t LIMIT 5', 'SELECT * FROM t LIMIT 2, 5', 'SELECT * FROM t FOR UPDATE', 'SELECT * FROM t LOCK IN SHARE MODE', 'SELECT 1 INTO @x', 'SHOW TABLES', 'DESCRIBE t', 'EXPLAIN SELECT 1', "SELECT 'unterminated"]) {
+    for (const sql of [
+      'SELECT * FROM t LIMIT 5',
+      'SELECT * FROM t LIMIT 2, 5',
+      'SELECT * FROM t FOR UPDATE',
+      'SELECT * FROM t LOCK IN SHARE MODE',
+      'SELECT 1 INTO @x',
+      'SHOW TABLES',
+      'DESCRIBE t',
+      'EXPLAIN SELECT 1',
+      "SELECT 'unterminated",
+    ]) {
       expect(appendLimit(sql, 101), sql).toBeNull();
     }
   });
@@ -175,7 +203,11 @@ describe('mysql read-only: the engine layer alone (statement check bypassed)', (
     await driver.query('SET @kept = 1', 10, options);
     await driver.query("PREPARE kept FROM 'SELECT 1'", 10, options);
     await driver.query('LOCK TABLES customers READ', 10, options);
-    const state = await driver.query("SELECT IS_USED_LOCK('quarry_redteam') IS NULL, @@SESSION.sql_mode LIKE '%ANSI_QUOTES%', @kept IS NULL, @@SESSION.tx_read_only", 10, options);
+    const state = await driver.query(
+      "SELECT IS_USED_LOCK('quarry_redteam') IS NULL, @@SESSION.sql_mode LIKE '%ANSI_QUOTES%', @kept IS NULL, @@SESSION.tx_read_only",
+      10,
+      options,
+    );
     expect(state.rows).toEqual([[1, 0, 1, '1']]);
     await expect(driver.query('EXECUTE kept', 10, options)).rejects.toThrow(/Unknown prepared statement/);
     // The table lock is gone: another session can write (and undoes it).
@@ -259,7 +291,11 @@ describe('mysql export_query', () => {
 
   test('an error part-way leaves no file', async () => {
     const before = readdirSync(dir).sort();
-    const result = await runner.run('mysql', { operation: 'export_query', sql: "SELECT id, IF(id = 19000, (SELECT 1 UNION SELECT 2), id) FROM big ORDER BY id", output_path: 'broken.csv' });
+    const result = await runner.run('mysql', {
+      operation: 'export_query',
+      sql: 'SELECT id, IF(id = 19000, (SELECT 1 UNION SELECT 2), id) FROM big ORDER BY id',
+      output_path: 'broken.csv',
+    });
     expect(result.ok).toBe(false);
     expect(readdirSync(dir).sort()).toEqual(before);
   });

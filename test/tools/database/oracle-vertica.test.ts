@@ -24,15 +24,34 @@ function recordingOracleConnection(log: string[]): OracleConnection {
     execute: async (sql: string) => {
       log.push(sql);
       if (sql.startsWith('SELECT')) {
-        return { resultSet: { metaData: [{ name: 'N' }], getRows: async (count: number) => { log.push(`getRows(${count})`); return [['1'], ['2'], ['3']].slice(0, count); }, close: async () => { log.push('close resultSet'); } } };
+        return {
+          resultSet: {
+            metaData: [{ name: 'N' }],
+            getRows: async (count: number) => {
+              log.push(`getRows(${count})`);
+              return [['1'], ['2'], ['3']].slice(0, count);
+            },
+            close: async () => {
+              log.push('close resultSet');
+            },
+          },
+        };
       }
       return {};
     },
-    commit: async () => { log.push('COMMIT'); },
-    rollback: async () => { log.push('ROLLBACK'); },
-    break: async () => { log.push('BREAK'); },
+    commit: async () => {
+      log.push('COMMIT');
+    },
+    rollback: async () => {
+      log.push('ROLLBACK');
+    },
+    break: async () => {
+      log.push('BREAK');
+    },
     ping: async () => undefined,
-    close: async () => { log.push('CLOSE'); },
+    close: async () => {
+      log.push('CLOSE');
+    },
     isHealthy: () => true,
   };
 }
@@ -52,28 +71,36 @@ describe('oracle', () => {
     expect(log).toEqual([...ORACLE_SESSION_SETUP, ORACLE_BEGIN_READ_ONLY, 'SELECT n FROM t', 'getRows(3)', 'close resultSet', 'ROLLBACK']);
   });
 
-  test('search reads ALL_TAB_COLUMNS and the comment views in one statement inside SET TRANSACTION READ ONLY; explain is refused in read-only mode before anything is sent', async () => {
-    const log: string[] = [];
-    const [config] = loadDatabaseConfigs({ dbFlags: ['ora=oracle://scott:tiger@127.0.0.1:1/XE'], env: {}, cwd: dir });
-    const driver = new OracleDriver(config!, true, async () => recordingOracleConnection(log));
-    await driver.connect(signal);
-    const setup = log.length;
-    await searchCatalog('oracle', driver, 'customer', 'table', { readOnly: true, signal });
-    const sent = log.slice(setup);
-    expect(sent[0]).toBe(ORACLE_BEGIN_READ_ONLY);
-    expect(sent[1]).toMatch(/FROM all_tab_columns c LEFT JOIN all_col_comments cc[\s\S]*o\.kind IN \('table', 'view'\) AND \(INSTR\(LOWER\(COALESCE\(o\.column_name, o\.table_name\)\), :4\) > 0 OR INSTR\(LOWER\(o\.comment_text\), :5\) > 0\)[\s\S]*FETCH FIRST 100 ROWS ONLY$/);
-    expect(sent.at(-1)).toBe('ROLLBACK');
-    const before = log.length;
-    await expect(explainStatement('oracle', driver, 'SELECT * FROM t', { readOnly: true, signal })).rejects.toThrow(/explain is not available on Oracle in read-only mode/);
-    expect(log.length).toBe(before);
-  });
+  test(
+    'search reads ALL_TAB_COLUMNS and the comment views in one statement inside SET TRANSACTION READ ONLY; explain is refused in read-only mode before ' +
+      'anything is sent',
+    async () => {
+      const log: string[] = [];
+      const [config] = loadDatabaseConfigs({ dbFlags: ['ora=oracle://scott:tiger@127.0.0.1:1/XE'], env: {}, cwd: dir });
+      const driver = new OracleDriver(config!, true, async () => recordingOracleConnection(log));
+      await driver.connect(signal);
+      const setup = log.length;
+      await searchCatalog('oracle', driver, 'customer', 'table', { readOnly: true, signal });
+      const sent = log.slice(setup);
+      expect(sent[0]).toBe(ORACLE_BEGIN_READ_ONLY);
+      expect(sent[1]).toMatch(
+        /FROM all_tab_columns c LEFT JOIN all_col_comments cc[\s\S]*o\.kind IN \('table', 'view'\) AND \(INSTR\(LOWER\(COALESCE\(o\.column_name, o\.table_name\)\), :4\) > 0 OR INSTR\(LOWER\(o\.comment_text\), :5\) > 0\)[\s\S]*FETCH FIRST 100 ROWS ONLY$/,
+      );
+      expect(sent.at(-1)).toBe('ROLLBACK');
+      const before = log.length;
+      await expect(explainStatement('oracle', driver, 'SELECT * FROM t', { readOnly: true, signal })).rejects.toThrow(
+        /explain is not available on Oracle in read-only mode/,
+      );
+      expect(log.length).toBe(before);
+    },
+  );
 
   test('mutations mode commits instead', async () => {
     const log: string[] = [];
     const [config] = loadDatabaseConfigs({ dbFlags: ['ora=oracle://scott:tiger@127.0.0.1:1/XE'], env: {}, cwd: dir });
     const driver = new OracleDriver(config!, false, async () => recordingOracleConnection(log));
     await driver.connect(signal);
-    await driver.query("UPDATE t SET n = 1", 10, { readOnly: false, signal });
+    await driver.query('UPDATE t SET n = 1', 10, { readOnly: false, signal });
     expect(log.slice(ORACLE_SESSION_SETUP.length)).toEqual(['UPDATE t SET n = 1', 'COMMIT']);
   });
 

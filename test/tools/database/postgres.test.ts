@@ -16,13 +16,17 @@ let url: string;
 
 /** Data, schema and sequences, as one comparable value. */
 async function snapshot(): Promise<string> {
-  const result = await admin.query(`
+  const result = await admin.query(
+    `
     SELECT (SELECT string_agg(format('%s|%s|%s|%s|%s', id, name, email, note, created_at), ';' ORDER BY id) FROM customers)
       || '#' || (SELECT string_agg(format('%s|%s|%s|%s|%s', id, customer_id, action, update_count, note), ';' ORDER BY id) FROM audit_log)
-      || '#' || (SELECT string_agg(format('%s.%s.%s.%s', table_schema, table_name, column_name, data_type), ';' ORDER BY 1) FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema'))
-      || '#' || (SELECT string_agg(relname || ':' || relkind::text, ';' ORDER BY relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast'))
+      || '#' || (SELECT string_agg(format('%s.%s.%s.%s', table_schema, table_name, column_name, data_type), ';' ORDER BY 1) FROM information_schema.columns ` +
+      `WHERE table_schema NOT IN ('pg_catalog', 'information_schema'))
+      || '#' || (SELECT string_agg(relname || ':' || relkind::text, ';' ORDER BY relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace ` +
+      `WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast'))
       || '#' || (SELECT last_value::text || is_called::text FROM customers_id_seq)
-      || '#' || (SELECT count(*)::text FROM pg_largeobject_metadata) AS state`);
+      || '#' || (SELECT count(*)::text FROM pg_largeobject_metadata) AS state`,
+  );
   return String(result.rows[0].state);
 }
 
@@ -30,17 +34,20 @@ beforeAll(async () => {
   url = requireEnv('QUARRY_TEST_PG_URL');
   admin = new pg.Client({ connectionString: requireEnv('QUARRY_TEST_PG_ADMIN_URL') });
   await admin.connect();
-  await admin.query(`
+  await admin.query(
+    `
     DROP TABLE IF EXISTS audit_log, customers, big CASCADE;
     CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, email text UNIQUE, note text, created_at date DEFAULT '2024-01-01');
     CREATE TABLE audit_log (id serial PRIMARY KEY, customer_id int REFERENCES customers(id), action text NOT NULL,
       update_count int NOT NULL DEFAULT 0, deleted_flag boolean NOT NULL DEFAULT false, note text);
     CREATE INDEX audit_log_action ON audit_log (action);
-    INSERT INTO customers (name, email, note, created_at) VALUES ('Ada', 'ada@example.com', NULL, '2024-01-02'), ('Bob', 'bob@example.com', E'line one\\nline two', '2024-02-03'), ('Cyd', 'cyd@example.com', 'a, b', '2024-03-04');
+    INSERT INTO customers (name, email, note, created_at) VALUES ('Ada', 'ada@example.com', NULL, '2024-01-02'), ('Bob', 'bob@example.com', E'line ` +
+      `one\\nline two', '2024-02-03'), ('Cyd', 'cyd@example.com', 'a, b', '2024-03-04');
     INSERT INTO audit_log (customer_id, action, update_count, note) VALUES (1, 'DELETE', 3, 'x'), (2, 'UPDATE', 1, NULL), (3, 'INSERT', 0, 'drop table');
     CREATE TABLE big AS SELECT i AS id, 'row ' || i AS label, (i / 4.0)::numeric(12, 2) AS amount FROM generate_series(1, 20000) AS i;
     ALTER TABLE customers OWNER TO quarry_test; ALTER TABLE audit_log OWNER TO quarry_test; ALTER TABLE big OWNER TO quarry_test;
-  `);
+  `,
+  );
   dir = makeTempDir();
   runner = makeRunner(configsFor([`pg=${url}`], dir), dir);
 });
@@ -53,7 +60,9 @@ describe('postgres query', () => {
   test('rows as a table; numerics, big integers and dates exact', async () => {
     const result = await runner.run('postgres', {
       operation: 'query',
-      sql: "SELECT 12345678901234567890.123456789::numeric AS n, 9223372036854775807::bigint AS b, DATE '2024-02-29' AS d, NULL AS z, 0.1::float8 + 0.2::float8 AS f",
+      sql:
+        "SELECT 12345678901234567890.123456789::numeric AS n, 9223372036854775807::bigint AS b, DATE '2024-02-29' AS d, NULL AS z, 0.1::float8 + " +
+        '0.2::float8 AS f',
     });
     expect(result.ok).toBe(true);
     expect(result.output).toContain('│ 12345678901234567890.123456789 │ 9223372036854775807 │ 2024-02-29 │ NULL │ 0.30000000000000004 │');
@@ -179,7 +188,10 @@ describe('postgres read-only: the engine layer alone (statement check bypassed)'
 
   test('session state that survives a ROLLBACK is discarded after every statement', async () => {
     // A user function the statement check cannot see into takes a session-level advisory lock.
-    await admin.query(`CREATE OR REPLACE FUNCTION lock_quietly() RETURNS int LANGUAGE sql AS $$ SELECT 1 FROM pg_advisory_lock(4242) $$; ALTER FUNCTION lock_quietly() OWNER TO quarry_test`);
+    await admin.query(
+      `CREATE OR REPLACE FUNCTION lock_quietly() RETURNS int LANGUAGE sql AS $$ SELECT 1 FROM pg_advisory_lock(4242) $$; ALTER FUNCTION lock_quietly() ` +
+        `OWNER TO quarry_test`,
+    );
     const locked = await runner.run('postgres', { operation: 'query', sql: 'SELECT lock_quietly() AS locked' });
     expect(locked.ok).toBe(true);
     const held = await admin.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242");
@@ -192,7 +204,8 @@ describe('postgres read-only: the engine layer alone (statement check bypassed)'
     await driver.query('PREPARE kept AS SELECT 1', 10, { readOnly: true, signal });
     await driver.query("SELECT set_config('standard_conforming_strings', 'off', false)", 10, { readOnly: true, signal });
     const state = await driver.query(
-      "SELECT (SELECT count(*) FROM pg_prepared_statements)::text, current_setting('standard_conforming_strings'), current_setting('default_transaction_read_only')",
+      "SELECT (SELECT count(*) FROM pg_prepared_statements)::text, current_setting('standard_conforming_strings'), " +
+        "current_setting('default_transaction_read_only')",
       10,
       { readOnly: true, signal },
     );
@@ -201,15 +214,20 @@ describe('postgres read-only: the engine layer alone (statement check bypassed)'
   });
 
   test('index maintenance functions, which change an index even in a read-only transaction, are refused', async () => {
-    await admin.query(`DROP INDEX IF EXISTS audit_log_note_gin; CREATE INDEX audit_log_note_gin ON audit_log USING gin (to_tsvector('simple', coalesce(note, ''))) WITH (fastupdate = on);
-      INSERT INTO audit_log (customer_id, action, note) VALUES (1, 'gin', 'pending words'); DELETE FROM audit_log WHERE action = 'gin'`);
+    await admin.query(
+      `DROP INDEX IF EXISTS audit_log_note_gin; CREATE INDEX audit_log_note_gin ON audit_log USING gin (to_tsvector('simple', ` +
+        `coalesce(note, ''))) WITH (fastupdate = on);
+      INSERT INTO audit_log (customer_id, action, note) VALUES (1, 'gin', 'pending words'); DELETE FROM audit_log WHERE action = 'gin'`,
+    );
     const result = await runner.run('postgres', { operation: 'query', sql: "SELECT gin_clean_pending_list('audit_log_note_gin')" });
     expect(result.output).toMatch(/^refused: the function gin_clean_pending_list\(\)/);
     await admin.query('DROP INDEX audit_log_note_gin');
   });
 
   test('a function that writes, called from a SELECT, is refused by the read-only transaction', async () => {
-    await admin.query(`CREATE OR REPLACE FUNCTION sneaky() RETURNS int LANGUAGE sql AS $$ DELETE FROM audit_log RETURNING 1 $$; ALTER FUNCTION sneaky() OWNER TO quarry_test`);
+    await admin.query(
+      `CREATE OR REPLACE FUNCTION sneaky() RETURNS int LANGUAGE sql AS $$ DELETE FROM audit_log RETURNING 1 $$; ALTER FUNCTION sneaky() OWNER TO quarry_test`,
+    );
     const before = await snapshot();
     const result = await runner.run('postgres', { operation: 'query', sql: 'SELECT sneaky()' });
     expect(result.ok).toBe(false);
@@ -223,7 +241,10 @@ describe('postgres read-only: EXPLAIN ANALYZE, setseed and the reads the check n
     const before = await snapshot();
     const text = await runner.run('postgres', { operation: 'query', sql: 'EXPLAIN ANALYZE SELECT * FROM customers WHERE id > 1' });
     expect(text.output).toMatch(/actual time=.* rows=2 loops=1/);
-    const json = await runner.run('postgres', { operation: 'query', sql: 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) SELECT count(*) FROM audit_log' });
+    const json = await runner.run('postgres', {
+      operation: 'query',
+      sql: 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) SELECT count(*) FROM audit_log',
+    });
     expect(json.ok, json.output).toBe(true);
     expect(json.output).toContain('"Plan"');
     expect(await snapshot()).toBe(before);
@@ -270,7 +291,10 @@ describe('postgres export_query', () => {
     // pg hands each COPY row as a view into a parse buffer that it reuses; a 1,000,000-row export
     // once came out with a few hundred rows cut into each other. pg-copy-out.test.ts reproduces
     // that deterministically; this checks a whole export end to end through the tool.
-    await admin.query(`DROP TABLE IF EXISTS copy_rows; CREATE TABLE copy_rows AS SELECT i, md5(i::text) AS hash, repeat('x', i % 53) AS pad FROM generate_series(1, 300000) AS i; ALTER TABLE copy_rows OWNER TO quarry_test`);
+    await admin.query(
+      `DROP TABLE IF EXISTS copy_rows; CREATE TABLE copy_rows AS SELECT i, md5(i::text) AS hash, repeat('x', i % 53) AS pad FROM generate_series(1, 300000) ` +
+        `AS i; ALTER TABLE copy_rows OWNER TO quarry_test`,
+    );
     try {
       const result = await runner.run('postgres', { operation: 'export_query', sql: 'SELECT * FROM copy_rows', output_path: 'exact.csv' });
       expect(result.ok, result.output).toBe(true);
@@ -297,7 +321,11 @@ describe('postgres export_query', () => {
   });
 
   test('quoting follows RFC 4180 and statements COPY cannot wrap go through a cursor', async () => {
-    const quoted = await runner.run('postgres', { operation: 'export_query', sql: "SELECT 'a, \"b\"' AS x, E'two\\nlines' AS y, NULL AS z", output_path: 'quoted.csv' });
+    const quoted = await runner.run('postgres', {
+      operation: 'export_query',
+      sql: "SELECT 'a, \"b\"' AS x, E'two\\nlines' AS y, NULL AS z",
+      output_path: 'quoted.csv',
+    });
     expect(quoted.ok).toBe(true);
     expect(readFileSync(join(dir, 'quoted.csv'), 'utf8')).toBe('x,y,z\r\n"a, ""b""","two\nlines",\r\n');
     const shown = await runner.run('postgres', { operation: 'export_query', sql: 'SHOW server_encoding', output_path: 'show.csv' });
@@ -326,7 +354,16 @@ describe('postgres export_query', () => {
     const expected = (await admin.query({ text: `${sql} LIMIT 7`, rowMode: 'array' })).rows.map((row: unknown[]) => row.map(String));
     const result = await runner.run('postgres', { operation: 'query', sql, row_limit: 7 });
     expect(result.metadata).toMatchObject({ rows: 7, more: true, columns: ['id', 'id', 'amount'] });
-    const shown = result.output.split('\n').filter((line) => line.startsWith('│ ')).slice(1).map((line) => line.split('│').slice(1, -1).map((cell) => cell.trim()));
+    const shown = result.output
+      .split('\n')
+      .filter((line) => line.startsWith('│ '))
+      .slice(1)
+      .map((line) =>
+        line
+          .split('│')
+          .slice(1, -1)
+          .map((cell) => cell.trim()),
+      );
     expect(shown).toEqual(expected);
     // What the tool sends for that call: the sort is bounded by the limit.
     const plan = await admin.query({ text: `EXPLAIN ANALYZE SELECT * FROM (\n${sql}\n) AS quarry_query LIMIT 8`, rowMode: 'array' });
@@ -334,7 +371,11 @@ describe('postgres export_query', () => {
   });
 
   test('a refused statement is never wrapped in COPY', async () => {
-    const result = await runner.run('postgres', { operation: 'export_query', sql: "SELECT 1) TO PROGRAM 'touch /tmp/quarry-evil' WITH (FORMAT csv", output_path: 'evil.csv' });
+    const result = await runner.run('postgres', {
+      operation: 'export_query',
+      sql: "SELECT 1) TO PROGRAM 'touch /tmp/quarry-evil' WITH (FORMAT csv",
+      output_path: 'evil.csv',
+    });
     expect(result.ok).toBe(false);
     expect(existsSync('/tmp/quarry-evil')).toBe(false);
     expect(existsSync(join(dir, 'evil.csv'))).toBe(false);
@@ -353,7 +394,10 @@ describe('postgres mutations mode', () => {
 
   test('a data-modifying WITH, which cannot be wrapped with the limit, runs once by itself', async () => {
     const evalRunner = makeRunner(configsFor([url], dir), dir, 'eval');
-    const result = await evalRunner.run('postgres', { operation: 'query', sql: "WITH added AS (INSERT INTO audit_log (customer_id, action) VALUES (2, 'eval-cte') RETURNING action) SELECT action FROM added" });
+    const result = await evalRunner.run('postgres', {
+      operation: 'query',
+      sql: "WITH added AS (INSERT INTO audit_log (customer_id, action) VALUES (2, 'eval-cte') RETURNING action) SELECT action FROM added",
+    });
     expect(result.ok, result.output).toBe(true);
     expect(result.output).toContain('│ eval-cte │');
     const count = await admin.query("SELECT count(*)::int AS n FROM audit_log WHERE action = 'eval-cte'");

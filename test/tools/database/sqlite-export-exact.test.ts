@@ -77,7 +77,10 @@ function exportTable(setup: (db: Database.Database) => void, sql: string) {
   db.defaultSafeIntegers(true);
   setup(db);
   const rows = db.prepare(sql).raw(true).all() as CellValue[][];
-  const columns = db.prepare(sql).columns().map((column) => column.name);
+  const columns = db
+    .prepare(sql)
+    .columns()
+    .map((column) => column.name);
   db.close();
   return {
     rows,
@@ -111,7 +114,7 @@ const EDGE_TEXTS = [
 ];
 
 describe('sqlite export_query is exact', () => {
-  test('text, integers, blobs and NULL: the file is byte for byte what quarry\'s own encoder writes', async () => {
+  test("text, integers, blobs and NULL: the file is byte for byte what quarry's own encoder writes", async () => {
     const table = exportTable((db) => {
       db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v, w TEXT)');
       const insert = db.prepare('INSERT INTO t (v, w) VALUES (?, ?)');
@@ -123,11 +126,17 @@ describe('sqlite export_query is exact', () => {
           const bits = next();
           const kind = Number(bits % 5n);
           const value =
-            kind === 0 ? EDGE_TEXTS[i % EDGE_TEXTS.length]!
-            : kind === 1 ? (i < integers.length ? integers[i]! : BigInt.asIntN(64, bits))
-            : kind === 2 ? Buffer.from(bits.toString(16), 'hex')
-            : kind === 3 ? null
-            : `row ${i} ${'é😀,"\r\n'.slice(0, Number(bits % 7n))}`;
+            kind === 0
+              ? EDGE_TEXTS[i % EDGE_TEXTS.length]!
+              : kind === 1
+                ? i < integers.length
+                  ? integers[i]!
+                  : BigInt.asIntN(64, bits)
+                : kind === 2
+                  ? Buffer.from(bits.toString(16), 'hex')
+                  : kind === 3
+                    ? null
+                    : `row ${i} ${'é😀,"\r\n'.slice(0, Number(bits % 7n))}`;
           insert.run(value, EDGE_TEXTS[(i * 7) % EDGE_TEXTS.length]!);
         }
       })();
@@ -140,7 +149,30 @@ describe('sqlite export_query is exact', () => {
   });
 
   test('REAL values: 10,000 seeded random doubles and edge values all read back as the same number', async () => {
-    const edges = [0.1, 0.2 + 0.1, 1 / 3, 2, 100, -2.5, 1e-6, 1e-7, 1e15, 1e16, 1e17, 1e21, 123456789012345680000, 2 ** 53, 2 ** 53 + 2, Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE, 2.2250738585072014e-308, 4.35, 0.07, 1234.5678];
+    const edges = [
+      0.1,
+      0.2 + 0.1,
+      1 / 3,
+      2,
+      100,
+      -2.5,
+      1e-6,
+      1e-7,
+      1e15,
+      1e16,
+      1e17,
+      1e21,
+      123456789012345680000,
+      2 ** 53,
+      2 ** 53 + 2,
+      Number.MAX_VALUE,
+      -Number.MAX_VALUE,
+      Number.MIN_VALUE,
+      2.2250738585072014e-308,
+      4.35,
+      0.07,
+      1234.5678,
+    ];
     const next = randomBits(20261122n);
     const doubles: number[] = [...edges];
     const view = new DataView(new ArrayBuffer(8));
@@ -200,7 +232,8 @@ describe('sqlite export_query is exact', () => {
       const columns = Array.from({ length: width }, (_, i) => `c${i}`);
       db.exec(`CREATE TABLE wider (${columns.join(', ')})`);
       const insert = db.prepare(`INSERT INTO wider VALUES (${columns.map(() => '?').join(', ')})`);
-      for (let row = 0; row < 4; row++) insert.run(...columns.map((_, i) => (i % 4 === 0 ? `v${row}.${i}, "q"` : i % 4 === 1 ? BigInt(row * i) : i % 4 === 2 ? row / 8 : null)));
+      for (let row = 0; row < 4; row++)
+        insert.run(...columns.map((_, i) => (i % 4 === 0 ? `v${row}.${i}, "q"` : i % 4 === 1 ? BigInt(row * i) : i % 4 === 2 ? row / 8 : null)));
     }, 'SELECT * FROM wider');
     const { bytes, result } = await table.run();
     expect(bytes.toString('utf8')).toBe(csvLine(table.columns) + table.rows.map((row) => csvLine(row)).join(''));
@@ -231,7 +264,7 @@ describe('sqlite export_query keeps the order of the statement', () => {
     'SELECT id, k, row_number() OVER (PARTITION BY k ORDER BY id DESC) AS r FROM a ORDER BY k, r',
     'SELECT * FROM (SELECT * FROM a ORDER BY id DESC LIMIT 500 OFFSET 20) ORDER BY label, id',
     'WITH t AS (SELECT k, max(id) AS m FROM a GROUP BY k) SELECT * FROM t ORDER BY m DESC',
-    'VALUES (3, \'c\'), (1, \'a\'), (2, \'b\')',
+    "VALUES (3, 'c'), (1, 'a'), (2, 'b')",
   ];
   for (const sql of statements) {
     test(sql, async () => {
@@ -295,7 +328,9 @@ describe('sqlite export_query stops when asked', () => {
     };
     // 10^10 rows: only a stop ends this export.
     const started = Date.now();
-    await expect(exportInWorker(config, 'SELECT a.v, b.v FROM t a, t b', 2, sink, { readOnly: true, signal: new AbortController().signal })).rejects.toThrow('ENOSPC');
+    await expect(exportInWorker(config, 'SELECT a.v, b.v FROM t a, t b', 2, sink, { readOnly: true, signal: new AbortController().signal })).rejects.toThrow(
+      'ENOSPC',
+    );
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(chunks).toBe(2);
     expect(bytesAccepted).toBeGreaterThan(0);

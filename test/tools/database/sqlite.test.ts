@@ -39,7 +39,10 @@ describe('sqlite query', () => {
   });
 
   test('big integers, reals and blobs are exact; long values are cut with an ellipsis', async () => {
-    const result = await runner.run('sqlite', { operation: 'query', sql: "SELECT 9007199254740993 AS big, 0.1 + 0.2 AS r, x'00ff' AS b, printf('%.300c', 'x') AS long" });
+    const result = await runner.run('sqlite', {
+      operation: 'query',
+      sql: "SELECT 9007199254740993 AS big, 0.1 + 0.2 AS r, x'00ff' AS b, printf('%.300c', 'x') AS long",
+    });
     expect(result.ok).toBe(true);
     expect(result.output).toContain('│ 9007199254740993 │ 0.30000000000000004 │ \\x00ff │ ' + 'x'.repeat(199) + '… │');
   });
@@ -62,7 +65,10 @@ describe('sqlite query', () => {
     const queryDir = makeTempDir();
     const path = join(queryDir, 'sorted.db');
     const db = new Database(path);
-    db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, label TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 3000) INSERT INTO t SELECT i, (i * 7919) % 1000, 'row ' || i FROM n");
+    db.exec(
+      'CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, label TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 3000) INSERT ' +
+        "INTO t SELECT i, (i * 7919) % 1000, 'row ' || i FROM n",
+    );
     const sql = 'SELECT a.id, b.id, a.k FROM t a JOIN t b ON b.id = a.id ORDER BY a.k DESC, a.id';
     const expected = db.prepare(sql).raw(true).all().slice(0, 5) as unknown[][];
     // What SQLite runs for the call: the statement wrapped with LIMIT; its ORDER BY survives the wrapping.
@@ -71,7 +77,16 @@ describe('sqlite query', () => {
     expect(plan.map((row) => row.detail).join(' | ')).toContain('USE TEMP B-TREE FOR ORDER BY');
     const result = await makeRunner(configsFor([path], queryDir), queryDir).run('sqlite', { operation: 'query', sql, row_limit: 5 });
     expect(result.metadata).toMatchObject({ rows: 5, more: true, columns: ['id', 'id', 'k'] });
-    const shown = result.output.split('\n').filter((line) => line.startsWith('│ ')).slice(1).map((line) => line.split('│').slice(1, -1).map((cell) => Number(cell.trim())));
+    const shown = result.output
+      .split('\n')
+      .filter((line) => line.startsWith('│ '))
+      .slice(1)
+      .map((line) =>
+        line
+          .split('│')
+          .slice(1, -1)
+          .map((cell) => Number(cell.trim())),
+      );
     expect(shown).toEqual(expected);
   });
 
@@ -81,7 +96,10 @@ describe('sqlite query', () => {
     const mutableDir = makeTempDir();
     const path = createSqliteFixture(mutableDir);
     const evalRunner = makeRunner(configsFor([`m=${path}`], mutableDir), mutableDir, 'eval');
-    const result = await evalRunner.run('sqlite', { operation: 'query', sql: "WITH n(v) AS (SELECT 'Eve') INSERT INTO customers (name) SELECT v FROM n RETURNING name" });
+    const result = await evalRunner.run('sqlite', {
+      operation: 'query',
+      sql: "WITH n(v) AS (SELECT 'Eve') INSERT INTO customers (name) SELECT v FROM n RETURNING name",
+    });
     expect(result.ok, result.output).toBe(true);
     expect(result.output).toContain('│ Eve  │');
   });
@@ -173,8 +191,11 @@ describe('sqlite export_query', () => {
     const exportDir = makeTempDir();
     const dbPath = join(exportDir, 'many.db');
     const db = new Database(dbPath);
-    db.exec("CREATE TABLE t (id INTEGER, label TEXT, amount REAL, big INTEGER, raw BLOB); INSERT INTO t VALUES (1, 'plain', 1.5, 9007199254740993, x'0a0b'), (2, 'comma, \"quote\"', NULL, -1, NULL), (3, 'two\r\nlines', 0.1, 0, NULL)");
-    db.exec('WITH RECURSIVE n(i) AS (SELECT 4 UNION ALL SELECT i + 1 FROM n LIMIT 12342) INSERT INTO t SELECT i, \'row \' || i, i / 4.0, i * 1000, NULL FROM n');
+    db.exec(
+      "CREATE TABLE t (id INTEGER, label TEXT, amount REAL, big INTEGER, raw BLOB); INSERT INTO t VALUES (1, 'plain', 1.5, 9007199254740993, x'0a0b'), (2, " +
+        "'comma, \"quote\"', NULL, -1, NULL), (3, 'two\r\nlines', 0.1, 0, NULL)",
+    );
+    db.exec("WITH RECURSIVE n(i) AS (SELECT 4 UNION ALL SELECT i + 1 FROM n LIMIT 12342) INSERT INTO t SELECT i, 'row ' || i, i / 4.0, i * 1000, NULL FROM n");
     db.close();
     const local = makeRunner(configsFor([`many=${dbPath}`], exportDir), exportDir);
     const result = await local.run('sqlite', { operation: 'export_query', sql: 'SELECT * FROM t ORDER BY id DESC', output_path: 'out/rows.csv' });
@@ -210,7 +231,10 @@ describe('sqlite export_query', () => {
     const exportDir = makeTempDir();
     const dbPath = join(exportDir, 'e.db');
     const db = new Database(dbPath);
-    db.exec('CREATE TABLE t (v TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 20000) INSERT INTO t SELECT CASE WHEN i = 19000 THEN \'bad\' ELSE \'{"a":1}\' END FROM n');
+    db.exec(
+      'CREATE TABLE t (v TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 20000) INSERT INTO t SELECT CASE WHEN i = 19000 THEN ' +
+        "'bad' ELSE '{\"a\":1}' END FROM n",
+    );
     db.close();
     const before = readdirSync(exportDir).sort();
     const local = makeRunner(configsFor([`e=${dbPath}`], exportDir), exportDir);
@@ -229,7 +253,11 @@ describe('sqlite export_query', () => {
     const local = makeRunner(configsFor([`c=${dbPath}`], exportDir), exportDir);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 5);
-    const result = await local.run('sqlite', { operation: 'export_query', sql: 'SELECT a.v, b.v FROM t a, t b', output_path: 'cancelled.csv' }, controller.signal);
+    const result = await local.run(
+      'sqlite',
+      { operation: 'export_query', sql: 'SELECT a.v, b.v FROM t a, t b', output_path: 'cancelled.csv' },
+      controller.signal,
+    );
     expect(result.ok).toBe(false);
     expect(result.metadata.error).toBe('cancelled');
     expect(readdirSync(exportDir).sort()).toEqual(['c.db']);

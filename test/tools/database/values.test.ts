@@ -15,7 +15,34 @@ function seededRandom(seed: number): () => number {
 
 describe('numberToText: the fast path for two-decimal values writes exactly what String() writes', () => {
   test('edge values', () => {
-    const edges = [0, -0, 0.01, -0.01, 0.1, 0.005, 0.015, 1.005, 2.675, 0.1 + 0.2, 4.35, 0.07, 1.1, 100, -100.5, 9_999_999_999_999.99, 99_999_999_999_999.99, 1e13, 1e13 + 0.01, 2 ** 53, 1e21, 5e-324, Number.MAX_VALUE, Infinity, -Infinity, NaN];
+    const edges = [
+      0,
+      -0,
+      0.01,
+      -0.01,
+      0.1,
+      0.005,
+      0.015,
+      1.005,
+      2.675,
+      0.1 + 0.2,
+      4.35,
+      0.07,
+      1.1,
+      100,
+      -100.5,
+      9_999_999_999_999.99,
+      99_999_999_999_999.99,
+      1e13,
+      1e13 + 0.01,
+      2 ** 53,
+      1e21,
+      5e-324,
+      Number.MAX_VALUE,
+      Infinity,
+      -Infinity,
+      NaN,
+    ];
     for (const value of edges) expect(numberToText(value), String(value)).toBe(String(value));
   });
 

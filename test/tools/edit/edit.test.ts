@@ -48,7 +48,10 @@ describe('edit: exact stage', () => {
     const content = 'x = 1\ny = 2\nx = 1\nz = 3\nx = 1\n';
     const { result, text } = await editFile(content, { old_string: 'x = 1', new_string: 'x = 9' });
     expect(result.ok).toBe(false);
-    expect(result.output).toBe('old_string matches 3 places in f.txt (exact match), starting at lines 1, 3, 5; nothing was changed. Add surrounding lines to old_string so that it matches exactly one place, or set replace_all: true to replace every one.');
+    expect(result.output).toBe(
+      'old_string matches 3 places in f.txt (exact match), starting at lines 1, 3, 5; nothing was changed. Add surrounding lines to old_string so that it ' +
+        'matches exactly one place, or set replace_all: true to replace every one.',
+    );
     expect(result.metadata).toMatchObject({ error: 'ambiguous', lines: [1, 3, 5] });
     expect(text).toBe(content);
   });
@@ -115,7 +118,7 @@ describe('edit: whitespace-normalised stage', () => {
 });
 
 describe('edit: indentation-flexible stage', () => {
-  it('re-indents the replacement with the file\'s tabs, keeping relative indentation', async () => {
+  it("re-indents the replacement with the file's tabs, keeping relative indentation", async () => {
     const content = 'func main() {\n\tif ok {\n\t\trun()\n\t}\n}\n';
     const { result, text } = await editFile(content, {
       old_string: 'if ok {\n    run()\n}',
@@ -123,7 +126,9 @@ describe('edit: indentation-flexible stage', () => {
     });
     expect(text).toBe('func main() {\n\tif ok {\n\t\trun()\n\t\tif again {\n\t\t\trun()\n\t\t}\n\t}\n}\n');
     expect(result.metadata.stage).toBe('indentation');
-    expect(result.output.split('\n')[0]).toBe('edited f.txt: 1 replacement (indentation-flexible match, re-indented to the file) at line 2; 3 lines replaced by 6');
+    expect(result.output.split('\n')[0]).toBe(
+      'edited f.txt: 1 replacement (indentation-flexible match, re-indented to the file) at line 2; 3 lines replaced by 6',
+    );
   });
 
   it('re-indents to a file indented with two spaces when the model used four', async () => {
@@ -148,7 +153,7 @@ describe('edit: indentation-flexible stage', () => {
     expect(text).toBe('def run():\n  if ready:\n    load()\n    save()\n');
   });
 
-  it('restores the file\'s nesting when old_string and new_string lost all indentation', async () => {
+  it("restores the file's nesting when old_string and new_string lost all indentation", async () => {
     const content = 'def f():\n\tif x:\n\t\tgo()\n\treturn 1\n';
     const { text, result } = await editFile(content, { old_string: 'if x:\ngo()\nreturn 1', new_string: 'if x:\ngo()\nlog()\nreturn 1' });
     expect(result.metadata.stage).toBe('indentation');
@@ -216,17 +221,19 @@ describe('edit: when nothing matches', () => {
     const { result, text } = await editFile(content, { old_string: 'total = compute(price, quantity)\nprint(total)', new_string: 'x' });
     expect(result.ok).toBe(false);
     expect(result.metadata.error).toBe('not_found');
-    expect(result.output).toBe([
-      'old_string was not found in f.txt (no exact, whitespace-normalised or indentation-flexible match); nothing was changed.',
-      'The closest region is lines 13-18:',
-      '    13\tline 13',
-      '    14\tline 14',
-      '    15\ttotal = compute(price, qty)',
-      '    16\tprint(total)',
-      '    17\tline 17',
-      '    18\tline 18',
-      'First difference: file line 15 is "total = compute(price, qty)" but old_string line 1 is "total = compute(price, quantity)".',
-    ].join('\n'));
+    expect(result.output).toBe(
+      [
+        'old_string was not found in f.txt (no exact, whitespace-normalised or indentation-flexible match); nothing was changed.',
+        'The closest region is lines 13-18:',
+        '    13\tline 13',
+        '    14\tline 14',
+        '    15\ttotal = compute(price, qty)',
+        '    16\tprint(total)',
+        '    17\tline 17',
+        '    18\tline 18',
+        'First difference: file line 15 is "total = compute(price, qty)" but old_string line 1 is "total = compute(price, quantity)".',
+      ].join('\n'),
+    );
     expect(text).toBe(content);
   });
 
@@ -273,7 +280,7 @@ describe('edit: refusals', () => {
     writeFileSync(path, 'needle\n');
     truncateSync(path, MAX_EDIT_FILE_BYTES + 1);
     const result = await harness(world, { mode: 'full', session: false }).call('edit', { path: 'big.log', old_string: 'needle', new_string: 'x' });
-    expect(result.output).toBe('big.log is 10.0 MB, over edit\'s limit of 10.0 MB; change it with a shell command (e.g. sed) instead');
+    expect(result.output).toBe("big.log is 10.0 MB, over edit's limit of 10.0 MB; change it with a shell command (e.g. sed) instead");
     expect(statSync(path).size).toBe(MAX_EDIT_FILE_BYTES + 1);
   });
 
@@ -281,7 +288,9 @@ describe('edit: refusals', () => {
     const world = makeWorld();
     mkdirSync(join(world.work, 'dir'));
     const { call } = harness(world, { mode: 'full', session: false });
-    expect((await call('edit', { path: 'nope.txt', old_string: 'a', new_string: 'b' })).output).toBe('nope.txt does not exist; edit changes existing files (use write to create one)');
+    expect((await call('edit', { path: 'nope.txt', old_string: 'a', new_string: 'b' })).output).toBe(
+      'nope.txt does not exist; edit changes existing files (use write to create one)',
+    );
     expect((await call('edit', { path: 'dir', old_string: 'a', new_string: 'b' })).output).toBe('dir is a directory; give the path of a file');
   });
 

@@ -111,7 +111,9 @@ describe('read_excel reads only what it needs of a large workbook', () => {
   it('the last rows: the whole sheet, once', async () => {
     const backend = new CountingBackend();
     const result = await run({ path: 'stored.xlsx', action: 'read_sheet', start_row: ROWS }, backend);
-    expect(result.output).toBe(['sheet "Data"', 'row\tA\tB\tC\tD', `${ROWS}\t${ROWS}\tname ${ROWS}\t45000\tcity 0`, '[rows 30,000-30,000 of 30,000]'].join('\n'));
+    expect(result.output).toBe(
+      ['sheet "Data"', 'row\tA\tB\tC\tD', `${ROWS}\t${ROWS}\tname ${ROWS}\t45000\tcity 0`, '[rows 30,000-30,000 of 30,000]'].join('\n'),
+    );
     const size = statSync(stored).size;
     expect(backend.bytesRead).toBeGreaterThan(size * 0.85);
     expect(backend.bytesRead).toBeLessThan(size * 1.25);
@@ -140,7 +142,16 @@ describe('read_excel reads only what it needs of a large workbook', () => {
     await writeWorkbook('zip64.xlsx', 5, { forceZip64: true });
     const result = await run({ path: 'zip64.xlsx', action: 'read_sheet' });
     expect(result.output).toBe(
-      ['sheet "Data"', 'row\tA\tB\tC\tD', '1\t1\tname 1\t1.5\tcity 1', '2\t2\tname 2\t3\tcity 2', '3\t3\tname 3\t4.5\tcity 3', '4\t4\tname 4\t6\tcity 4', '5\t5\tname 5\t7.5\tcity 5', '[rows 1-5 of 5]'].join('\n'),
+      [
+        'sheet "Data"',
+        'row\tA\tB\tC\tD',
+        '1\t1\tname 1\t1.5\tcity 1',
+        '2\t2\tname 2\t3\tcity 2',
+        '3\t3\tname 3\t4.5\tcity 3',
+        '4\t4\tname 4\t6\tcity 4',
+        '5\t5\tname 5\t7.5\tcity 5',
+        '[rows 1-5 of 5]',
+      ].join('\n'),
     );
   });
 });
@@ -190,7 +201,10 @@ describe('read errors of the backend', () => {
     expect(atOpen).toMatchObject({ ok: false, output: `read_excel failed: permission denied: ${join(dir, 'sample.xlsx')}`, metadata: { error: 'EACCES' } });
     // stored.xlsx: the sheet's data (the one long range not at the end of the file) fails after two chunks.
     const size = statSync(join(dir, 'stored.xlsx')).size;
-    const inSheet = await run({ path: 'stored.xlsx', action: 'get_info' }, new FailingBackend((range) => (range.end - range.start > 1_000_000 && range.end < size ? 2 : null)));
+    const inSheet = await run(
+      { path: 'stored.xlsx', action: 'get_info' },
+      new FailingBackend((range) => (range.end - range.start > 1_000_000 && range.end < size ? 2 : null)),
+    );
     expect(inSheet).toMatchObject({ ok: false, output: `read_excel failed: permission denied: ${join(dir, 'stored.xlsx')}`, metadata: { error: 'EACCES' } });
   });
 });

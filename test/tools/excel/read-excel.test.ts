@@ -45,7 +45,14 @@ beforeAll(async () => {
 describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
   it('list_sheets gives names, visibility and used ranges', async () => {
     expect(await output({ path: 'sample.xlsx', action: 'list_sheets' })).toBe(
-      lines('4 sheets in sample.xlsx', '#\tsheet\tvisibility\tused range', '1\tSecret\thidden\tA1:B2', '2\tSales\tvisible\tA1:H12', '3\tNotes\tvisible\tA1:B3', '4\tWide\tvisible\tA1:BH2'),
+      lines(
+        '4 sheets in sample.xlsx',
+        '#\tsheet\tvisibility\tused range',
+        '1\tSecret\thidden\tA1:B2',
+        '2\tSales\tvisible\tA1:H12',
+        '3\tNotes\tvisible\tA1:B3',
+        '4\tWide\tvisible\tA1:BH2',
+      ),
     );
   });
 
@@ -64,7 +71,8 @@ describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
         '9\tTotal\t#N/A\t3480.6\t#DIV/0!\t=TODAY() [formula, no cached value]\t',
         '11\tFigures in EUR; Q2 and Q3 are grouped and hidden\t\t\t\t\t',
         '12\tBold and plain\tTRUE\t25%\t-1234567.891\t2024-02-29 13:45:00\t',
-        '[rows 1-12 of 12; 1 formula without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns skipped (show_hidden=true shows them)]',
+        '[rows 1-12 of 12; 1 formula without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns ' +
+          'skipped (show_hidden=true shows them)]',
       ),
     );
     expect(result.metadata).toMatchObject({ sheet: 'Sales', totalRows: 12, rowsShown: 9, hiddenRows: 2, hiddenColumns: 2, columnsCut: 0 });
@@ -86,7 +94,8 @@ describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
         '9\tTotal\t#N/A\t3480.6\t=SUM(D2:D8) [formula, no cached value]\t\t#DIV/0!\t=TODAY() [formula, no cached value]\t',
         '11\tFigures in EUR; Q2 and Q3 are grouped and hidden\t\t\t\t\t\t\t',
         '12\tBold and plain\tTRUE\t25%\thidden D\thidden E\t-1234567.891\t2024-02-29 13:45:00\t',
-        '[rows 1-12 of 12; 2 formulas without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns shown, marked [hidden]]',
+        '[rows 1-12 of 12; 2 formulas without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns ' +
+          'shown, marked [hidden]]',
       ),
     );
   });
@@ -99,7 +108,8 @@ describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
         '5\tWest\tDi\t500\t750\t2024-03-05\tline one\\nline two',
         '6\tCentral\tEd\t700\t2130\t2024-03-06\ttab\\there',
         '9\tTotal\t#N/A\t3480.6\t#DIV/0!\t=TODAY() [formula, no cached value]\t',
-        '[rows 5-9 of 12; 1 formula without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns skipped (show_hidden=true shows them); more rows: call read_excel with start_row=10]',
+        '[rows 5-9 of 12; 1 formula without a cached value (the file was saved uncalculated: results unknown, not zero); 2 hidden rows, 2 hidden columns ' +
+          'skipped (show_hidden=true shows them); more rows: call read_excel with start_row=10]',
       ),
     );
   });
@@ -132,7 +142,9 @@ describe('read_excel on sample.xlsx (exceljs-written, shared strings)', () => {
     expect(await output({ path: 'sample.xlsx', action: 'read_sheet', sheet: 'Wide', start_column: 51 })).toBe(byLetters);
     const middle = (await output({ path: 'sample.xlsx', action: 'read_sheet', sheet: 'Wide', start_column: 'C' })).split('\n');
     expect(middle[1]!.split('\t').slice(1, 3)).toEqual(['C', 'D']);
-    expect(middle[4]).toBe('[rows 1-2 of 2; columns from C (start_column); 8 more columns (BA-BH) not shown: at most 50 columns at a time; call read_excel with start_column=BA]');
+    expect(middle[4]).toBe(
+      '[rows 1-2 of 2; columns from C (start_column); 8 more columns (BA-BH) not shown: at most 50 columns at a time; call read_excel with start_column=BA]',
+    );
     const wrong = await failureOf({ path: 'sample.xlsx', action: 'read_sheet', sheet: 'Wide', start_column: 'A1' });
     expect(wrong.output).toContain('start_column "A1" is not a column');
   });
@@ -223,7 +235,12 @@ describe('read_excel on sample.xlsm (SheetJS-written, inline strings) and legacy
       ),
     );
     expect(await output({ path: 'sample.xls', action: 'read_sheet', show_hidden: true, start_row: 6, end_row: 6 })).toBe(
-      lines('sheet "Orders"', 'row\tA\tB\tC\tD[hidden]\tE\tF', '6\tTotal\t\t1355.65\t257.57\t\t#DIV/0!', '[rows 6-6 of 8; 1 hidden column shown, marked [hidden]; more rows: call read_excel with start_row=7]'),
+      lines(
+        'sheet "Orders"',
+        'row\tA\tB\tC\tD[hidden]\tE\tF',
+        '6\tTotal\t\t1355.65\t257.57\t\t#DIV/0!',
+        '[rows 6-6 of 8; 1 hidden column shown, marked [hidden]; more rows: call read_excel with start_row=7]',
+      ),
     );
   });
 
@@ -231,15 +248,31 @@ describe('read_excel on sample.xlsm (SheetJS-written, inline strings) and legacy
     expect(await output({ path: 'sample.xls', action: 'read_sheet', sheet: 'Archive' })).toBe(
       lines('sheet "Archive" (hidden)', 'row\tA\tB', '1\tyear\torders', '2\t2022\t310', '3\t2023\t402', '[rows 1-3 of 3]'),
     );
-    expect(await output({ path: 'sample.xlsm', action: 'read_sheet', sheet: '3' })).toBe(lines('sheet "Readme"', 'row\tA', '1\tAbout', '2\tLegacy export, café ☕', '[rows 1-2 of 2]'));
+    expect(await output({ path: 'sample.xlsm', action: 'read_sheet', sheet: '3' })).toBe(
+      lines('sheet "Readme"', 'row\tA', '1\tAbout', '2\tLegacy export, café ☕', '[rows 1-2 of 2]'),
+    );
   });
 
   it('get_info on .xlsm and .xls', async () => {
     expect(await output({ path: 'sample.xlsm', action: 'get_info', sheet: 'Orders' })).toBe(
-      lines('sheet 1 "Orders" (visible)', '  used range: A1:F8 (8 rows, 6 columns; 7 rows with values)', '  hidden rows: 1 (5)', '  hidden columns: 1 (D)', '  merged ranges: A8:C8', '  formulas: 3'),
+      lines(
+        'sheet 1 "Orders" (visible)',
+        '  used range: A1:F8 (8 rows, 6 columns; 7 rows with values)',
+        '  hidden rows: 1 (5)',
+        '  hidden columns: 1 (D)',
+        '  merged ranges: A8:C8',
+        '  formulas: 3',
+      ),
     );
     expect(await output({ path: 'sample.xls', action: 'get_info', sheet: 'Orders' })).toBe(
-      lines('sheet 1 "Orders" (visible)', '  used range: A1:F8 (8 rows, 6 columns; 7 rows with values)', '  hidden rows: none', '  hidden columns: 1 (D)', '  merged ranges: A8:C8', '  formulas: none'),
+      lines(
+        'sheet 1 "Orders" (visible)',
+        '  used range: A1:F8 (8 rows, 6 columns; 7 rows with values)',
+        '  hidden rows: none',
+        '  hidden columns: 1 (D)',
+        '  merged ranges: A8:C8',
+        '  formulas: none',
+      ),
     );
   });
 });
@@ -261,7 +294,14 @@ describe('read_excel streaming and limits', () => {
   it('stops after the range when the size is not declared, and says more rows exist', async () => {
     const text = await output({ path: 'big.xlsx', action: 'read_sheet', end_row: 3 });
     expect(text).toBe(
-      lines('sheet "Data"', 'row\tA\tB', '1\t1\tname 1', '2\t2\tname 2', '3\t3\tname 3', "[rows 1-3 of more (the file does not declare the sheet's size; get_info counts its rows); more rows: call read_excel with start_row=4]"),
+      lines(
+        'sheet "Data"',
+        'row\tA\tB',
+        '1\t1\tname 1',
+        '2\t2\tname 2',
+        '3\t3\tname 3',
+        "[rows 1-3 of more (the file does not declare the sheet's size; get_info counts its rows); more rows: call read_excel with start_row=4]",
+      ),
     );
   });
 
@@ -282,13 +322,19 @@ describe('read_excel streaming and limits', () => {
 describe('read_excel errors', () => {
   it('a missing sheet lists the sheets', async () => {
     const result = await failureOf({ path: 'sample.xlsx', action: 'read_sheet', sheet: 'Nope' });
-    expect(result.output).toBe('sample.xlsx: no sheet "Nope"; the sheets are: 1. "Secret" (hidden), 2. "Sales", 3. "Notes", 4. "Wide" (give a name or a 1-based index)');
+    expect(result.output).toBe(
+      'sample.xlsx: no sheet "Nope"; the sheets are: 1. "Secret" (hidden), 2. "Sales", 3. "Notes", 4. "Wide" (give a name or a 1-based index)',
+    );
     expect(result.metadata.error).toBe('sheet_not_found');
   });
 
   it('bad ranges', async () => {
-    expect((await failureOf({ path: 'sample.xlsx', action: 'read_sheet', start_row: 50 })).output).toBe('sample.xlsx: start_row 50 is beyond the last row (12) of sheet "Sales"');
-    expect((await failureOf({ path: 'sample.xlsx', action: 'read_sheet', start_row: 5, end_row: 2 })).output).toBe('sample.xlsx: end_row (2) is before start_row (5)');
+    expect((await failureOf({ path: 'sample.xlsx', action: 'read_sheet', start_row: 50 })).output).toBe(
+      'sample.xlsx: start_row 50 is beyond the last row (12) of sheet "Sales"',
+    );
+    expect((await failureOf({ path: 'sample.xlsx', action: 'read_sheet', start_row: 5, end_row: 2 })).output).toBe(
+      'sample.xlsx: end_row (2) is before start_row (5)',
+    );
   });
 
   it('.csv is pointed to read; other extensions are refused', async () => {
@@ -296,7 +342,9 @@ describe('read_excel errors', () => {
     writeFileSync(join(dir, 'notes.docx'), 'x');
     writeFileSync(join(dir, 'book.xlsb'), 'x');
     expect((await failureOf({ path: 'data.csv', action: 'read_sheet' })).output).toBe('data.csv is a text file, not a workbook; read it with the read tool');
-    expect((await failureOf({ path: 'notes.docx', action: 'list_sheets' })).output).toBe('notes.docx is not an Excel workbook (expected .xlsx, .xlsm or .xls, got .docx)');
+    expect((await failureOf({ path: 'notes.docx', action: 'list_sheets' })).output).toBe(
+      'notes.docx is not an Excel workbook (expected .xlsx, .xlsm or .xls, got .docx)',
+    );
     expect((await failureOf({ path: 'book.xlsb', action: 'list_sheets' })).output).toBe(
       'book.xlsb: .xlsb files are not supported; read_excel reads .xlsx, .xlsm and .xls (save the file as .xlsx)',
     );
@@ -310,7 +358,8 @@ describe('read_excel errors', () => {
     );
     writeFileSync(join(dir, 'binary.xlsx'), Buffer.from([1, 2, 0, 3, 4, 5, 6, 7, 8]));
     expect((await failureOf({ path: 'binary.xlsx', action: 'list_sheets' })).output).toBe(
-      'binary.xlsx: not a valid Excel file: .xlsx files are zip archives and .xls files OLE2 documents, and this is neither (damaged, or another format renamed)',
+      'binary.xlsx: not a valid Excel file: .xlsx files are zip archives and .xls files OLE2 documents, and this is neither (damaged, or another format ' +
+        'renamed)',
     );
     const cut = await failureOf({ path: 'cut.xlsx', action: 'read_sheet' });
     expect(cut.output).toBe('cut.xlsx: the zip container is damaged or truncated (no end-of-directory record)');
@@ -338,7 +387,7 @@ describe('read_excel errors', () => {
 });
 
 describe('cell values as Excel shows them', () => {
-  it('dates in both date systems, Excel\'s 1900 leap day, times', () => {
+  it("dates in both date systems, Excel's 1900 leap day, times", () => {
     expect(serialToIso(1, 'date', false)).toBe('1900-01-01');
     expect(serialToIso(59, 'date', false)).toBe('1900-02-28');
     expect(serialToIso(60, 'date', false)).toBe('1900-02-29');
@@ -369,11 +418,14 @@ describe('the streaming XML scanner', () => {
   it('finds tags split across chunks, > inside quoted values, entities, CDATA and comments', () => {
     const events: string[] = [];
     const scanner = new XmlScanner({
-      open: (name, raw, selfClosing) => events.push(`open ${name}${selfClosing ? '/' : ''} ${attributeValue(raw, 'formatCode') ?? attributeValue(raw, 'r') ?? ''}`.trim()),
+      open: (name, raw, selfClosing) =>
+        events.push(`open ${name}${selfClosing ? '/' : ''} ${attributeValue(raw, 'formatCode') ?? attributeValue(raw, 'r') ?? ''}`.trim()),
       close: (name) => events.push(`close ${name}`),
       text: (text) => events.push(`text ${text}`),
     });
-    const xml = `<?xml version="1.0"?><x:numFmt numFmtId="164" formatCode="[>100]0;'a'"/><!-- <c r="Z9"> --><c r='B2'><t>a &amp; b &#x1F4C8;</t><t><![CDATA[<raw>]]></t></c>`;
+    const xml =
+      `<?xml version="1.0"?><x:numFmt numFmtId="164" formatCode="[>100]0;'a'"/><!-- <c r="Z9"> --><c r='B2'><t>a &amp; b ` +
+      `&#x1F4C8;</t><t><![CDATA[<raw>]]></t></c>`;
     for (let i = 0; i < xml.length; i += 7) scanner.feed(xml.slice(i, i + 7));
     // Text may arrive in pieces: join neighbouring text events before comparing.
     const merged = events.reduce<string[]>((all, e) => {
@@ -382,7 +434,18 @@ describe('the streaming XML scanner', () => {
       else all.push(e);
       return all;
     }, []);
-    expect(merged).toEqual(["open numFmt/ [>100]0;'a'", 'close numFmt', 'open c B2', 'open t', 'text a & b 📈', 'close t', 'open t', 'text <raw>', 'close t', 'close c']);
+    expect(merged).toEqual([
+      "open numFmt/ [>100]0;'a'",
+      'close numFmt',
+      'open c B2',
+      'open t',
+      'text a & b 📈',
+      'close t',
+      'open t',
+      'text <raw>',
+      'close t',
+      'close c',
+    ]);
   });
 });
 

@@ -12,7 +12,10 @@ import { makeTempDir, makeToolContext } from '../../support/context.js';
 
 /** A local backend whose home and temporary directories are test folders. */
 export class SandboxBackend extends LocalBackend {
-  constructor(private readonly home: string, private readonly temp: string) {
+  constructor(
+    private readonly home: string,
+    private readonly temp: string,
+  ) {
     super();
   }
   override async homeDir(): Promise<string> {

@@ -52,7 +52,9 @@ describe('glob', () => {
     expect(lines).toHaveLength(GLOB_DEFAULT_MAX_RESULTS + 1);
     expect(lines[0]).toBe('many/f000.txt');
     expect(lines[99]).toBe('many/f099.txt');
-    expect(lines[100]).toBe(`[showing the first 100 of 250 matching files; narrow the pattern or path, or raise max_results (at most ${GLOB_MAX_RESULTS_LIMIT})]`);
+    expect(lines[100]).toBe(
+      `[showing the first 100 of 250 matching files; narrow the pattern or path, or raise max_results (at most ${GLOB_MAX_RESULTS_LIMIT})]`,
+    );
     expect(result.metadata).toMatchObject({ count: 100, truncated: true, total: 250 });
     const ten = await glob({ pattern: 'many/*.txt', max_results: '10' });
     expect(ten.metadata).toMatchObject({ count: 10, truncated: true });

@@ -62,7 +62,9 @@ describe('list', () => {
     const lines = result.output.split('\n');
     expect(lines).toHaveLength(LIST_MAX_ENTRIES + 1);
     expect(lines[199]).toMatch(/ f199\.txt$/);
-    expect(lines[200]).toBe('[200 entries shown (times UTC); limit of 200 entries reached: 50 more not shown; list a subdirectory or use glob to find specific files]');
+    expect(lines[200]).toBe(
+      '[200 entries shown (times UTC); limit of 200 entries reached: 50 more not shown; list a subdirectory or use glob to find specific files]',
+    );
     expect(result.metadata).toMatchObject({ entries: 200, notShown: 50, truncated: true });
   });
 
@@ -96,7 +98,10 @@ describe('list', () => {
     expect(lines.filter((line) => / d\d\/( …)?$/.test(line))).toHaveLength(5);
     expect(lines.some((line) => line.endsWith(' top.txt'))).toBe(true);
     expect(lines).toHaveLength(LIST_MAX_ENTRIES + 1);
-    expect(lines.at(-1)).toBe('[200 entries shown (times UTC); limit of 200 entries reached: 46 more not shown, and the contents of 1 directory marked … were not listed; list a subdirectory or use glob to find specific files]');
+    expect(lines.at(-1)).toBe(
+      '[200 entries shown (times UTC); limit of 200 entries reached: 46 more not shown, and the contents of 1 directory marked … were not listed; list a ' +
+        'subdirectory or use glob to find specific files]',
+    );
   });
 
   it('lists a single file, says when a directory is empty, and names similar paths when missing', async () => {
@@ -151,7 +156,8 @@ describe('list on a big flat directory', () => {
       expect(rows[0]).toMatch(/ {2}f000001$/);
       expect(rows[LIST_MAX_ENTRIES - 1]).toMatch(/ {2}f000200$/);
       expect(rows.at(-1)).toBe(
-        `[${LIST_MAX_ENTRIES} entries shown (times UTC); limit of ${LIST_MAX_ENTRIES} entries reached: ${(size - LIST_MAX_ENTRIES).toLocaleString('en-US')} more not shown; list a subdirectory or use glob to find specific files; 1 hidden entry not shown: set show_hidden=true to include them]`,
+        `[${LIST_MAX_ENTRIES} entries shown (times UTC); limit of ${LIST_MAX_ENTRIES} entries reached: ${(size - LIST_MAX_ENTRIES).toLocaleString('en-US')} ` +
+          `more not shown; list a subdirectory or use glob to find specific files; 1 hidden entry not shown: set show_hidden=true to include them]`,
       );
       counts.push(backend.statted);
     }

@@ -126,7 +126,8 @@ describe('read', () => {
       const counted = Math.floor(READ_COUNT_LIMIT_BYTES / 100); // whole lines in the 16 MiB counted
       expect(result.output).toBe(
         `${numbered(1, 2, () => 'y'.repeat(99))}\n[showing lines 1-2 of at least ${counted.toLocaleString('en-US')} (counting stopped after the first ` +
-          `${(backend.bytesRead / 1024 / 1024).toFixed(1)} MB of ${((megabytes * 1_000_000) / 1024 / 1024).toFixed(1)} MB; about ${Math.round((counted * megabytes * 1_000_000) / backend.bytesRead).toLocaleString('en-US')} lines in all at that rate; ` +
+          `${(backend.bytesRead / 1024 / 1024).toFixed(1)} MB of ${((megabytes * 1_000_000) / 1024 / 1024).toFixed(1)} MB; about ` +
+          `${Math.round((counted * megabytes * 1_000_000) / backend.bytesRead).toLocaleString('en-US')} lines in all at that rate; ` +
           'bash `wc -l` gives the exact count); to read on, call read with start_line=3]',
       );
       expect(result.metadata).toMatchObject({ totalLines: null, totalLinesAtLeast: counted, bytes: megabytes * 1_000_000 });
@@ -154,7 +155,10 @@ describe('read', () => {
     const before = process.memoryUsage().rss;
     const result = await read({ path: 'big.log', start_line: 999_999 }).result;
     const grown = process.memoryUsage().rss - before;
-    expect(result.output).toBe(`${String(999_999).padStart(7)}\t${'x'.repeat(99)}\n${String(1_000_000).padStart(7)}\t${'x'.repeat(99)}\n${String(1_000_001).padStart(7)}\tlast line without newline\n[showing lines 999,999-1,000,001 of 1,000,001]`);
+    expect(result.output).toBe(
+      `${String(999_999).padStart(7)}\t${'x'.repeat(99)}\n${String(1_000_000).padStart(7)}\t${'x'.repeat(99)}\n${String(1_000_001).padStart(7)}\tlast line ` +
+        `without newline\n[showing lines 999,999-1,000,001 of 1,000,001]`,
+    );
     expect(result.metadata.totalLines).toBe(1_000_001);
     expect(grown).toBeLessThan(50 * 1024 * 1024); // the file is 100 MB
     // Removed at once rather than with the run's temporary directory: 100 MB is too much to keep.
@@ -179,7 +183,9 @@ describe('read', () => {
     writeFileSync(join(dir, 'blob.bin'), Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x00, 0x01, 0x02]));
     const result = await read({ path: 'blob.bin' }).result;
     expect(result.ok).toBe(false);
-    expect(result.output).toMatch(/^blob\.bin looks like a binary file \(7 B\), not text; inspect it with bash, e\.g\. `file blob\.bin` or `xxd blob\.bin \| head -n 20`$/);
+    expect(result.output).toMatch(
+      /^blob\.bin looks like a binary file \(7 B\), not text; inspect it with bash, e\.g\. `file blob\.bin` or `xxd blob\.bin \| head -n 20`$/,
+    );
     const random = Buffer.alloc(20_000);
     for (let i = 0; i < random.length; i++) random[i] = 0x80 + ((i * 37) % 0x7f);
     writeFileSync(join(dir, 'noise.dat'), random);

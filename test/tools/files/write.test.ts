@@ -55,7 +55,10 @@ describe('write in create-only profiles', () => {
     const world = makeWorld();
     mkdirSync(join(world.home, '.ssh'));
     symlinkSync(join(world.home, '.ssh'), join(world.work, 'keys'));
-    const result = await harness(world, { mode: 'create-only', session: false }).call('write', { path: 'keys/authorized_keys', content: 'ssh-ed25519 AAAA attacker' });
+    const result = await harness(world, { mode: 'create-only', session: false }).call('write', {
+      path: 'keys/authorized_keys',
+      content: 'ssh-ed25519 AAAA attacker',
+    });
     expect(result.ok).toBe(false);
     expect(result.output).toContain(`resolves to ${join(world.home, '.ssh/authorized_keys')}`);
     expect(entriesUnder(join(world.home, '.ssh'))).toEqual([]);
@@ -80,7 +83,10 @@ describe('write in create-only profiles', () => {
     expect(refused.output).toContain('outside the places this profile may write');
     expect(entriesUnder(world.outside)).toEqual([]);
 
-    const allowed = await harness(world, { mode: 'create-only', session: false, writeRoots: [world.outside] }).call('write', { path: '../outside/x.csv', content: 'a' });
+    const allowed = await harness(world, { mode: 'create-only', session: false, writeRoots: [world.outside] }).call('write', {
+      path: '../outside/x.csv',
+      content: 'a',
+    });
     expect(allowed.ok).toBe(true);
     expect(allowed.output).toBe(`created ${join(world.outside, 'x.csv')} (1 line, 1 B)`);
     expect(readFileSync(join(world.outside, 'x.csv'), 'utf8')).toBe('a');

@@ -22,7 +22,13 @@ function countingBackend(Base: typeof LocalBackend): LocalBackend & { stdoutByte
   return new (class extends Base {
     stdoutBytes = 0;
     override execFile(argv: readonly string[], options: ExecOptions) {
-      return super.execFile(argv, { ...options, onStdout: (chunk) => { this.stdoutBytes += chunk.length; options.onStdout?.(chunk); } });
+      return super.execFile(argv, {
+        ...options,
+        onStdout: (chunk) => {
+          this.stdoutBytes += chunk.length;
+          options.onStdout?.(chunk);
+        },
+      });
     }
   })();
 }
@@ -96,14 +102,18 @@ describe.each(engines)('grep with $engine', ({ engine, Backend, backend }) => {
     const context = await grep({ pattern: 'needle', path: 'docs', context_lines: 1 }).result;
     expect(context.output).toBe('docs/a b:c-d.txt-1-first\ndocs/a b:c-d.txt:2:second needle\ndocs/a b:c-d.txt-3-third\n[1 matching line in 1 file]');
     const groups = await grep({ pattern: 'needle|import', path: 'src', context_lines: 1, ignore_case: true }).result;
-    expect(groups.output).toBe(['src/app.ts:1:import x', 'src/app.ts:2:const needle = 1;', 'src/app.ts-3-other', 'src/app.ts:4:NEEDLE again', '[3 matching lines in 1 file]'].join('\n'));
+    expect(groups.output).toBe(
+      ['src/app.ts:1:import x', 'src/app.ts:2:const needle = 1;', 'src/app.ts-3-other', 'src/app.ts:4:NEEDLE again', '[3 matching lines in 1 file]'].join('\n'),
+    );
   });
 
   it('separates context groups with -- within and between files', async () => {
     put('a.txt', ['hit', 'x', 'x', 'x', 'x', 'hit'].join('\n') + '\n');
     put('b.txt', 'x\nhit\n');
     const result = await grep({ pattern: 'hit', context_lines: 1 }).result;
-    expect(result.output).toBe(['a.txt:1:hit', 'a.txt-2-x', '--', 'a.txt-5-x', 'a.txt:6:hit', '--', 'b.txt-1-x', 'b.txt:2:hit', '[3 matching lines in 2 files]'].join('\n'));
+    expect(result.output).toBe(
+      ['a.txt:1:hit', 'a.txt-2-x', '--', 'a.txt-5-x', 'a.txt:6:hit', '--', 'b.txt-1-x', 'b.txt:2:hit', '[3 matching lines in 2 files]'].join('\n'),
+    );
   });
 
   it('searches one file when path is a file, and searches inside a skipped directory named explicitly', async () => {
@@ -124,8 +134,14 @@ describe.each(engines)('grep with $engine', ({ engine, Backend, backend }) => {
       const result = await grep({ pattern }).result;
       expect(result.ok, pattern).toBe(true);
       expect(existsSync(canary)).toBe(false);
-      const expected = ['run --pre=./touch-canary here', 'use -f/etc/passwd', 'list --files', '--pre=rm', 'try -e too'].map((line, i) => ({ line, n: i + 1 })).filter(({ line }) => line.includes(pattern));
-      expect(result.output).toBe([...expected.map(({ line, n }) => `notes.txt:${n}:${line}`), `[${expected.length} matching line${expected.length === 1 ? '' : 's'} in 1 file]`].join('\n'));
+      const expected = ['run --pre=./touch-canary here', 'use -f/etc/passwd', 'list --files', '--pre=rm', 'try -e too']
+        .map((line, i) => ({ line, n: i + 1 }))
+        .filter(({ line }) => line.includes(pattern));
+      expect(result.output).toBe(
+        [...expected.map(({ line, n }) => `notes.txt:${n}:${line}`), `[${expected.length} matching line${expected.length === 1 ? '' : 's'} in 1 file]`].join(
+          '\n',
+        ),
+      );
     }
     const asPath = await grep({ pattern: 'x', path: '--pre=rm' }).result;
     expect(asPath.ok).toBe(false);
@@ -241,7 +257,8 @@ describe('grep when the engine misbehaves', () => {
     expect(none.output).not.toMatch(/^no matches/);
     expect(none.output).toBe(
       'grep stopped at its 30 s limit before the search finished: no match in the part of . it read, but the rest was not searched, so matches may exist ' +
-        '(a large tree, or files not yet in the disk cache). Narrow the search: add a glob (e.g. "*.log"), or search one subdirectory at a time (data, logs); ' +
+        '(a large tree, or files not yet in the disk cache). Narrow the search: add a glob (e.g. "*.log"), or search one subdirectory at a time (data, ' +
+        'logs); ' +
         'a repeated search is faster once the files are cached.',
     );
     expect(none.metadata).toMatchObject({ timedOut: true, matches: 0, error: 'timeout' });
@@ -268,9 +285,7 @@ describe('grep engines agree', () => {
       { pattern: '^[a-z]+$', context_lines: 1 },
     ];
     for (const args of cases) {
-      const outputs = await Promise.all(
-        engines.map(({ backend }) => registry.run('grep', args, makeToolContext({ workingDir: dir, backend: backend() }))),
-      );
+      const outputs = await Promise.all(engines.map(({ backend }) => registry.run('grep', args, makeToolContext({ workingDir: dir, backend: backend() }))));
       expect(outputs[1]!.output, JSON.stringify(args)).toBe(outputs[0]!.output);
       expect(outputs[0]!.metadata).toMatchObject({ engine: 'ripgrep', regexSyntax: 'rust' });
       expect(outputs[1]!.metadata).toMatchObject({ engine: 'grep', regexSyntax: 'pcre' });
@@ -281,7 +296,11 @@ describe('grep engines agree', () => {
     put('a.txt', 'needle 42\n');
     const bin = makeTempDir('quarry-fake-bin-');
     const realGrep = execFileSync('sh', ['-c', 'command -v grep']).toString().trim();
-    writeFileSync(join(bin, 'grep'), `#!/bin/sh\nfor arg in "$@"; do [ "$arg" = -P ] && { echo 'grep: support for the -P option is not compiled into this --disable-perl-regexp binary' >&2; exit 2; }; done\nexec ${realGrep} "$@"\n`);
+    writeFileSync(
+      join(bin, 'grep'),
+      `#!/bin/sh\nfor arg in "$@"; do [ "$arg" = -P ] && { echo 'grep: support for the -P option is not compiled into this --disable-perl-regexp binary' ` +
+        `>&2; exit 2; }; done\nexec ${realGrep} "$@"\n`,
+    );
     chmodSync(join(bin, 'grep'), 0o755);
     const savedPath = process.env.PATH;
     process.env.PATH = `${bin}:${savedPath}`;

@@ -66,7 +66,9 @@ describe('MCP servers: a real stdio server from npm, an HTTP server, and broken 
   it('registers tools as mcp__SERVER__TOOL with their schemas as object schemas', () => {
     const names = servers.tools.map((tool) => tool.name);
     expect(names).toContain('mcp__fs__read_text_file');
-    expect(names).toEqual(expect.arrayContaining(['mcp__my_http__echo', 'mcp__my_http__picture', 'mcp__my_http__fail', 'mcp__my_http__hang', 'mcp__my_http__who_am_i']));
+    expect(names).toEqual(
+      expect.arrayContaining(['mcp__my_http__echo', 'mcp__my_http__picture', 'mcp__my_http__fail', 'mcp__my_http__hang', 'mcp__my_http__who_am_i']),
+    );
     const echo = servers.tools.find((tool) => tool.name === 'mcp__my_http__echo')!;
     expect(echo.parameters).toEqual({ type: 'object', properties: { text: { type: 'string' } }, required: ['text'] });
     expect(servers.tools.find((tool) => tool.name === 'mcp__my_http__hang')!.parameters).toEqual({ type: 'object', properties: {} });
@@ -131,12 +133,25 @@ describe('MCP servers: a real stdio server from npm, an HTTP server, and broken 
     const echo = servers.tools.find((tool) => tool.name === 'mcp__my_http__echo')!;
     expect(echo.readOnly).toBe(false);
     expect(echo.description).toMatch(/marks it read-only/);
-    expect(approvalReason(loadProfile('readonly'), echo, { text: 'x' })).toBe('mcp__my_http__echo can change things, and profile "readonly" asks before such calls');
+    expect(approvalReason(loadProfile('readonly'), echo, { text: 'x' })).toBe(
+      'mcp__my_http__echo can change things, and profile "readonly" asks before such calls',
+    );
     expect(approvalReason(loadProfile('eval'), echo, { text: 'x' })).toBeNull();
   });
 
   it("limits MCP tools with the profile's tools list, prefix patterns included", () => {
-    const profile = parseProfile({ name: 'narrow', shell: 'restricted', file_write: 'off', database: 'readonly', approval: { mode: 'dangerous' }, tools: ['read', 'mcp__fs__*', 'mcp__my_http__echo'] }, 'test', 'narrow');
+    const profile = parseProfile(
+      {
+        name: 'narrow',
+        shell: 'restricted',
+        file_write: 'off',
+        database: 'readonly',
+        approval: { mode: 'dangerous' },
+        tools: ['read', 'mcp__fs__*', 'mcp__my_http__echo'],
+      },
+      'test',
+      'narrow',
+    );
     const names = buildToolRegistry(profile, { mcpTools: servers.tools }).names();
     expect(names.filter((name) => name.startsWith('mcp__my_http__'))).toEqual(['mcp__my_http__echo']);
     expect(names).toContain('mcp__fs__read_text_file');
@@ -148,7 +163,10 @@ describe('MCP servers: a real stdio server from npm, an HTTP server, and broken 
 describe('MCP server lifecycle', () => {
   it('leaves no server process behind after close', async () => {
     const marker = makeTempDir('quarry-mcp-orphan-check-');
-    const servers = await startMcpServers([stdio('fs', ['node', FILESYSTEM_SERVER, marker]), stdio('silent', ['node', '-e', 'setInterval(() => {}, 1000)', marker], { startupTimeoutMs: 500 })], () => undefined);
+    const servers = await startMcpServers(
+      [stdio('fs', ['node', FILESYSTEM_SERVER, marker]), stdio('silent', ['node', '-e', 'setInterval(() => {}, 1000)', marker], { startupTimeoutMs: 500 })],
+      () => undefined,
+    );
     expect(servers.started.map((server) => server.name)).toEqual(['fs']);
     expect(processesMatching(marker)).toHaveLength(1);
     await servers.close();

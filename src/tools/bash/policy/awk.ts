@@ -33,7 +33,10 @@ function skipString(program: string, start: number): number {
   let i = start + 1;
   while (i < program.length) {
     const c = program[i]!;
-    if (c === '\\') { i += 2; continue; }
+    if (c === '\\') {
+      i += 2;
+      continue;
+    }
     if (c === '\n') break;
     if (c === '"') return i + 1;
     i += 1;
@@ -53,7 +56,10 @@ function skipRegex(program: string, start: number): number {
   let i = start + 1;
   while (i < program.length && program[i] !== '/') {
     const c = program[i]!;
-    if (c === '\\') { i += 2; continue; }
+    if (c === '\\') {
+      i += 2;
+      continue;
+    }
     if (c === '[') {
       i += 1;
       if (program[i] === '^') i += 1;
@@ -89,23 +95,50 @@ function check(program: string): void {
   /** The last word or operator, to tell a line break that ends a statement from one that continues it. */
   let last = '';
   let i = 0;
-  const endStatement = () => { printDepth = null; getline = false; previous = 'operator'; };
+  const endStatement = () => {
+    printDepth = null;
+    getline = false;
+    previous = 'operator';
+  };
   while (i < program.length) {
     const ch = program[i]!;
-    if (ch === ' ' || ch === '\t' || ch === '\r') { i += 1; continue; }
+    if (ch === ' ' || ch === '\t' || ch === '\r') {
+      i += 1;
+      continue;
+    }
     if (ch === '\\') {
       const next = program[i + 1] === '\r' ? program[i + 2] : program[i + 1];
       if (next !== '\n') refuse('a backslash outside a string or regular expression');
       i += program[i + 1] === '\r' ? 3 : 2; // a line continuation: awk reads on as if on one line
       continue;
     }
-    if (ch === '\n' && CONTINUES_AFTER.has(last)) { i += 1; continue; }
-    if (ch === '\n' || ch === ';' || ch === '{' || ch === '}') { endStatement(); last = ch; i += 1; continue; }
-    if (ch === '#') { while (i < program.length && program[i] !== '\n') i += 1; continue; }
-    if (ch === '"') { i = skipString(program, i); previous = 'operand'; last = '"'; continue; }
+    if (ch === '\n' && CONTINUES_AFTER.has(last)) {
+      i += 1;
+      continue;
+    }
+    if (ch === '\n' || ch === ';' || ch === '{' || ch === '}') {
+      endStatement();
+      last = ch;
+      i += 1;
+      continue;
+    }
+    if (ch === '#') {
+      while (i < program.length && program[i] !== '\n') i += 1;
+      continue;
+    }
+    if (ch === '"') {
+      i = skipString(program, i);
+      previous = 'operand';
+      last = '"';
+      continue;
+    }
     if (ch === '/') {
       last = '/';
-      if (previous === 'operator') { i = skipRegex(program, i); previous = 'operand'; continue; }
+      if (previous === 'operator') {
+        i = skipRegex(program, i);
+        previous = 'operand';
+        continue;
+      }
       if (previous === 'ambiguous') refuse('a "/" right after ++, --, getline or "in" (a division or a regex?); add parentheses');
       i += program[i + 1] === '=' ? 2 : 1;
       previous = 'operator';
@@ -125,17 +158,32 @@ function check(program: string): void {
       continue;
     }
     const number = /^(0[xX][0-9a-fA-F]+|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)/.exec(program.slice(i, i + 64));
-    if (number) { i += number[0].length; previous = 'operand'; last = '0'; continue; }
+    if (number) {
+      i += number[0].length;
+      previous = 'operand';
+      last = '0';
+      continue;
+    }
     if (ch === '@') refuse('@load, @include and @-indirect calls (gawk extensions, files and computed function names) are refused');
     if (ch === '|') {
-      if (program[i + 1] === '|') { i += 2; previous = 'operator'; last = '||'; continue; }
+      if (program[i + 1] === '|') {
+        i += 2;
+        previous = 'operator';
+        last = '||';
+        continue;
+      }
       refuse('a pipe ("|") runs a shell command');
     }
     if (ch === '>' && printDepth !== null && depth <= printDepth) {
       refuse('output redirection in print/printf writes a file (put comparisons in parentheses: print (a > b))');
     }
     if (ch === '<' && getline) refuse('getline < FILE reads a file named at run time (name the files as operands)');
-    if ((ch === '+' || ch === '-') && program[i + 1] === ch) { i += 2; previous = 'ambiguous'; last = ch + ch; continue; }
+    if ((ch === '+' || ch === '-') && program[i + 1] === ch) {
+      i += 2;
+      previous = 'ambiguous';
+      last = ch + ch;
+      continue;
+    }
     if (!/[()[\]$,!~=*%^?:&<>+-]/.test(ch)) refuse(`the character ${JSON.stringify(ch)} is not part of awk's syntax`);
     previous = ch === ']' ? 'operand' : 'operator';
     if (ch === '(') parens.push(CONDITION_KEYWORDS.has(last));

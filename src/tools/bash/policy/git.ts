@@ -29,7 +29,11 @@ export const GIT_PROGRAM_KEYS: Array<[RegExp, string]> = [
 export function gitConfigRefusal(keys: readonly string[]): string | null {
   for (const key of keys) {
     const hit = GIT_PROGRAM_KEYS.find(([pattern]) => pattern.test(key.toLowerCase()));
-    if (hit) return `git: this repository's configuration sets ${key} (${hit[1]}), which git would run or follow on a read command; the restricted shell runs no git here (use the read and grep tools, or plain diff)`;
+    if (hit)
+      return (
+        `git: this repository's configuration sets ${key} (${hit[1]}), which git would run or follow on a read command; the restricted shell runs no ` +
+        `git here (use the read and grep tools, or plain diff)`
+      );
   }
   return null;
 }
@@ -44,9 +48,37 @@ export function gitDirectoryArgs(args: readonly string[]): string[] {
 }
 
 const GIT_READ_SUBCOMMANDS = new Set([
-  'log', 'show', 'diff', 'status', 'blame', 'branch', 'tag', 'rev-parse', 'ls-files', 'grep', 'cat-file', 'shortlog',
-  'describe', 'rev-list', 'ls-tree', 'show-ref', 'reflog', 'name-rev', 'merge-base', 'count-objects', 'diff-tree',
-  'diff-files', 'diff-index', 'whatchanged', 'for-each-ref', 'version', 'annotate', 'remote', 'stash', 'config', 'worktree',
+  'log',
+  'show',
+  'diff',
+  'status',
+  'blame',
+  'branch',
+  'tag',
+  'rev-parse',
+  'ls-files',
+  'grep',
+  'cat-file',
+  'shortlog',
+  'describe',
+  'rev-list',
+  'ls-tree',
+  'show-ref',
+  'reflog',
+  'name-rev',
+  'merge-base',
+  'count-objects',
+  'diff-tree',
+  'diff-files',
+  'diff-index',
+  'whatchanged',
+  'for-each-ref',
+  'version',
+  'annotate',
+  'remote',
+  'stash',
+  'config',
+  'worktree',
 ]);
 /** Subcommands that read only in some forms: the first words they may start with (after options for config). */
 const GIT_READ_FORMS: Record<string, string> = {
@@ -59,7 +91,11 @@ function readFormRefusal(subcommand: string, rest: readonly string[]): string | 
   const ok = (() => {
     switch (subcommand) {
       case 'remote':
-        return rest.length === 0 || (rest.every((arg) => arg === '-v' || arg === '--verbose')) || (rest[0] === 'get-url' && rest.slice(1).every((arg) => !arg.startsWith('-') || arg === '--push' || arg === '--all'));
+        return (
+          rest.length === 0 ||
+          rest.every((arg) => arg === '-v' || arg === '--verbose') ||
+          (rest[0] === 'get-url' && rest.slice(1).every((arg) => !arg.startsWith('-') || arg === '--push' || arg === '--all'))
+        );
       case 'stash':
         return rest[0] === 'list' || rest[0] === 'show';
       case 'worktree':
@@ -67,9 +103,29 @@ function readFormRefusal(subcommand: string, rest: readonly string[]): string | 
       case 'config': {
         const options = rest.filter((arg) => arg.startsWith('-'));
         const operands = rest.filter((arg) => !arg.startsWith('-'));
-        return options.some((arg) => arg === '--get' || arg === '--get-all')
-          && options.every((arg) => ['--get', '--get-all', '--show-origin', '--show-scope', '-z', '--null', '--bool', '--int', '--path', '--type=bool', '--type=int', '--type=path', '--includes', '--no-includes'].includes(arg))
-          && operands.length >= 1 && operands.length <= 2;
+        return (
+          options.some((arg) => arg === '--get' || arg === '--get-all') &&
+          options.every((arg) =>
+            [
+              '--get',
+              '--get-all',
+              '--show-origin',
+              '--show-scope',
+              '-z',
+              '--null',
+              '--bool',
+              '--int',
+              '--path',
+              '--type=bool',
+              '--type=int',
+              '--type=path',
+              '--includes',
+              '--no-includes',
+            ].includes(arg),
+          ) &&
+          operands.length >= 1 &&
+          operands.length <= 2
+        );
       }
       default:
         return true;
@@ -78,15 +134,33 @@ function readFormRefusal(subcommand: string, rest: readonly string[]): string | 
   return ok ? null : `git ${subcommand}: only the reading forms run in the restricted shell (${GIT_READ_FORMS[subcommand]})`;
 }
 const GIT_DENIED_LONG: Record<string, string> = {
-  '--output': 'it writes a file', '--ext-diff': 'it runs an external diff program', '--textconv': 'it runs conversion programs',
-  '--filters': 'it runs filter programs', '--open-files-in-pager': 'it runs a pager', '--exec': 'it runs a program',
-  '--upload-pack': 'it runs a program', '--receive-pack': 'it runs a program', '--help': 'it runs man or a browser',
-  '--edit-description': 'it edits', '--delete': 'it deletes', '--move': 'it renames', '--copy': 'it copies',
-  '--force': 'it overwrites', '--set-upstream-to': 'it changes configuration', '--unset-upstream': 'it changes configuration',
-  '--track': 'it changes configuration', '--create-reflog': 'it writes', '--annotate': 'it creates a tag', '--sign': 'it creates a tag',
-  '--local-user': 'it creates a tag', '--message': 'it creates', '--file': 'it creates', '--verify': 'it runs gpg',
-  '--recurse-submodules': "it runs git in submodules, under their own configuration", '--submodule': "it reads submodules under their own configuration",
-  '--ignore-submodules': "it looks into submodules, under their own configuration",
+  '--output': 'it writes a file',
+  '--ext-diff': 'it runs an external diff program',
+  '--textconv': 'it runs conversion programs',
+  '--filters': 'it runs filter programs',
+  '--open-files-in-pager': 'it runs a pager',
+  '--exec': 'it runs a program',
+  '--upload-pack': 'it runs a program',
+  '--receive-pack': 'it runs a program',
+  '--help': 'it runs man or a browser',
+  '--edit-description': 'it edits',
+  '--delete': 'it deletes',
+  '--move': 'it renames',
+  '--copy': 'it copies',
+  '--force': 'it overwrites',
+  '--set-upstream-to': 'it changes configuration',
+  '--unset-upstream': 'it changes configuration',
+  '--track': 'it changes configuration',
+  '--create-reflog': 'it writes',
+  '--annotate': 'it creates a tag',
+  '--sign': 'it creates a tag',
+  '--local-user': 'it creates a tag',
+  '--message': 'it creates',
+  '--file': 'it creates',
+  '--verify': 'it runs gpg',
+  '--recurse-submodules': 'it runs git in submodules, under their own configuration',
+  '--submodule': 'it reads submodules under their own configuration',
+  '--ignore-submodules': 'it looks into submodules, under their own configuration',
 };
 /** Options refused only for one subcommand (elsewhere the same prefix names something harmless, like status --untracked-files). */
 const GIT_DENIED_LONG_BY_SUBCOMMAND: Record<string, Record<string, string>> = {
@@ -99,15 +173,28 @@ const GIT_LISTING_ONLY: Record<string, { allowedShort: string }> = {
   branch: { allowedShort: 'arlvi' },
   tag: { allowedShort: 'lni0123456789' },
 };
-const GIT_GLOBAL_FLAGS = ['--no-pager', '-P', '--no-optional-locks', '--literal-pathspecs', '--no-replace-objects', '--noglob-pathspecs', '--icase-pathspecs', '--glob-pathspecs'];
+const GIT_GLOBAL_FLAGS = [
+  '--no-pager',
+  '-P',
+  '--no-optional-locks',
+  '--literal-pathspecs',
+  '--no-replace-objects',
+  '--noglob-pathspecs',
+  '--icase-pathspecs',
+  '--glob-pathspecs',
+];
 
 export const gitRule: Rule = (args, context) => {
   let i = 0;
   for (; i < args.length; i++) {
     const arg = args[i]!;
-    if (arg === '-C') { i += 1; continue; }
+    if (arg === '-C') {
+      i += 1;
+      continue;
+    }
     if (GIT_GLOBAL_FLAGS.includes(arg)) continue;
-    if (arg.startsWith('-')) return `git: the global option ${arg} is refused (it can change configuration or run programs; allowed: -C DIR, --no-pager, --no-optional-locks)`;
+    if (arg.startsWith('-'))
+      return `git: the global option ${arg} is refused (it can change configuration or run programs; allowed: -C DIR, --no-pager, --no-optional-locks)`;
     break;
   }
   const directories = gitDirectoryArgs(args);
@@ -117,13 +204,15 @@ export const gitRule: Rule = (args, context) => {
   }
   const subcommand = args[i];
   if (subcommand === undefined) return 'git: no subcommand';
-  if (!GIT_READ_SUBCOMMANDS.has(subcommand)) return `git: the subcommand "${subcommand}" is refused; only read subcommands run in the restricted shell (${[...GIT_READ_SUBCOMMANDS].join(', ')})`;
+  if (!GIT_READ_SUBCOMMANDS.has(subcommand))
+    return `git: the subcommand "${subcommand}" is refused; only read subcommands run in the restricted shell (${[...GIT_READ_SUBCOMMANDS].join(', ')})`;
   const rest = args.slice(i + 1);
   const listing = GIT_LISTING_ONLY[subcommand];
   const deniedShort: Record<string, string> = subcommand === 'grep' ? { O: 'it runs a pager' } : {};
   const form = readFormRefusal(subcommand, rest);
   if (form) return form;
-  if (subcommand === 'reflog' && rest[0] !== undefined && !rest[0].startsWith('-') && rest[0] !== 'show') return 'git reflog: only "show" (the default) is allowed';
+  if (subcommand === 'reflog' && rest[0] !== undefined && !rest[0].startsWith('-') && rest[0] !== 'show')
+    return 'git reflog: only "show" (the default) is allowed';
   const scanned = scanOptions(`git ${subcommand}`, rest, {
     deniedShort,
     deniedLong: { ...GIT_DENIED_LONG, ...GIT_DENIED_LONG_BY_SUBCOMMAND[subcommand] },

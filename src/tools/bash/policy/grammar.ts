@@ -19,7 +19,10 @@ export interface SimpleCommand {
   words: WordValue[];
   /** The command's source text, for refusal messages. */
   text: string;
-  /** The command whose output this one reads through a pipe or from a file (`< FILE` reads as the pseudo command ["<", FILE]); null: it reads nothing, stdin is /dev/null. */
+  /**
+   * The command whose output this one reads through a pipe or from a file (`< FILE` reads as the
+   * pseudo command ["<", FILE]); null: it reads nothing, stdin is /dev/null.
+   */
   upstream: SimpleCommand | null;
   /** Files opened by input redirections (checked like the command's own path words). */
   reads: WordValue[];
@@ -43,7 +46,9 @@ function loadParser(): Promise<ParserType> {
     grammarLoadMs = performance.now() - started;
     return parser;
   })();
-  parserPromise.catch(() => { parserPromise = undefined; });
+  parserPromise.catch(() => {
+    parserPromise = undefined;
+  });
   return parserPromise;
 }
 
@@ -68,7 +73,8 @@ const REFUSED_CONSTRUCTS: Record<string, string> = {
   herestring_redirect: 'a here-string (<<<)',
   negated_command: 'a negated command (!)',
   test_command: 'a [[ ... ]] test (use "test" or "[")',
-  c_style_for_statement: 'a C-style for loop (use for NAME in WORDS)', case_statement: 'a case statement',
+  c_style_for_statement: 'a C-style for loop (use for NAME in WORDS)',
+  case_statement: 'a case statement',
   ERROR: 'text the bash grammar cannot parse',
 };
 
@@ -131,7 +137,10 @@ function wordOf(node: SyntaxNode, scope: Scope, out: SimpleCommand[]): WordValue
   const doubleQuoted = (string: SyntaxNode) => {
     for (const child of string.children) {
       if (!child) continue;
-      if (!child.isNamed) { if (child.type !== '"') refuse(string, `a "${child.type}" inside double quotes`); continue; }
+      if (!child.isNamed) {
+        if (child.type !== '"') refuse(string, `a "${child.type}" inside double quotes`);
+        continue;
+      }
       if (child.type === 'string_content') word.value += literalWord(child, `"${child.text}"`).value;
       else dynamic(child, true);
     }
@@ -172,7 +181,13 @@ function loopVariable(node: SyntaxNode, quoted: boolean, scope: Scope, word: { v
 }
 
 /** `$(...)`: its commands are checked like any other; the word holds their output (data). */
-function commandSubstitution(node: SyntaxNode, quoted: boolean, scope: Scope, out: SimpleCommand[], word: { value: string; glob: boolean; data: string[][][]; split: boolean }): void {
+function commandSubstitution(
+  node: SyntaxNode,
+  quoted: boolean,
+  scope: Scope,
+  out: SimpleCommand[],
+  word: { value: string; glob: boolean; data: string[][][]; split: boolean },
+): void {
   if (node.children[0]?.type !== '$(') refuse(node, 'a backquote substitution (write $(...))');
   const statements = node.namedChildren.filter((child): child is SyntaxNode => child !== null && child.type !== 'comment');
   if (statements.length !== 1) refuse(node, 'a command substitution holding more than one pipeline');
@@ -227,8 +242,10 @@ function collectSingleBracketTest(node: SyntaxNode, out: SimpleCommand[], scope:
     for (const child of n.namedChildren) {
       if (!child) continue;
       if (WORD_NODES.has(child.type) || DYNAMIC_NODES.has(child.type)) words.push(wordOf(child, scope, inner));
-      else if (TEST_PARTS.has(child.type)) { if (child.type === 'test_operator') words.push({ value: child.text, glob: false }); else walk(child); }
-      else refuse(child);
+      else if (TEST_PARTS.has(child.type)) {
+        if (child.type === 'test_operator') words.push({ value: child.text, glob: false });
+        else walk(child);
+      } else refuse(child);
     }
   };
   walk(node);
@@ -262,7 +279,10 @@ function checkRedirect(node: SyntaxNode, scope: Scope): Redirect {
 }
 
 /** The commands at both ends of a statement: the first reads its input, the last writes its output. */
-interface Ends { first: SimpleCommand; last: SimpleCommand }
+interface Ends {
+  first: SimpleCommand;
+  last: SimpleCommand;
+}
 
 /** Stands for what a loop or if statement prints: xargs and substitutions cannot take names from it. */
 function compoundOutput(node: SyntaxNode): SimpleCommand {
@@ -278,7 +298,10 @@ const COMPOUND_TOKENS = new Set(['for', 'in', 'do', 'done', 'if', 'then', 'elif'
 function walkStatements(node: SyntaxNode, out: SimpleCommand[], scope: Scope): void {
   for (const child of node.children) {
     if (!child) continue;
-    if (!child.isNamed) { if (!COMPOUND_TOKENS.has(child.type)) refuse(child, `the operator "${child.type}"`); continue; }
+    if (!child.isNamed) {
+      if (!COMPOUND_TOKENS.has(child.type)) refuse(child, `the operator "${child.type}"`);
+      continue;
+    }
     if (child.type === 'elif_clause' || child.type === 'else_clause' || child.type === 'do_group') walkStatements(child, out, scope);
     else walkStatement(child, out, scope);
   }
@@ -332,13 +355,17 @@ function walkFor(node: SyntaxNode, out: SimpleCommand[], scope: Scope): void {
   const variable = node.childForFieldName('variable');
   const body = node.childForFieldName('body');
   if (variable?.type !== 'variable_name' || !body) refuse(node, 'an unusual for loop');
-  if (!/^[a-z_][a-z0-9_]*$/.test(variable.text)) refuse(node, `the loop variable "${variable.text}" (use a lower-case name: upper-case names such as PATH or IFS change how the shell runs commands)`);
+  if (!/^[a-z_][a-z0-9_]*$/.test(variable.text))
+    refuse(node, `the loop variable "${variable.text}" (use a lower-case name: upper-case names such as PATH or IFS change how the shell runs commands)`);
   if (!node.children.some((child) => child?.type === 'in')) refuse(node, 'a for loop without "in WORDS"');
   const values: WordValue[] = [];
   for (const child of node.children) {
     if (!child) continue;
     if (child.id === variable.id || child.id === body.id) continue;
-    if (!child.isNamed) { if (!COMPOUND_TOKENS.has(child.type)) refuse(child, `the operator "${child.type}"`); continue; }
+    if (!child.isNamed) {
+      if (!COMPOUND_TOKENS.has(child.type)) refuse(child, `the operator "${child.type}"`);
+      continue;
+    }
     if (child.type === 'comment') continue;
     const value = wordOf(child, scope, out);
     if (value.pipe) refuse(child, 'a process substitution as a loop value');
@@ -432,8 +459,9 @@ function walkStatement(node: SyntaxNode, out: SimpleCommand[], scope: Scope): En
       let last: Ends | null = null;
       for (const child of node.children) {
         if (!child) continue;
-        if (child.isNamed) { if (child.type !== 'comment') last = walkStatement(child, out, scope); }
-        else if (!['|', '&&', '||', ';'].includes(child.type)) refuse(child, `the operator "${child.type}"`);
+        if (child.isNamed) {
+          if (child.type !== 'comment') last = walkStatement(child, out, scope);
+        } else if (!['|', '&&', '||', ';'].includes(child.type)) refuse(child, `the operator "${child.type}"`);
       }
       if (!last) return { first: compoundOutput(node), last: compoundOutput(node) };
       // A list's output is that of several commands: stands as one the checks cannot take names from.
@@ -475,7 +503,10 @@ export async function splitCommandLine(source: string): Promise<SplitResult> {
 }
 
 function redirectsStdin(statement: SyntaxNode): boolean {
-  return statement.type === 'redirected_statement' && statement.namedChildren.some((child) => child?.type === 'file_redirect' && child.children.some((part) => part?.type === '<'));
+  return (
+    statement.type === 'redirected_statement' &&
+    statement.namedChildren.some((child) => child?.type === 'file_redirect' && child.children.some((part) => part?.type === '<'))
+  );
 }
 
 function findError(node: SyntaxNode): SyntaxNode | null {

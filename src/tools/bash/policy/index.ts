@@ -1,6 +1,16 @@
 import { gitConfigRefusal, gitDirectoryArgs } from './git.js';
 import { splitCommandLine, type SimpleCommand } from './grammar.js';
-import { MAX_PATH_CANDIDATES, pathCandidates, resolveLogical, resolvedPathRefusal, resolvePhysical, treeCandidates, type PathUse, type RealPath, type Resolved } from './paths.js';
+import {
+  MAX_PATH_CANDIDATES,
+  pathCandidates,
+  resolveLogical,
+  resolvedPathRefusal,
+  resolvePhysical,
+  treeCandidates,
+  type PathUse,
+  type RealPath,
+  type Resolved,
+} from './paths.js';
 import type { RuleContext } from './rule-types.js';
 import { commandRefusal } from './rules.js';
 import { SAFE_WITH_ANY_ARGUMENTS } from './rule-types.js';
@@ -63,7 +73,8 @@ function followsLinksInTrees(command: SimpleCommand): boolean {
   const values = args.map((word) => word.value);
   if (RECURSIVE_GREP.test(name.value)) return values.some((arg) => /^-[^-]*[rRd]/.test(arg) || /^--(r|de|di)/.test(arg));
   if (name.value === 'diff') return values.some((arg) => /^-[^-]*r/.test(arg) || /^--rec/.test(arg));
-  if (['env', 'timeout', 'nice', 'command'].includes(name.value)) return followsLinksInTrees({ ...command, words: args.filter((word) => !word.value.startsWith('-')) });
+  if (['env', 'timeout', 'nice', 'command'].includes(name.value))
+    return followsLinksInTrees({ ...command, words: args.filter((word) => !word.value.startsWith('-')) });
   return false;
 }
 
@@ -72,7 +83,7 @@ function wordRefusal(word: WordValue, cwds: readonly string[]): string | null {
   if (/environ/i.test(word.value)) return `the word ${JSON.stringify(word.value)} refers to a process environment (secrets)`;
   if (!word.glob) return null;
   const components = word.value.split('/');
-  const firstIsPattern = /[*?[]/.test(word.value.startsWith('/') ? components[1] ?? '' : components[0] ?? '');
+  const firstIsPattern = /[*?[]/.test(word.value.startsWith('/') ? (components[1] ?? '') : (components[0] ?? ''));
   if (components.includes('proc') || components.includes('..') || (firstIsPattern && (word.value.startsWith('/') || cwds.includes('/')))) {
     return `the pattern ${JSON.stringify(word.value)} may reach /proc (process environments); name the files without a pattern`;
   }
@@ -106,7 +117,10 @@ class Checker {
    * Without an environment the checker knows no paths: only the checks that need no file
    * system run, and path rules refuse nothing (see staticRefusal).
    */
-  constructor(private readonly environment: PolicyEnvironment | null, private readonly network: ShellNetwork = environment?.network ?? 'none') {
+  constructor(
+    private readonly environment: PolicyEnvironment | null,
+    private readonly network: ShellNetwork = environment?.network ?? 'none',
+  ) {
     this.cwds = [environment?.cwd ?? '.'];
   }
 
@@ -124,12 +138,14 @@ class Checker {
       for (const cwd of this.cwds) {
         for (const resolve of [resolvePhysical, resolveLogical]) {
           const found = await resolve(target, cwd, this.requireEnvironment().realpath);
-          if (found.path === '/proc' || found.path.startsWith('/proc/')) throw new PolicyRefusal(`cd: ${JSON.stringify(target)} leads to ${found.path}, inside /proc (process environments hold secrets)`);
+          if (found.path === '/proc' || found.path.startsWith('/proc/'))
+            throw new PolicyRefusal(`cd: ${JSON.stringify(target)} leads to ${found.path}, inside /proc (process environments hold secrets)`);
           if (found.exists) next.push(found.path);
         }
       }
       this.cwds = [...new Set([...this.cwds, ...next])];
-      if (this.cwds.length > MAX_WORKING_DIRECTORIES) throw new PolicyRefusal('too many cd commands to follow; run the commands in separate calls or use working_dir');
+      if (this.cwds.length > MAX_WORKING_DIRECTORIES)
+        throw new PolicyRefusal('too many cd commands to follow; run the commands in separate calls or use working_dir');
     }
   }
 
@@ -148,16 +164,27 @@ class Checker {
     const scanned = new Set<string>();
     let queue = [...roots].filter((root) => root !== '/');
     for (let round = 0; queue.length > 0; round++) {
-      if (round >= MAX_LINK_ROUNDS || scanned.size + queue.length > MAX_LINK_ROOTS) throw new PolicyRefusal(`without bubblewrap, the symbolic links below this command's directories must be checked, and there are too many directories behind links (more than ${MAX_LINK_ROOTS}); name the files, or install bubblewrap`);
+      if (round >= MAX_LINK_ROUNDS || scanned.size + queue.length > MAX_LINK_ROOTS)
+        throw new PolicyRefusal(
+          `without bubblewrap, the symbolic links below this command's directories must be checked, and there are too many directories behind links (more ` +
+            `than ${MAX_LINK_ROOTS}); name the files, or install bubblewrap`,
+        );
       for (const root of queue) scanned.add(root);
       const links = await findLinks(queue);
-      if (!Array.isArray(links)) throw new PolicyRefusal(`without bubblewrap, the symbolic links below this command's directories must be checked first, and that failed (${links.error}); name the files, or install bubblewrap`);
+      if (!Array.isArray(links))
+        throw new PolicyRefusal(
+          `without bubblewrap, the symbolic links below this command's directories must be checked first, and that failed (${links.error}); name the files, ` +
+            `or install bubblewrap`,
+        );
       const next: string[] = [];
       for (const link of links) {
         const target = await this.requireEnvironment().realpath(link.path);
         if (target === null) continue; // dangling: nothing to read
         if (target === '/' || DENIED_LINK_TARGETS.some((top) => target === top || target.startsWith(`${top}/`))) {
-          throw new PolicyRefusal(`the symbolic link ${JSON.stringify(link.path)} leads to ${target}; without bubblewrap a pattern, recursive read or name from data could follow it into /proc (other processes' environments hold secrets), so this command is refused; name the files, or install bubblewrap`);
+          throw new PolicyRefusal(
+            `the symbolic link ${JSON.stringify(link.path)} leads to ${target}; without bubblewrap a pattern, recursive read or name from data could follow ` +
+              `it into /proc (other processes' environments hold secrets), so this command is refused; name the files, or install bubblewrap`,
+          );
         }
         const why = resolvedPathRefusal(link.path, { path: target, exists: true }, 'read');
         if (why) throw new PolicyRefusal(why);
@@ -182,7 +209,8 @@ class Checker {
         }
       }
     }
-    if (candidates.size * this.cwds.length > MAX_PATH_CANDIDATES) throw new PolicyRefusal(`the command has too many words to check (more than ${MAX_PATH_CANDIDATES} possible paths); split it`);
+    if (candidates.size * this.cwds.length > MAX_PATH_CANDIDATES)
+      throw new PolicyRefusal(`the command has too many words to check (more than ${MAX_PATH_CANDIDATES} possible paths); split it`);
     for (const cwd of this.cwds) {
       for (const [candidate, { word, use }] of candidates) {
         const found = await resolvePhysical(candidate, cwd, this.requireEnvironment().realpath);
@@ -223,7 +251,8 @@ class Checker {
     if (name?.glob && name.value !== '[') return `the command name ${JSON.stringify(name.value)} is a file pattern`;
     if (name && NO_PATTERNS.has(name.value)) {
       const pattern = command.words.find((word) => word.glob);
-      if (pattern) return `${name.value}: the file pattern ${JSON.stringify(pattern.value)} is refused here (it could expand into a command or an extra operand)`;
+      if (pattern)
+        return `${name.value}: the file pattern ${JSON.stringify(pattern.value)} is refused here (it could expand into a command or an extra operand)`;
     }
     const upstream: string[][] = [];
     for (let from = command.upstream; from; from = from.upstream) upstream.push(from.words.map((word) => word.value));
@@ -249,18 +278,34 @@ class Checker {
    * Like xargs input, they may only reach commands that are harmless whatever their arguments,
    * and commands that print file contents only take names from a names producer.
    */
-  private computedRefusal(command: SimpleCommand, argv: string[], check: (nested: string[], dataDriven: boolean, depth: number) => string | null, upstream: string[][]): string | null {
+  private computedRefusal(
+    command: SimpleCommand,
+    argv: string[],
+    check: (nested: string[], dataDriven: boolean, depth: number) => string | null,
+    upstream: string[][],
+  ): string | null {
     const [name, ...args] = command.words;
     if (name && (name.data || name.split)) return 'the command name is computed at run time';
     const computed = args.filter((word) => word.data || word.split);
     if (computed.length === 0) return null;
-    const what = computed.some((word) => word.data?.some((chain) => chain.length > 0)) ? 'the output of a command substitution' : 'an unquoted loop variable holding file names (quote it: "$NAME")';
+    const what = computed.some((word) => word.data?.some((chain) => chain.length > 0))
+      ? 'the output of a command substitution'
+      : 'an unquoted loop variable holding file names (quote it: "$NAME")';
     if (!SAFE_WITH_ANY_ARGUMENTS.has(argv[0]!)) {
-      return `${argv[0]}: ${what} could become any arguments here, and the check cannot prove that safe; only commands that are harmless whatever their arguments take it (${[...SAFE_WITH_ANY_ARGUMENTS].join(', ')})`;
+      return (
+        `${argv[0]}: ${what} could become any arguments here, and the check cannot prove that safe; only commands that are harmless whatever their ` +
+        `arguments take it (${[...SAFE_WITH_ANY_ARGUMENTS].join(', ')})`
+      );
     }
     const nested = check(argv, true, 0);
     if (nested) return nested;
-    const context: RuleContext = { checkNested: (inner, dataDriven) => check(inner, dataDriven, 1), dataDriven: true, treeRefusal: (n, words, options) => this.treeRefusal(n, words, options), upstream, network: this.network };
+    const context: RuleContext = {
+      checkNested: (inner, dataDriven) => check(inner, dataDriven, 1),
+      dataDriven: true,
+      treeRefusal: (n, words, options) => this.treeRefusal(n, words, options),
+      upstream,
+      network: this.network,
+    };
     for (const chain of computed.flatMap((word) => word.data ?? [])) {
       const why = computedNamesRefusal(`${argv[0]} $(...)`, argv[0]!, chain, context);
       if (why) return why;

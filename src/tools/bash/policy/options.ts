@@ -83,10 +83,13 @@ export function scanOptions(command: string, args: readonly string[], spec: Opti
       const eq = arg.indexOf('=');
       const name = canonicalLong(command, eq < 0 ? arg : arg.slice(0, eq), spec);
       for (const [denied, why] of Object.entries(spec.deniedLong ?? {})) {
-        if (spec.exactLong ? name === denied : longMatches(name, denied)) throw new OptionRefusal(`${command}: the option ${name} (${denied}) is refused: ${why}`);
+        if (spec.exactLong ? name === denied : longMatches(name, denied))
+          throw new OptionRefusal(`${command}: the option ${name} (${denied}) is refused: ${why}`);
       }
       if (spec.allowedLong && !spec.allowedLong.includes(name)) {
-        throw new OptionRefusal(`${command}: the option ${name} is not among the options allowed in the restricted shell (${spec.allowedLong.join(' ') || 'none'})`);
+        throw new OptionRefusal(
+          `${command}: the option ${name} is not among the options allowed in the restricted shell (${spec.allowedLong.join(' ') || 'none'})`,
+        );
       }
       result.long.push(name);
       if (eq >= 0) result.values.push([name, arg.slice(eq + 1)]);
@@ -108,7 +111,10 @@ export function scanOptions(command: string, args: readonly string[], spec: Opti
       const denied = spec.deniedShort?.[letter];
       if (denied) throw new OptionRefusal(`${command}: the option -${letter} is refused: ${denied}`);
       if (spec.allowedShort !== undefined && !spec.allowedShort.includes(letter)) {
-        throw new OptionRefusal(`${command}: the option -${letter} is not among the options allowed in the restricted shell (${[...spec.allowedShort].map((l) => `-${l}`).join(' ') || 'none'})`);
+        throw new OptionRefusal(
+          `${command}: the option -${letter} is not among the options allowed in the restricted shell ` +
+            `(${[...spec.allowedShort].map((l) => `-${l}`).join(' ') || 'none'})`,
+        );
       }
       result.short.add(letter);
       if (spec.shortWithOptionalValue?.includes(letter)) {

@@ -47,12 +47,56 @@ export async function resolveLogical(raw: string, cwd: string, realpath: RealPat
 }
 
 /** Per-process files under /proc/PID that hold no secrets (environ, mem, fd/, task/ and the like do). */
-const HARMLESS_PROCESS_FILES = new Set(['status', 'stat', 'statm', 'cmdline', 'comm', 'limits', 'io', 'cgroup', 'mounts', 'mountinfo', 'oom_score', 'sched', 'wchan', 'maps', 'loginuid']);
+const HARMLESS_PROCESS_FILES = new Set([
+  'status',
+  'stat',
+  'statm',
+  'cmdline',
+  'comm',
+  'limits',
+  'io',
+  'cgroup',
+  'mounts',
+  'mountinfo',
+  'oom_score',
+  'sched',
+  'wchan',
+  'maps',
+  'loginuid',
+]);
 /** System-wide /proc entries that may be read (kcore, kmem, keys, sysrq-trigger and the rest may not). */
 const READABLE_PROC_ENTRIES = new Set([
-  'cpuinfo', 'meminfo', 'loadavg', 'uptime', 'version', 'stat', 'mounts', 'filesystems', 'partitions', 'diskstats',
-  'vmstat', 'swaps', 'cmdline', 'devices', 'interrupts', 'modules', 'zoneinfo', 'buddyinfo', 'softirqs', 'pressure',
-  'net', 'sys', 'cgroups', 'crypto', 'locks', 'misc', 'consoles', 'execdomains', 'kallsyms', 'schedstat', 'slabinfo',
+  'cpuinfo',
+  'meminfo',
+  'loadavg',
+  'uptime',
+  'version',
+  'stat',
+  'mounts',
+  'filesystems',
+  'partitions',
+  'diskstats',
+  'vmstat',
+  'swaps',
+  'cmdline',
+  'devices',
+  'interrupts',
+  'modules',
+  'zoneinfo',
+  'buddyinfo',
+  'softirqs',
+  'pressure',
+  'net',
+  'sys',
+  'cgroups',
+  'crypto',
+  'locks',
+  'misc',
+  'consoles',
+  'execdomains',
+  'kallsyms',
+  'schedstat',
+  'slabinfo',
 ]);
 /** Devices that expose memory or hardware ports (as root: other processes' memory). */
 const MEMORY_DEVICES = new Set(['/dev/mem', '/dev/kmem', '/dev/port']);
@@ -68,13 +112,18 @@ export function resolvedPathRefusal(word: string, resolved: Resolved, use: PathU
   const { path } = resolved;
   if (MEMORY_DEVICES.has(path)) return `the path ${JSON.stringify(word)} is a memory device`;
   if (use === 'tree' && (path === '/' || path === '/proc')) {
-    return `${JSON.stringify(word)} is ${path}: reading everything below it reaches /proc (other processes' environments hold secrets); name the directories to search`;
+    return (
+      `${JSON.stringify(word)} is ${path}: reading everything below it reaches /proc (other processes' environments hold secrets); name the ` +
+      `directories to search`
+    );
   }
   if (!path.startsWith('/proc/')) return null;
   const [entry, file, ...deeper] = path.slice('/proc/'.length).split('/');
   const perProcess = /^(\d+|self|thread-self)$/.test(entry ?? '');
   if (!perProcess && !resolved.exists) return null; // nothing there to read
-  const why = `the path ${JSON.stringify(word)} leads to ${path}, inside /proc (process environments, memory and open files hold secrets); only files such as /proc/PID/status or /proc/meminfo may be read`;
+  const why =
+    `the path ${JSON.stringify(word)} leads to ${path}, inside /proc (process environments, memory and open files hold secrets); only files such ` +
+    `as /proc/PID/status or /proc/meminfo may be read`;
   if (!perProcess) return READABLE_PROC_ENTRIES.has(entry ?? '') ? null : why;
   if (file === undefined) return use === 'tree' ? why : null;
   return deeper.length === 0 && HARMLESS_PROCESS_FILES.has(file) ? null : why;

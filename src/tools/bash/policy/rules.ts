@@ -18,22 +18,132 @@ const RULED = new Set(['grep', 'egrep', 'fgrep', 'strings']);
 
 /** Read-only commands whose every option only changes what is printed. */
 const ANY_ARGUMENTS = [
-  ...[...SAFE_WITH_ANY_ARGUMENTS].filter((name) => !RULED.has(name)), 'comm', 'df', 'paste', 'join', 'fold', 'fmt', 'expand',
-  'unexpand', 'seq', 'whoami', 'id', 'groups', 'uname', 'uptime', 'nproc', 'free', 'pwd', 'which',
-  'type', 'printenv', 'locale', 'cal', 'sleep', 'base64', 'numfmt', 'jq', 'zipinfo', 'pgrep',
-  'lsblk', 'more', '[', 'du', 'expr', 'whereis', 'getconf', 'arch', 'tput', 'vmstat', 'iostat', 'mpstat',
-  'lscpu', 'lsmem', 'lspci', 'lsusb', 'findmnt', 'w', 'who', 'last', 'pstree', 'pidof',
+  ...[...SAFE_WITH_ANY_ARGUMENTS].filter((name) => !RULED.has(name)),
+  'comm',
+  'df',
+  'paste',
+  'join',
+  'fold',
+  'fmt',
+  'expand',
+  'unexpand',
+  'seq',
+  'whoami',
+  'id',
+  'groups',
+  'uname',
+  'uptime',
+  'nproc',
+  'free',
+  'pwd',
+  'which',
+  'type',
+  'printenv',
+  'locale',
+  'cal',
+  'sleep',
+  'base64',
+  'numfmt',
+  'jq',
+  'zipinfo',
+  'pgrep',
+  'lsblk',
+  'more',
+  '[',
+  'du',
+  'expr',
+  'whereis',
+  'getconf',
+  'arch',
+  'tput',
+  'vmstat',
+  'iostat',
+  'mpstat',
+  'lscpu',
+  'lsmem',
+  'lspci',
+  'lsusb',
+  'findmnt',
+  'w',
+  'who',
+  'last',
+  'pstree',
+  'pidof',
 ];
 
 /** Why some well-known commands are never allowed, for a refusal that says why. */
 const NEVER: Array<[string[], string]> = [
   [['sh', 'bash', 'dash', 'zsh', 'ksh', 'fish', 'csh', 'tcsh', 'busybox'], 'shells run arbitrary commands'],
-  [['python', 'python2', 'python3', 'perl', 'ruby', 'node', 'nodejs', 'deno', 'bun', 'php', 'lua', 'tclsh', 'Rscript', 'java', 'osascript'], 'interpreters run arbitrary programs'],
+  [
+    ['python', 'python2', 'python3', 'perl', 'ruby', 'node', 'nodejs', 'deno', 'bun', 'php', 'lua', 'tclsh', 'Rscript', 'java', 'osascript'],
+    'interpreters run arbitrary programs',
+  ],
   [['sudo', 'su', 'doas', 'pkexec', 'runuser', 'chroot', 'nsenter', 'unshare', 'setsid'], 'it changes privileges or isolation'],
   [['vi', 'vim', 'nvim', 'nano', 'emacs', 'ed', 'ex', 'pico', 'joe', 'mcedit'], 'editors write files and need a terminal'],
   [['man', 'info'], 'it runs a pager and formatters'],
-  [['eval', 'exec', 'source', '.', 'builtin', 'trap', 'alias', 'enable', 'set', 'shopt', 'export', 'read', 'mapfile'], 'this shell builtin can run code or change the shell'],
-  [['rm', 'rmdir', 'mv', 'cp', 'dd', 'tee', 'touch', 'mkdir', 'ln', 'chmod', 'chown', 'chgrp', 'truncate', 'shred', 'install', 'split', 'csplit', 'patch', 'rsync', 'scp', 'sftp', 'ssh', 'wget', 'nc', 'ncat', 'socat', 'telnet', 'ftp', 'kill', 'pkill', 'killall', 'service', 'reboot', 'shutdown', 'mount', 'umount', 'crontab', 'at', 'make', 'npm', 'pip', 'apt', 'apt-get', 'dpkg', 'mysql', 'psql', 'sqlite3', 'watch', 'script', 'screen', 'tmux', 'stdbuf', 'ionice', 'parallel'], 'it can change files, processes or other systems'],
+  [
+    ['eval', 'exec', 'source', '.', 'builtin', 'trap', 'alias', 'enable', 'set', 'shopt', 'export', 'read', 'mapfile'],
+    'this shell builtin can run code or change the shell',
+  ],
+  [
+    [
+      'rm',
+      'rmdir',
+      'mv',
+      'cp',
+      'dd',
+      'tee',
+      'touch',
+      'mkdir',
+      'ln',
+      'chmod',
+      'chown',
+      'chgrp',
+      'truncate',
+      'shred',
+      'install',
+      'split',
+      'csplit',
+      'patch',
+      'rsync',
+      'scp',
+      'sftp',
+      'ssh',
+      'wget',
+      'nc',
+      'ncat',
+      'socat',
+      'telnet',
+      'ftp',
+      'kill',
+      'pkill',
+      'killall',
+      'service',
+      'reboot',
+      'shutdown',
+      'mount',
+      'umount',
+      'crontab',
+      'at',
+      'make',
+      'npm',
+      'pip',
+      'apt',
+      'apt-get',
+      'dpkg',
+      'mysql',
+      'psql',
+      'sqlite3',
+      'watch',
+      'script',
+      'screen',
+      'tmux',
+      'stdbuf',
+      'ionice',
+      'parallel',
+    ],
+    'it can change files, processes or other systems',
+  ],
 ];
 
 const NEVER_REASON = new Map<string, string>(NEVER.flatMap(([names, why]) => names.map((name) => [name, why] as [string, string])));
@@ -56,7 +166,22 @@ const sedRule: Rule = (args) => {
     deniedShort: { i: 'it edits files in place', f: 'a script file cannot be checked' },
     deniedLong: { '--in-place': 'it edits files in place', '--file': 'a script file cannot be checked' },
     longWithValue: ['--expression', '--line-length'],
-    knownLong: ['--binary', '--debug', '--follow-symlinks', '--help', '--null-data', '--zero-terminated', '--posix', '--quiet', '--silent', '--regexp-extended', '--sandbox', '--separate', '--unbuffered', '--version'],
+    knownLong: [
+      '--binary',
+      '--debug',
+      '--follow-symlinks',
+      '--help',
+      '--null-data',
+      '--zero-terminated',
+      '--posix',
+      '--quiet',
+      '--silent',
+      '--regexp-extended',
+      '--sandbox',
+      '--separate',
+      '--unbuffered',
+      '--version',
+    ],
   });
   const expressions = scanned.values.filter(([option]) => option === '-e' || option === '--expression').map(([, value]) => value);
   const script = expressions.length > 0 ? expressions.join('\n') : scanned.operands[0];
@@ -66,7 +191,11 @@ const sedRule: Rule = (args) => {
 
 const awkRule: Rule = (args) => {
   const scanned = scanOptions('awk', args, {
-    stopAtOperand: true, shortWithValue: 'Fv', allowedShort: 'Fv', allowedLong: ['--field-separator', '--assign'], longWithValue: ['--field-separator', '--assign'],
+    stopAtOperand: true,
+    shortWithValue: 'Fv',
+    allowedShort: 'Fv',
+    allowedLong: ['--field-separator', '--assign'],
+    longWithValue: ['--field-separator', '--assign'],
     knownLong: ['--file', '--source', '--exec', '--include', '--load', '--sandbox', '--profile', '--pretty-print', '--dump-variables', '--debug'],
   });
   const program = scanned.operands[0];
@@ -77,24 +206,96 @@ const awkRule: Rule = (args) => {
 const sortRule = withOptions('sort', {
   shortWithValue: 'ktST',
   deniedShort: { o: 'it writes the output to a file', T: 'it writes temporary files to a directory' },
-  deniedLong: { '--output': 'it writes the output to a file', '--compress-program': 'it runs a program', '--temporary-directory': 'it writes temporary files to a directory', '--random-source': 'reads a file as randomness', '--files0-from': 'it reads files named by data (such as another process\'s /proc/PID/environ)' },
+  deniedLong: {
+    '--output': 'it writes the output to a file',
+    '--compress-program': 'it runs a program',
+    '--temporary-directory': 'it writes temporary files to a directory',
+    '--random-source': 'reads a file as randomness',
+    '--files0-from': "it reads files named by data (such as another process's /proc/PID/environ)",
+  },
   longWithValue: ['--key', '--field-separator', '--buffer-size', '--parallel', '--batch-size', '--sort'],
 });
 
 const rgRule = withOptions('rg', {
   shortWithValue: 'ABCEefgjmMrtTd',
   deniedShort: { z: 'it runs decompression programs' },
-  deniedLong: { '--pre': 'it runs a program on every file', '--pre-glob': 'it configures --pre', '--search-zip': 'it runs decompression programs', '--hostname-bin': 'it runs a program' },
-  longWithValue: ['--after-context', '--before-context', '--context', '--encoding', '--regexp', '--file', '--glob', '--iglob', '--max-count', '--max-depth', '--max-columns', '--replace', '--type', '--type-not', '--type-add', '--sort', '--sortr', '--threads', '--max-filesize', '--path-separator', '--colors', '--color', '--ignore-file', '--field-match-separator', '--field-context-separator', '--context-separator', '--dfa-size-limit', '--regex-size-limit', '--engine', '--generate'],
+  deniedLong: {
+    '--pre': 'it runs a program on every file',
+    '--pre-glob': 'it configures --pre',
+    '--search-zip': 'it runs decompression programs',
+    '--hostname-bin': 'it runs a program',
+  },
+  longWithValue: [
+    '--after-context',
+    '--before-context',
+    '--context',
+    '--encoding',
+    '--regexp',
+    '--file',
+    '--glob',
+    '--iglob',
+    '--max-count',
+    '--max-depth',
+    '--max-columns',
+    '--replace',
+    '--type',
+    '--type-not',
+    '--type-add',
+    '--sort',
+    '--sortr',
+    '--threads',
+    '--max-filesize',
+    '--path-separator',
+    '--colors',
+    '--color',
+    '--ignore-file',
+    '--field-match-separator',
+    '--field-context-separator',
+    '--context-separator',
+    '--dfa-size-limit',
+    '--regex-size-limit',
+    '--engine',
+    '--generate',
+  ],
 });
 
-const gzipRule = (command: string): Rule => withOptions(command, {
-  shortWithValue: 'S', allowedShort: 'cdfhlnNqrtvkS123456789L',
-  allowedLong: ['--stdout', '--to-stdout', '--decompress', '--uncompress', '--list', '--test', '--verbose', '--quiet', '--force', '--keep', '--name', '--no-name', '--recursive', '--suffix', '--fast', '--best', '--help', '--version', '--license'],
-  longWithValue: ['--suffix'],
-}, ({ short, long }) => (
-  short.has('c') || short.has('l') || short.has('t') || long.some((l) => ['--stdout', '--to-stdout', '--list', '--test', '--help', '--version', '--license'].includes(l))
-    ? null : `${command}: only listing (-l), testing (-t) or writing to stdout (-c) is allowed; otherwise it replaces files`));
+const gzipRule = (command: string): Rule =>
+  withOptions(
+    command,
+    {
+      shortWithValue: 'S',
+      allowedShort: 'cdfhlnNqrtvkS123456789L',
+      allowedLong: [
+        '--stdout',
+        '--to-stdout',
+        '--decompress',
+        '--uncompress',
+        '--list',
+        '--test',
+        '--verbose',
+        '--quiet',
+        '--force',
+        '--keep',
+        '--name',
+        '--no-name',
+        '--recursive',
+        '--suffix',
+        '--fast',
+        '--best',
+        '--help',
+        '--version',
+        '--license',
+      ],
+      longWithValue: ['--suffix'],
+    },
+    ({ short, long }) =>
+      short.has('c') ||
+      short.has('l') ||
+      short.has('t') ||
+      long.some((l) => ['--stdout', '--to-stdout', '--list', '--test', '--help', '--version', '--license'].includes(l))
+        ? null
+        : `${command}: only listing (-l), testing (-t) or writing to stdout (-c) is allowed; otherwise it replaces files`,
+  );
 
 /** tar: listing only; old-style first arguments ("tzvf") are read like option clusters. */
 const TAR_VALUE_LETTERS = 'fCX';
@@ -116,8 +317,49 @@ const tarRule: Rule = (args) => {
     normalized = [...expanded, ...rest];
   }
   const scanned = scanOptions('tar', normalized, {
-    shortWithValue: TAR_VALUE_LETTERS, allowedShort: `tvzjJaZhi${TAR_VALUE_LETTERS}`,
-    allowedLong: ['--list', '--verbose', '--file', '--gzip', '--gunzip', '--ungzip', '--bzip2', '--xz', '--lzma', '--zstd', '--auto-compress', '--directory', '--exclude', '--exclude-from', '--wildcards', '--no-wildcards', '--anchored', '--no-anchored', '--ignore-case', '--numeric-owner', '--full-time', '--utc', '--force-local', '--null', '--quoting-style', '--show-transformed-names', '--occurrence', '--dereference', '--ignore-zeros', '--exclude-vcs', '--warning', '--quiet', '--totals', '--block-number', '--strip-components', '--transform', '--xform', '--help', '--version'],
+    shortWithValue: TAR_VALUE_LETTERS,
+    allowedShort: `tvzjJaZhi${TAR_VALUE_LETTERS}`,
+    allowedLong: [
+      '--list',
+      '--verbose',
+      '--file',
+      '--gzip',
+      '--gunzip',
+      '--ungzip',
+      '--bzip2',
+      '--xz',
+      '--lzma',
+      '--zstd',
+      '--auto-compress',
+      '--directory',
+      '--exclude',
+      '--exclude-from',
+      '--wildcards',
+      '--no-wildcards',
+      '--anchored',
+      '--no-anchored',
+      '--ignore-case',
+      '--numeric-owner',
+      '--full-time',
+      '--utc',
+      '--force-local',
+      '--null',
+      '--quoting-style',
+      '--show-transformed-names',
+      '--occurrence',
+      '--dereference',
+      '--ignore-zeros',
+      '--exclude-vcs',
+      '--warning',
+      '--quiet',
+      '--totals',
+      '--block-number',
+      '--strip-components',
+      '--transform',
+      '--xform',
+      '--help',
+      '--version',
+    ],
     longWithValue: ['--file', '--directory', '--exclude', '--exclude-from', '--quoting-style', '--warning', '--strip-components', '--transform', '--xform'],
   });
   if (!scanned.short.has('t') && !scanned.long.includes('--list') && !scanned.long.includes('--help') && !scanned.long.includes('--version')) {
@@ -128,8 +370,11 @@ const tarRule: Rule = (args) => {
   return null;
 };
 
-const unzipRule = withOptions('unzip', { allowedShort: 'lvtpcqCzZ12shmM', allowedLong: [] }, ({ short }) => (
-  ['l', 'v', 't', 'p', 'c', 'z', 'Z'].some((letter) => short.has(letter)) ? null : 'unzip: only listing (-l, -v, -Z), testing (-t) or printing (-p, -c) is allowed; otherwise it extracts files'));
+const unzipRule = withOptions('unzip', { allowedShort: 'lvtpcqCzZ12shmM', allowedLong: [] }, ({ short }) =>
+  ['l', 'v', 't', 'p', 'c', 'z', 'Z'].some((letter) => short.has(letter))
+    ? null
+    : 'unzip: only listing (-l, -v, -Z), testing (-t) or printing (-p, -c) is allowed; otherwise it extracts files',
+);
 
 /**
  * ps: BSD-style `e` shows every process's environment, and procps reads some dashed words the
@@ -152,12 +397,19 @@ const psRule: Rule = (args) => {
       for (let k = 1; k < arg.length; k++) {
         const letter = arg[k]!;
         if (PS_VALUE_LETTERS.includes(letter)) {
-          if (k === arg.length - 1) { i += 1; break; }
+          if (k === arg.length - 1) {
+            i += 1;
+            break;
+          }
           // An attached value (-uxe) can make procps read the whole word BSD-style (checked: -uxe, -gxe, -sxe print environments).
           if (k === 1 && PS_ATTACHED_VALUE_LETTERS.includes(letter)) break;
           return `ps: write the value of -${letter} as a separate word (procps may read ${arg} BSD-style, where "e" prints processes' environments)`;
         }
-        if (!PS_UNIX_LETTERS.includes(letter)) return `ps: the option -${letter} in ${arg} is refused (procps may read the word BSD-style, where "e" prints processes' environments); use UNIX options such as -ef, -e -o pid,comm`;
+        if (!PS_UNIX_LETTERS.includes(letter))
+          return (
+            `ps: the option -${letter} in ${arg} is refused (procps may read the word BSD-style, where "e" prints processes' environments); use UNIX ` +
+            `options such as -ef, -e -o pid,comm`
+          );
       }
       continue;
     }
@@ -166,13 +418,26 @@ const psRule: Rule = (args) => {
   return null;
 };
 
-const dateRule = withOptions('date', {
-  shortWithValue: 'dfrs', shortWithOptionalValue: 'I', deniedShort: { s: 'it sets the system clock' },
-  deniedLong: { '--set': 'it sets the system clock' }, longWithValue: ['--date', '--file', '--reference'],
-}, ({ operands }) => (operands.some((operand) => !operand.startsWith('+')) ? 'date: an operand other than +FORMAT sets the system clock' : null));
+const dateRule = withOptions(
+  'date',
+  {
+    shortWithValue: 'dfrs',
+    shortWithOptionalValue: 'I',
+    deniedShort: { s: 'it sets the system clock' },
+    deniedLong: { '--set': 'it sets the system clock' },
+    longWithValue: ['--date', '--file', '--reference'],
+  },
+  ({ operands }) => (operands.some((operand) => !operand.startsWith('+')) ? 'date: an operand other than +FORMAT sets the system clock' : null),
+);
 
-const hostnameRule = withOptions('hostname', { allowedShort: 'sfdiIaAy', allowedLong: ['--short', '--fqdn', '--long', '--domain', '--ip-address', '--all-ip-addresses', '--all-fqdns', '--alias', '--nis'] },
-  ({ operands }) => (operands.length > 0 ? 'hostname: an operand sets the host name' : null));
+const hostnameRule = withOptions(
+  'hostname',
+  {
+    allowedShort: 'sfdiIaAy',
+    allowedLong: ['--short', '--fqdn', '--long', '--domain', '--ip-address', '--all-ip-addresses', '--all-fqdns', '--alias', '--nis'],
+  },
+  ({ operands }) => (operands.length > 0 ? 'hostname: an operand sets the host name' : null),
+);
 
 const lessRule: Rule = (args) => {
   const plus = args.find((arg) => arg.startsWith('+'));
@@ -180,7 +445,13 @@ const lessRule: Rule = (args) => {
   scanOptions('less', args, {
     shortWithValue: 'bhjkoOpPtTxyz#',
     deniedShort: { o: 'it writes a log file', O: 'it writes a log file' },
-    deniedLong: { '--log-file': 'it writes a log file', '--LOG-FILE': 'it writes a log file', '--lesskey-src': 'it reads key bindings', '--lesskey-file': 'it reads key bindings', '--tag': 'it runs tag lookups' },
+    deniedLong: {
+      '--log-file': 'it writes a log file',
+      '--LOG-FILE': 'it writes a log file',
+      '--lesskey-src': 'it reads key bindings',
+      '--lesskey-file': 'it reads key bindings',
+      '--tag': 'it runs tag lookups',
+    },
   });
   return null;
 };
@@ -230,7 +501,10 @@ const xxdRule: Rule = (args) => {
   let i = 0;
   for (; i < args.length; i++) {
     const arg = args[i]!;
-    if (arg === '--') { i += 1; break; }
+    if (arg === '--') {
+      i += 1;
+      break;
+    }
     if (!arg.startsWith('-') || arg === '-') break;
     if (/^--?[cglosnR]$/.test(arg)) i += 1;
   }
@@ -241,33 +515,72 @@ const printfRule = withOptions('printf', { stopAtOperand: true, allowedShort: ''
 const cdRule = maxOperands('cd', 1, 'the directory', { allowedShort: 'LP', allowedLong: [] });
 
 const fileRule = withOptions('file', {
-  shortWithValue: 'eFfmP', deniedShort: { C: 'it compiles a magic file (writes a file)' },
-  deniedLong: { '--compile': 'it compiles a magic file (writes a file)' }, longWithValue: ['--exclude', '--exclude-quiet', '--separator', '--files-from', '--magic-file', '--parameter'],
+  shortWithValue: 'eFfmP',
+  deniedShort: { C: 'it compiles a magic file (writes a file)' },
+  deniedLong: { '--compile': 'it compiles a magic file (writes a file)' },
+  longWithValue: ['--exclude', '--exclude-quiet', '--separator', '--files-from', '--magic-file', '--parameter'],
 });
 
 const iconvRule = withOptions('iconv', {
-  shortWithValue: 'fto', deniedShort: { o: 'it writes a file' }, deniedLong: { '--output': 'it writes a file' }, longWithValue: ['--from-code', '--to-code'],
+  shortWithValue: 'fto',
+  deniedShort: { o: 'it writes a file' },
+  deniedLong: { '--output': 'it writes a file' },
+  longWithValue: ['--from-code', '--to-code'],
 });
 
 const treeRule = withOptions('tree', { deniedShort: { o: 'it writes the listing to a file' }, deniedLong: { '--output': 'it writes the listing to a file' } });
 
 function uniqRule(): Rule {
-  return maxOperands('uniq', 1, 'a second operand is an output file', { shortWithValue: 'fsw', longWithValue: ['--skip-fields', '--skip-chars', '--check-chars'] });
+  return maxOperands('uniq', 1, 'a second operand is an output file', {
+    shortWithValue: 'fsw',
+    longWithValue: ['--skip-fields', '--skip-chars', '--check-chars'],
+  });
 }
 
 export const RULES = new Map<string, Rule>([
   ...ANY_ARGUMENTS.map((name): [string, Rule] => [name, () => null]),
-  ['find', findRule], ['xargs', xargsRule], ['env', envRule], ['timeout', timeoutRule], ['nice', niceRule],
-  ['command', commandRule], ['sed', sedRule], ['awk', awkRule], ['gawk', awkRule], ['mawk', awkRule],
-  ['sort', sortRule], ['rg', rgRecursiveRule], ['gzip', gzipRule('gzip')], ['gunzip', gzipRule('gunzip')], ['tar', tarRule],
-  ['unzip', unzipRule], ['ps', psRule], ['date', dateRule], ['hostname', hostnameRule], ['less', lessRule],
-  ['printf', printfRule], ['cd', cdRule], ['file', fileRule], ['iconv', iconvRule], ['tree', treeRule], ['git', gitRule],
-  ['uniq', uniqRule()], ['xxd', xxdRule], ['grep', grepRule('grep')], ['egrep', grepRule('egrep')], ['fgrep', grepRule('fgrep')],
-  ['diff', diffRule], ['strings', stringsRule],
+  ['find', findRule],
+  ['xargs', xargsRule],
+  ['env', envRule],
+  ['timeout', timeoutRule],
+  ['nice', niceRule],
+  ['command', commandRule],
+  ['sed', sedRule],
+  ['awk', awkRule],
+  ['gawk', awkRule],
+  ['mawk', awkRule],
+  ['sort', sortRule],
+  ['rg', rgRecursiveRule],
+  ['gzip', gzipRule('gzip')],
+  ['gunzip', gzipRule('gunzip')],
+  ['tar', tarRule],
+  ['unzip', unzipRule],
+  ['ps', psRule],
+  ['date', dateRule],
+  ['hostname', hostnameRule],
+  ['less', lessRule],
+  ['printf', printfRule],
+  ['cd', cdRule],
+  ['file', fileRule],
+  ['iconv', iconvRule],
+  ['tree', treeRule],
+  ['git', gitRule],
+  ['uniq', uniqRule()],
+  ['xxd', xxdRule],
+  ['grep', grepRule('grep')],
+  ['egrep', grepRule('egrep')],
+  ['fgrep', grepRule('fgrep')],
+  ['diff', diffRule],
+  ['strings', stringsRule],
   ...['zgrep', 'zegrep', 'zfgrep', 'bzgrep', 'bzegrep', 'bzfgrep', 'xzgrep', 'xzegrep', 'xzfgrep'].map((name): [string, Rule] => [name, grepRule(name)]),
   ...['zless', 'bzless', 'xzless', 'lzless'].map((name): [string, Rule] => [name, lessRule]),
   ...['zmore', 'bzmore', 'xzmore', 'lzmore'].map((name): [string, Rule] => [name, () => null]),
-  ...inspectionRules(), ['docker', dockerRule('docker')], ['podman', dockerRule('podman')], ['kubectl', kubectlRule], ['curl', curlRule], ['getent', getentRule],
+  ...inspectionRules(),
+  ['docker', dockerRule('docker')],
+  ['podman', dockerRule('podman')],
+  ['kubectl', kubectlRule],
+  ['curl', curlRule],
+  ['getent', getentRule],
 ]);
 
 /** Checks one command's argument vector (argv[0] is the command name). */

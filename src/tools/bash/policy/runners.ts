@@ -14,7 +14,10 @@ function runnerTargetRefusal(runner: string, argv: string[], context: RuleContex
   const [command] = argv;
   if (command === undefined) return `${runner}: no command to run`;
   if (!SAFE_WITH_ANY_ARGUMENTS.has(command)) {
-    return `${runner}: may only run commands that are harmless whatever file names or input they are given (${[...SAFE_WITH_ANY_ARGUMENTS].join(', ')}); "${command}" is not one of them`;
+    return (
+      `${runner}: may only run commands that are harmless whatever file names or input they are given (${[...SAFE_WITH_ANY_ARGUMENTS].join(', ')}); ` +
+      `"${command}" is not one of them`
+    );
   }
   return context.checkNested(argv, true);
 }
@@ -34,8 +37,13 @@ function findStartPoints(args: readonly string[]): { globals: string[]; roots: s
 }
 
 const FIND_DENIED: Record<string, string> = {
-  '-delete': 'it deletes files', '-fprint': 'it writes a file', '-fprint0': 'it writes a file',
-  '-fprintf': 'it writes a file', '-fls': 'it writes a file', '-ok': 'it asks on a terminal', '-okdir': 'it asks on a terminal',
+  '-delete': 'it deletes files',
+  '-fprint': 'it writes a file',
+  '-fprint0': 'it writes a file',
+  '-fprintf': 'it writes a file',
+  '-fls': 'it writes a file',
+  '-ok': 'it asks on a terminal',
+  '-okdir': 'it asks on a terminal',
   '-files0-from': 'its start points would come from data (name them on the command line)',
 };
 
@@ -74,7 +82,9 @@ function namesProducerRefusal(argv: readonly string[], context: RuleContext, who
       if (printing) return `${who}: find feeding it may only print names (-print, -print0), not ${printing}`;
       return findTreeRefusal(args, context);
     }
-    case 'grep': case 'egrep': case 'fgrep': {
+    case 'grep':
+    case 'egrep':
+    case 'fgrep': {
       const listsNames = args.some((arg) => /^-[^-]*[lL]/.test(arg) || /^--files-with/.test(arg));
       if (!listsNames) return `${who}: ${name} feeding it must list file names (-l or -L)`;
       if (args.some((arg) => arg.startsWith('--lab'))) return `${who}: ${name} --label feeding it would name any file`;
@@ -83,15 +93,26 @@ function namesProducerRefusal(argv: readonly string[], context: RuleContext, who
     case 'rg':
       return args.some((arg) => /^-[^-]*l/.test(arg) || /^--files/.test(arg)) ? null : `${who}: rg feeding it must list file names (-l, --files)`;
     case 'ls':
-      return args.every((arg) => !arg.startsWith('-') || /^-[1aAdrtSUXvR]+$/.test(arg)) ? null : `${who}: ls feeding it may only use -1 -a -A -d -r -t -S -U -X -v -R (names only)`;
+      return args.every((arg) => !arg.startsWith('-') || /^-[1aAdrtSUXvR]+$/.test(arg))
+        ? null
+        : `${who}: ls feeding it may only use -1 -a -A -d -r -t -S -U -X -v -R (names only)`;
     case 'git': {
       const sub = args.indexOf('ls-files');
-      if (sub < 0 || args.slice(0, sub).some((arg, i) => arg !== '-C' && args[i - 1] !== '-C')) return `${who}: of git, only "git [-C DIR] ls-files" may feed it`;
-      const bad = args.slice(sub + 1).find((arg) => arg.startsWith('-') && !/^(-[zcomdi]+|--(cached|others|modified|deleted|ignored|exclude-standard|full-name|recurse-submodules)|--)$/.test(arg));
+      if (sub < 0 || args.slice(0, sub).some((arg, i) => arg !== '-C' && args[i - 1] !== '-C'))
+        return `${who}: of git, only "git [-C DIR] ls-files" may feed it`;
+      const bad = args
+        .slice(sub + 1)
+        .find(
+          (arg) =>
+            arg.startsWith('-') && !/^(-[zcomdi]+|--(cached|others|modified|deleted|ignored|exclude-standard|full-name|recurse-submodules)|--)$/.test(arg),
+        );
       return bad ? `${who}: git ls-files feeding it may not use ${bad} (names only)` : null;
     }
     default:
-      return `${who}: takes file names only from find, grep -l, rg -l, ls or git ls-files (directly or through head, tail, sort, uniq, tac or grep filters), not from ${name}: other commands could spell any path, such as another process's /proc/PID/environ`;
+      return (
+        `${who}: takes file names only from find, grep -l, rg -l, ls or git ls-files (directly or through head, tail, sort, uniq, tac or grep ` +
+        `filters), not from ${name}: other commands could spell any path, such as another process's /proc/PID/environ`
+      );
   }
 }
 
@@ -100,7 +121,10 @@ function onlyOptions(args: readonly string[], letters: string, valueLetters: str
   let operands = 0;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
-    if (!arg.startsWith('-') || arg === '-') { operands += 1; continue; }
+    if (!arg.startsWith('-') || arg === '-') {
+      operands += 1;
+      continue;
+    }
     if (![...arg.slice(1)].every((letter) => letters.includes(letter) || /\d/.test(letter))) return false;
     if (valueLetters.includes(arg.at(-1)!)) i += 1;
   }
@@ -111,28 +135,74 @@ function onlyOptions(args: readonly string[], letters: string, valueLetters: str
 function passesNamesThrough(argv: readonly string[]): boolean {
   const [name, ...args] = argv;
   switch (name) {
-    case 'head': case 'tail': return onlyOptions(args, 'nz', 'n', 0);
-    case 'sort': return onlyOptions(args, 'rufzVnbdik', 'k', 0);
-    case 'uniq': case 'tac': return onlyOptions(args, 'uzdi', '', 0);
-    case 'grep': case 'egrep': case 'fgrep': return onlyOptions(args, 'viEFxwze', 'e', args.some((arg) => /^-[a-zA-Z]*e$/.test(arg)) ? 0 : 1);
-    default: return false;
+    case 'head':
+    case 'tail':
+      return onlyOptions(args, 'nz', 'n', 0);
+    case 'sort':
+      return onlyOptions(args, 'rufzVnbdik', 'k', 0);
+    case 'uniq':
+    case 'tac':
+      return onlyOptions(args, 'uzdi', '', 0);
+    case 'grep':
+    case 'egrep':
+    case 'fgrep':
+      return onlyOptions(args, 'viEFxwze', 'e', args.some((arg) => /^-[a-zA-Z]*e$/.test(arg)) ? 0 : 1);
+    default:
+      return false;
   }
 }
 
 /** Commands that never print what is inside a file (names, sizes, hashes): they may take names from any input. */
-const NAMES_ONLY = new Set(['echo', '[', 'basename', 'dirname', 'realpath', 'readlink', 'test', 'true', 'false', 'ls', 'stat', 'du', 'wc', 'md5sum', 'sha1sum', 'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum']);
+const NAMES_ONLY = new Set([
+  'echo',
+  '[',
+  'basename',
+  'dirname',
+  'realpath',
+  'readlink',
+  'test',
+  'true',
+  'false',
+  'ls',
+  'stat',
+  'du',
+  'wc',
+  'md5sum',
+  'sha1sum',
+  'sha224sum',
+  'sha256sum',
+  'sha384sum',
+  'sha512sum',
+  'b2sum',
+  'cksum',
+]);
 
 export const xargsRule: Rule = (args, context) => {
   const scanned = scanOptions('xargs', args, {
     stopAtOperand: true,
-    shortWithValue: 'EILnPs', shortWithOptionalValue: 'eil',
+    shortWithValue: 'EILnPs',
+    shortWithOptionalValue: 'eil',
     allowedShort: '0EeIiLlnPrstx',
-    allowedLong: ['--null', '--eof', '--replace', '--max-lines', '--max-args', '--max-procs', '--max-chars', '--no-run-if-empty', '--verbose', '--exit', '--show-limits'],
+    allowedLong: [
+      '--null',
+      '--eof',
+      '--replace',
+      '--max-lines',
+      '--max-args',
+      '--max-procs',
+      '--max-chars',
+      '--no-run-if-empty',
+      '--verbose',
+      '--exit',
+      '--show-limits',
+    ],
     longWithValue: ['--max-lines', '--max-args', '--max-procs', '--max-chars'],
     knownLong: ['--arg-file', '--delimiter', '--interactive', '--open-tty', '--process-slot-var'],
   });
   const command = scanned.operands.length > 0 ? scanned.operands : ['echo'];
-  const replace = scanned.values.find(([option]) => option === '-I' || option === '--replace')?.[1] ?? (scanned.short.has('i') || scanned.long.includes('--replace') ? '{}' : undefined);
+  const replace =
+    scanned.values.find(([option]) => option === '-I' || option === '--replace')?.[1] ??
+    (scanned.short.has('i') || scanned.long.includes('--replace') ? '{}' : undefined);
   if (replace !== undefined && replace !== '') {
     if (command[0]!.includes(replace)) return 'xargs: the command name would come from the input';
     const spliced = command.find((arg) => arg.includes(replace) && arg !== replace);
@@ -163,9 +233,15 @@ export const envRule: Rule = (args, context) => {
   for (; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === '-i' || arg === '-0' || arg === '--ignore-environment' || arg === '--null' || arg === '-') continue;
-    if (arg === '-u' || arg === '--unset') { i += 1; continue; }
+    if (arg === '-u' || arg === '--unset') {
+      i += 1;
+      continue;
+    }
     if (arg.startsWith('--unset=') || (arg.startsWith('-u') && arg.length > 2)) continue;
-    if (arg === '--') { i += 1; break; }
+    if (arg === '--') {
+      i += 1;
+      break;
+    }
     if (arg.startsWith('-')) return `env: the option ${arg} is refused (only -i, -0 and -u NAME are allowed)`;
     break;
   }
@@ -180,15 +256,25 @@ export const envRule: Rule = (args, context) => {
 
 export const timeoutRule: Rule = (args, context) => {
   const scanned = scanOptions('timeout', args, {
-    stopAtOperand: true, shortWithValue: 'sk', allowedShort: 'skv',
-    allowedLong: ['--signal', '--kill-after', '--preserve-status', '--foreground', '--verbose'], longWithValue: ['--signal', '--kill-after'],
+    stopAtOperand: true,
+    shortWithValue: 'sk',
+    allowedShort: 'skv',
+    allowedLong: ['--signal', '--kill-after', '--preserve-status', '--foreground', '--verbose'],
+    longWithValue: ['--signal', '--kill-after'],
   });
   const [, ...command] = scanned.operands;
   return command.length === 0 ? 'timeout: needs a duration and a command' : context.checkNested(command, context.dataDriven);
 };
 
 export const niceRule: Rule = (args, context) => {
-  const scanned = scanOptions('nice', args, { stopAtOperand: true, shortWithValue: 'n', allowedShort: 'n', allowedLong: ['--adjustment'], longWithValue: ['--adjustment'], numericShortIsValue: true });
+  const scanned = scanOptions('nice', args, {
+    stopAtOperand: true,
+    shortWithValue: 'n',
+    allowedShort: 'n',
+    allowedLong: ['--adjustment'],
+    longWithValue: ['--adjustment'],
+    numericShortIsValue: true,
+  });
   return scanned.operands.length === 0 ? null : context.checkNested(scanned.operands, context.dataDriven);
 };
 

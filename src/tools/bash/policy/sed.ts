@@ -13,14 +13,22 @@ const READ_COMMANDS = new Set(['r', 'R']);
 export function sedScriptRefusal(script: string): string | null {
   let i = 0;
   const n = script.length;
-  const skipBlank = () => { while (i < n && (script[i] === ' ' || script[i] === '\t')) i += 1; };
+  const skipBlank = () => {
+    while (i < n && (script[i] === ' ' || script[i] === '\t')) i += 1;
+  };
   /** Reads a delimited part (regex or replacement) ending at an unescaped `delimiter`. */
   const delimited = (delimiter: string): boolean => {
     while (i < n) {
       const c = script[i]!;
-      if (c === '\\') { i += 2; continue; }
+      if (c === '\\') {
+        i += 2;
+        continue;
+      }
       if (c === '\n' && delimiter !== '\n') return false;
-      if (c === delimiter) { i += 1; return true; }
+      if (c === delimiter) {
+        i += 1;
+        return true;
+      }
       i += 1;
     }
     return false;
@@ -28,11 +36,20 @@ export function sedScriptRefusal(script: string): string | null {
   const address = (): string | null => {
     const c = script[i];
     if (c === undefined) return null;
-    if (/[0-9]/.test(c)) { while (i < n && /[0-9~]/.test(script[i]!)) i += 1; return null; }
-    if (c === '$') { i += 1; return null; }
+    if (/[0-9]/.test(c)) {
+      while (i < n && /[0-9~]/.test(script[i]!)) i += 1;
+      return null;
+    }
+    if (c === '$') {
+      i += 1;
+      return null;
+    }
     if (c === '/' || c === '\\') {
       let delimiter = '/';
-      if (c === '\\') { delimiter = script[i + 1] ?? ''; i += 1; }
+      if (c === '\\') {
+        delimiter = script[i + 1] ?? '';
+        i += 1;
+      }
       i += 1;
       if (!delimiter || !delimited(delimiter)) return 'sed: an address regex that does not end';
       while (i < n && (script[i] === 'I' || script[i] === 'M')) i += 1;
@@ -42,7 +59,10 @@ export function sedScriptRefusal(script: string): string | null {
   while (i < n) {
     while (i < n && /[\s;]/.test(script[i]!)) i += 1;
     if (i >= n) break;
-    if (script[i] === '#') { while (i < n && script[i] !== '\n') i += 1; continue; }
+    if (script[i] === '#') {
+      while (i < n && script[i] !== '\n') i += 1;
+      continue;
+    }
     const first = address();
     if (first) return first;
     skipBlank();
@@ -61,7 +81,11 @@ export function sedScriptRefusal(script: string): string | null {
     if (command === 'w' || command === 'W') return `sed: the "${command}" command writes a file`;
     if (command === 'e') return 'sed: the "e" command runs a shell command';
     if (SIMPLE_COMMANDS.has(command)) continue;
-    if (WITH_NUMBER.has(command)) { skipBlank(); while (i < n && /[0-9]/.test(script[i]!)) i += 1; continue; }
+    if (WITH_NUMBER.has(command)) {
+      skipBlank();
+      while (i < n && /[0-9]/.test(script[i]!)) i += 1;
+      continue;
+    }
     if (WITH_LABEL.has(command) || TEXT_COMMANDS.has(command) || READ_COMMANDS.has(command)) {
       // Labels end at ";" or a line break; texts and file names run to the end of the line.
       // A label that ends earlier than we think leaves more text to check, never less.

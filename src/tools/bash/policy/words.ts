@@ -28,10 +28,16 @@ export class WordRefusal extends Error {
 const FORBIDDEN_UNQUOTED: Record<string, string> = {
   $: 'a "$" (variable, parameter or arithmetic expansion, command substitution or $\'...\' string)',
   '`': 'a backquote (command substitution)',
-  '(': 'a parenthesis', ')': 'a parenthesis',
-  '<': 'a redirection', '>': 'a redirection',
-  '&': 'an "&"', ';': 'a ";"', '|': 'a "|"',
-  '\n': 'a line break inside a word', ' ': 'unquoted white space', '\t': 'unquoted white space',
+  '(': 'a parenthesis',
+  ')': 'a parenthesis',
+  '<': 'a redirection',
+  '>': 'a redirection',
+  '&': 'an "&"',
+  ';': 'a ";"',
+  '|': 'a "|"',
+  '\n': 'a line break inside a word',
+  ' ': 'unquoted white space',
+  '\t': 'unquoted white space',
 };
 
 export function wordValue(source: string): WordValue {
@@ -57,8 +63,12 @@ export function wordValue(source: string): WordValue {
       for (;;) {
         const c = source[i];
         if (c === undefined) throw new WordRefusal('an unterminated double quote');
-        if (c === '"') { i += 1; break; }
-        if (c === '$' || c === '`') throw new WordRefusal(`${c === '$' ? 'a "$"' : 'a backquote'} inside double quotes (expansion or substitution); use single quotes for literal text`);
+        if (c === '"') {
+          i += 1;
+          break;
+        }
+        if (c === '$' || c === '`')
+          throw new WordRefusal(`${c === '$' ? 'a "$"' : 'a backquote'} inside double quotes (expansion or substitution); use single quotes for literal text`);
         if (c === '\\') {
           const next = source[i + 1];
           if (next === undefined) throw new WordRefusal('an unterminated double quote');

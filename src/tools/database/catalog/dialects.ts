@@ -10,7 +10,9 @@ import type { Engine } from '../types.js';
 
 /** Schemas that hold the engine's own catalogue, left out of search and list_tables. */
 const MYSQL_SYSTEM = `('mysql', 'information_schema', 'performance_schema', 'sys')`;
-const ORACLE_SYSTEM = `('SYS', 'SYSTEM', 'XDB', 'MDSYS', 'CTXSYS', 'ORDSYS', 'OUTLN', 'DBSNMP', 'APPQOSSYS', 'WMSYS', 'OJVMSYS', 'LBACSYS', 'GSMADMIN_INTERNAL', 'DVSYS', 'AUDSYS', 'OLAPSYS', 'ORDDATA')`;
+const ORACLE_SYSTEM =
+  `('SYS', 'SYSTEM', 'XDB', 'MDSYS', 'CTXSYS', 'ORDSYS', 'OUTLN', 'DBSNMP', 'APPQOSSYS', 'WMSYS', 'OJVMSYS', 'LBACSYS', ` +
+  `'GSMADMIN_INTERNAL', 'DVSYS', 'AUDSYS', 'OLAPSYS', 'ORDDATA')`;
 
 export interface Dialect {
   /** A quoted identifier. */
@@ -56,8 +58,10 @@ const sqlite: Dialect = {
     FROM pragma_table_list AS t JOIN pragma_table_info(t.name, t.schema) AS c
     WHERE t.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND t.type IN ('table', 'view')`,
   // sqlite_stat1 (written by ANALYZE) starts each table's stat with its row count; without it, no estimate.
-  tables: (withStatistics) => `SELECT t.schema AS schema_name, t.name AS table_name, t.type AS kind,
-      ${withStatistics ? `(SELECT MAX(CAST(s.stat AS INTEGER)) FROM sqlite_stat1 AS s WHERE s.tbl = t.name AND t.schema = 'main')` : 'NULL'} AS est_rows, NULL AS comment_text
+  tables: (withStatistics) =>
+    `SELECT t.schema AS schema_name, t.name AS table_name, t.type AS kind,
+      ${withStatistics ? `(SELECT MAX(CAST(s.stat AS INTEGER)) FROM sqlite_stat1 AS s WHERE s.tbl = t.name AND t.schema = 'main')` : 'NULL'} AS est_rows, ` +
+    `NULL AS comment_text
     FROM pragma_table_list AS t WHERE t.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND t.type IN ('table', 'view', 'virtual')`,
   asText: (expression) => `CAST(${expression} AS TEXT)`,
   length: (expression) => `length(${expression})`,
@@ -83,8 +87,10 @@ const postgres: Dialect = {
     WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
       AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%'`,
   // reltuples is the planner's estimate (-1: never analysed or vacuumed).
-  tables: () => `SELECT n.nspname::text AS schema_name, c.relname::text AS table_name,
-      CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table' END AS kind,
+  tables: () =>
+    `SELECT n.nspname::text AS schema_name, c.relname::text AS table_name,
+      CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign ` +
+    `table' END AS kind,
       CASE WHEN c.relkind IN ('r', 'p', 'm') AND c.reltuples >= 0 THEN c.reltuples::bigint END AS est_rows, d.description AS comment_text
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     LEFT JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass AND d.objsubid = 0
@@ -149,7 +155,9 @@ const vertica: Dialect = {
   contains: (haystack, needle) => `INSTR(LOWER(${haystack}), ${needle}) > 0`,
   startsWith: (haystack, needle) => `INSTR(LOWER(${haystack}), ${needle}) = 1`,
   limit: limitClause,
-  objects: `SELECT 'table' AS kind, t.table_schema AS schema_name, t.table_name AS table_name, NULL::varchar AS column_name, NULL::varchar AS data_type, cm.comment AS comment_text
+  objects:
+    `SELECT 'table' AS kind, t.table_schema AS schema_name, t.table_name AS table_name, NULL::varchar AS column_name, NULL::varchar AS data_type, ` +
+    `cm.comment AS comment_text
     FROM v_catalog.tables t LEFT JOIN v_catalog.comments cm ON cm.object_type = 'TABLE' AND cm.object_schema = t.table_schema AND cm.object_name = t.table_name
     UNION ALL
     SELECT 'view', v.table_schema, v.table_name, NULL, NULL, cm.comment
@@ -178,11 +186,15 @@ const duckdb: Dialect = {
   contains: (haystack, needle) => `strpos(lower(${haystack}), ${needle}) > 0`,
   startsWith: (haystack, needle) => `strpos(lower(${haystack}), ${needle}) = 1`,
   limit: limitClause,
-  objects: `SELECT 'table' AS kind, ${DUCKDB_SCHEMA} AS schema_name, table_name, NULL::VARCHAR AS column_name, NULL::VARCHAR AS data_type, comment AS comment_text FROM duckdb_tables() WHERE NOT internal
+  objects:
+    `SELECT 'table' AS kind, ${DUCKDB_SCHEMA} AS schema_name, table_name, NULL::VARCHAR AS column_name, NULL::VARCHAR AS data_type, comment AS ` +
+    `comment_text FROM duckdb_tables() WHERE NOT internal
     UNION ALL SELECT 'view', ${DUCKDB_SCHEMA}, view_name, NULL, NULL, comment FROM duckdb_views() WHERE NOT internal
     UNION ALL SELECT 'column', ${DUCKDB_SCHEMA}, table_name, column_name, data_type, comment FROM duckdb_columns() WHERE NOT internal`,
   // estimated_size is DuckDB's own row estimate for a table; views over files have none.
-  tables: () => `SELECT ${DUCKDB_SCHEMA} AS schema_name, table_name, 'table' AS kind, estimated_size AS est_rows, comment AS comment_text FROM duckdb_tables() WHERE NOT internal
+  tables: () =>
+    `SELECT ${DUCKDB_SCHEMA} AS schema_name, table_name, 'table' AS kind, estimated_size AS est_rows, comment AS comment_text FROM duckdb_tables() ` +
+    `WHERE NOT internal
     UNION ALL SELECT ${DUCKDB_SCHEMA}, view_name, 'view', NULL, comment FROM duckdb_views() WHERE NOT internal`,
   asText: (expression) => `CAST(${expression} AS VARCHAR)`,
   length: (expression) => `length(CAST(${expression} AS VARCHAR))`,

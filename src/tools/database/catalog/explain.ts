@@ -14,15 +14,18 @@ const EXPLAIN_PREFIX: Record<Engine, string> = {
   sqlite: 'EXPLAIN QUERY PLAN ',
   postgres: 'EXPLAIN ',
   mysql: 'EXPLAIN ',
-  oracle: 'EXPLAIN PLAN SET STATEMENT_ID = \'quarry\' FOR ',
+  oracle: "EXPLAIN PLAN SET STATEMENT_ID = 'quarry' FOR ",
   vertica: 'EXPLAIN ',
   duckdb: 'EXPLAIN ',
 };
 
-export const ORACLE_EXPLAIN_READ_ONLY = 'explain is not available on Oracle in read-only mode: Oracle\'s EXPLAIN PLAN writes the plan into PLAN_TABLE, which a read-only transaction refuses; check row counts with COUNT(*) on a sample or ask a DBA for the plan';
+export const ORACLE_EXPLAIN_READ_ONLY =
+  "explain is not available on Oracle in read-only mode: Oracle's EXPLAIN PLAN writes the plan into PLAN_TABLE, which a read-only transaction refuses; " +
+  'check row counts with COUNT(*) on a sample or ask a DBA for the plan';
 
 function refuseNestedExplain(sql: string): void {
-  if (/^\s*(\(\s*)*EXPLAIN\b/i.test(sql)) throw new ToolError('explain: pass the statement itself, without EXPLAIN (quarry adds it; ANALYZE is never used, so nothing runs)', 'invalid_arguments');
+  if (/^\s*(\(\s*)*EXPLAIN\b/i.test(sql))
+    throw new ToolError('explain: pass the statement itself, without EXPLAIN (quarry adds it; ANALYZE is never used, so nothing runs)', 'invalid_arguments');
 }
 
 /** The plan as text: the engine's own lines, or a table for engines that answer with columns. */
@@ -36,7 +39,9 @@ export async function explainStatement(engine: Engine, driver: DatabaseDriver, s
   }
   const result = await driver.query(`${EXPLAIN_PREFIX[engine]}${sql}`, PLAN_ROWS, options);
   // A plan longer than PLAN_ROWS rows says so (it was cut silently at 1,000 lines).
-  const more = result.more ? `\n(plan cut at its first ${PLAN_ROWS.toLocaleString('en-US')} rows: explain a smaller part of the statement to see the rest)` : '';
+  const more = result.more
+    ? `\n(plan cut at its first ${PLAN_ROWS.toLocaleString('en-US')} rows: explain a smaller part of the statement to see the rest)`
+    : '';
   if (engine === 'sqlite') return bounded(sqlitePlanTree(result.rows)) + more;
   if (result.columns.length === 1 || engine === 'duckdb') {
     const text = result.rows.map((row) => row.map((value) => String(value ?? '')).join('\n')).join('\n');
@@ -62,7 +67,10 @@ function sqlitePlanTree(rows: CellValue[][]): string {
 function bounded(text: string): string {
   const budget = MAX_TOOL_OUTPUT_BYTES - 512;
   if (Buffer.byteLength(text, 'utf8') <= budget) return text;
-  const cut = Buffer.from(text, 'utf8').subarray(0, budget).toString('utf8').replace(/\uFFFD$/, '');
+  const cut = Buffer.from(text, 'utf8')
+    .subarray(0, budget)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
   return `${cut.slice(0, cut.lastIndexOf('\n'))}\n(plan cut at ${Math.round(budget / 1024)} KiB: explain a smaller part of the statement to see the rest)`;
 }
 
@@ -118,7 +126,8 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
       if (seqScans.length) {
         // pg sends each array as text[]; the schema-qualified name finds the very table scanned.
         const rows = await driver.catalog(
-          `SELECT s.shown, c.reltuples::bigint FROM unnest(?::text[], ?::text[], ?::text[]) AS s(shown, nsp, rel) JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', s.nsp, s.rel)) WHERE c.reltuples >= 0`,
+          `SELECT s.shown, c.reltuples::bigint FROM unnest(?::text[], ?::text[], ?::text[]) AS s(shown, nsp, rel) JOIN pg_class c ON c.oid = ` +
+            `to_regclass(format('%I.%I', s.nsp, s.rel)) WHERE c.reltuples >= 0`,
           [seqScans.map((scan) => scan[0]), seqScans.map((scan) => scan[1]), seqScans.map((scan) => scan[2])],
           options,
         );

@@ -100,19 +100,32 @@ export async function profileQuery(input: ProfileInput, sql: string): Promise<Pr
     return { name, type };
   });
   const unique = new Set(head.columns);
-  if (unique.size !== head.columns.length) throw new ToolError('profile: the query returns two columns with the same name; give each column its own alias', 'invalid_arguments');
+  if (unique.size !== head.columns.length)
+    throw new ToolError('profile: the query returns two columns with the same name; give each column its own alias', 'invalid_arguments');
   const source: ProfileSource = { from: `(${dialect.limit(`SELECT * FROM (\n${sql}\n) quarry_query`, PROFILE_ROWS)}) quarry_rows`, params: [], sampled: null };
   const result = await profileColumns(input, 'the query', source, available);
   if (result.rowsRead >= PROFILE_ROWS) result.sampled = `the query's first ${PROFILE_ROWS.toLocaleString('en-US')} rows (it may return more)`;
   return result;
 }
 
-async function profileColumns(input: ProfileInput, subject: string, source: ProfileSource, available: { name: string; type: string }[]): Promise<ProfileResult> {
+async function profileColumns(
+  input: ProfileInput,
+  subject: string,
+  source: ProfileSource,
+  available: { name: string; type: string }[],
+): Promise<ProfileResult> {
   const { engine, driver, options } = input;
   let chosen = available;
   if (input.columns?.length) {
     const missing = input.columns.filter((name) => !available.some((column) => column.name === name));
-    if (missing.length) throw new ToolError(`profile: no column ${missing.map((name) => JSON.stringify(name)).join(', ')} in ${subject}; columns: ${available.slice(0, 40).map((column) => column.name).join(', ')}${available.length > 40 ? ', …' : ''}`, 'invalid_arguments');
+    if (missing.length)
+      throw new ToolError(
+        `profile: no column ${missing.map((name) => JSON.stringify(name)).join(', ')} in ${subject}; columns: ${available
+          .slice(0, 40)
+          .map((column) => column.name)
+          .join(', ')}${available.length > 40 ? ', …' : ''}`,
+        'invalid_arguments',
+      );
     chosen = available.filter((column) => input.columns!.includes(column.name));
   }
   const limited = input.columns?.length ? chosen : chosen.slice(0, PROFILE_DEFAULT_COLUMNS);
@@ -167,7 +180,14 @@ function toNumber(value: CellValue): number | null {
   return Number.isFinite(number) ? number : null;
 }
 
-async function profileColumn(engine: Engine, driver: DatabaseDriver, source: ProfileSource, name: string, type: string, options: RunOptions): Promise<ColumnProfile> {
+async function profileColumn(
+  engine: Engine,
+  driver: DatabaseDriver,
+  source: ProfileSource,
+  name: string,
+  type: string,
+  options: RunOptions,
+): Promise<ColumnProfile> {
   const dialect = DIALECTS[engine];
   const column = dialect.quote(name);
   const category = categoryOf(type);
@@ -205,7 +225,11 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
         if (dialect.stddev) profile.stddev = toNumber(row[6] ?? null);
         else if (spread && mean !== null && nonNull > 1) {
           // SQLite has no STDDEV: a second pass over the same rows, centred on the mean (its two ? come before the source's own).
-          const [[square] = []] = await driver.catalog(`SELECT AVG((${double} - ?) * (${double} - ?)) FROM ${source.from}`, [mean, mean, ...source.params], options);
+          const [[square] = []] = await driver.catalog(
+            `SELECT AVG((${double} - ?) * (${double} - ?)) FROM ${source.from}`,
+            [mean, mean, ...source.params],
+            options,
+          );
           const meanSquare = toNumber(square ?? null);
           if (meanSquare !== null) profile.stddev = Math.sqrt(meanSquare * (nonNull / (nonNull - 1)));
         }
@@ -216,7 +240,11 @@ async function profileColumn(engine: Engine, driver: DatabaseDriver, source: Pro
       }
       if (value && profile.distinct !== null && profile.distinct > 0 && profile.distinct <= LOW_CARDINALITY) {
         try {
-          const top = await driver.catalog(dialect.limit(`SELECT ${value}, COUNT(*) FROM ${source.from} WHERE ${column} IS NOT NULL GROUP BY ${value} ORDER BY 2 DESC, 1`, TOP_VALUES), source.params, options);
+          const top = await driver.catalog(
+            dialect.limit(`SELECT ${value}, COUNT(*) FROM ${source.from} WHERE ${column} IS NOT NULL GROUP BY ${value} ORDER BY 2 DESC, 1`, TOP_VALUES),
+            source.params,
+            options,
+          );
           profile.top = top.map(([item, count]) => [item ?? null, toNumber(count ?? 0) ?? 0]);
         } catch (error) {
           // The figures above stand; only the top values are missing (a user's cancel is seen by the caller's next statement).
@@ -255,17 +283,36 @@ function shown(value: CellValue): string {
 
 function profileRow(profile: ColumnProfile): CellValue[] {
   const length = profile.minLength === null ? '' : `${profile.minLength}–${profile.maxLength}`;
-  const top = profile.topMissing ? `(${profile.topMissing})` : profile.top.map(([value, count]) => `${valueToText(value) === null ? 'NULL' : cellText(value).slice(0, 40)} (${count.toLocaleString('en-US')})`).join(', ');
-  return [profile.name, profile.type, profile.note ?? percent(profile.nulls, profile.rows), profile.distinct === null ? '' : profile.distinct.toLocaleString('en-US'), shown(profile.min), shown(profile.max), figure(profile.mean), figure(profile.stddev), length, top];
+  const top = profile.topMissing
+    ? `(${profile.topMissing})`
+    : profile.top
+        .map(([value, count]) => `${valueToText(value) === null ? 'NULL' : cellText(value).slice(0, 40)} (${count.toLocaleString('en-US')})`)
+        .join(', ');
+  return [
+    profile.name,
+    profile.type,
+    profile.note ?? percent(profile.nulls, profile.rows),
+    profile.distinct === null ? '' : profile.distinct.toLocaleString('en-US'),
+    shown(profile.min),
+    shown(profile.max),
+    figure(profile.mean),
+    figure(profile.stddev),
+    length,
+    top,
+  ];
 }
 
 const PROFILE_HEADER = ['column', 'type', 'nulls', 'distinct', 'min', 'max', 'mean', 'stddev', 'length', 'top values'];
 
 function summary(result: ProfileResult): string {
   const rows = result.rowsRead.toLocaleString('en-US');
-  const from = result.sampled ? `SAMPLED: figures are from ${rows} rows: ${result.sampled}; distinct counts and top values are the sample's` : `from all ${rows} rows`;
+  const from = result.sampled
+    ? `SAMPLED: figures are from ${rows} rows: ${result.sampled}; distinct counts and top values are the sample's`
+    : `from all ${rows} rows`;
   const reached = result.notReached.length
-    ? `; not profiled: ${result.notReached.length.toLocaleString('en-US')} column${result.notReached.length === 1 ? '' : 's'} (${result.notReached.slice(0, 10).join(', ')}${result.notReached.length > 10 ? ', …' : ''}): the ${result.budgetSeconds} s budget ran out or the call profiles at most ${PROFILE_DEFAULT_COLUMNS} columns unless "columns" names them`
+    ? `; not profiled: ${result.notReached.length.toLocaleString('en-US')} column${result.notReached.length === 1 ? '' : 's'} ` +
+      `(${result.notReached.slice(0, 10).join(', ')}${result.notReached.length > 10 ? ', …' : ''}): the ${result.budgetSeconds} s budget ran out or the ` +
+      `call profiles at most ${PROFILE_DEFAULT_COLUMNS} columns unless "columns" names them`
     : '';
   return `Profile of ${result.subject}: ${result.columns.length} of ${result.totalColumns} columns, ${from}${reached}`;
 }
@@ -273,9 +320,11 @@ function summary(result: ProfileResult): string {
 /** What the model sees: the summary, then as many column rows as fit. */
 export function formatProfile(result: ProfileResult): string {
   const table = formatTable(PROFILE_HEADER, result.columns.map(profileRow));
-  const cut = table.rows < table.totalRows || table.columns < table.totalColumns
-    ? `\n(showing ${table.rows} of ${result.columns.length} profiled columns and ${table.columns} of ${PROFILE_HEADER.length} figures: the output is limited; pass "columns" or output_path for the whole profile)`
-    : '';
+  const cut =
+    table.rows < table.totalRows || table.columns < table.totalColumns
+      ? `\n(showing ${table.rows} of ${result.columns.length} profiled columns and ${table.columns} of ${PROFILE_HEADER.length} figures: the output is ` +
+        `limited; pass "columns" or output_path for the whole profile)`
+      : '';
   return `${summary(result)}\n${table.text}${cut}`;
 }
 

@@ -52,16 +52,33 @@ export async function targetFor(engine: Engine, driver: DatabaseDriver, descript
   const one = async (statement: string, params: unknown[]) => (await driver.catalog(statement, params, options))[0] ?? [];
   switch (engine) {
     case 'postgres': {
-      const [estimate, kind] = await one(`SELECT CASE WHEN reltuples >= 0 THEN reltuples::bigint ELSE pg_relation_size(oid) / 100 END, relkind::text FROM pg_class WHERE oid = to_regclass(?)`, [sql]);
+      const [estimate, kind] = await one(
+        `SELECT CASE WHEN reltuples >= 0 THEN reltuples::bigint ELSE pg_relation_size(oid) / 100 END, relkind::text FROM pg_class WHERE oid = to_regclass(?)`,
+        [sql],
+      );
       const isView = kind === 'v' || kind === 'f';
       return { description, sql, estimate: isView ? null : asNumber(estimate), estimateSource: 'pg_class.reltuples', key: null, isView };
     }
     case 'mysql': {
-      const [estimate, type] = await one(`SELECT table_rows, table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?`, [description.schema, description.name]);
-      return { description, sql, estimate: asNumber(estimate), estimateSource: 'information_schema.TABLES.TABLE_ROWS', key: integerKey, isView: type === 'VIEW' };
+      const [estimate, type] = await one(`SELECT table_rows, table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?`, [
+        description.schema,
+        description.name,
+      ]);
+      return {
+        description,
+        sql,
+        estimate: asNumber(estimate),
+        estimateSource: 'information_schema.TABLES.TABLE_ROWS',
+        key: integerKey,
+        isView: type === 'VIEW',
+      };
     }
     case 'oracle': {
-      const [estimate, type] = await one(`SELECT t.num_rows, o.object_type FROM all_objects o LEFT JOIN all_tables t ON t.owner = o.owner AND t.table_name = o.object_name WHERE o.owner = ? AND o.object_name = ? AND o.object_type IN ('TABLE', 'VIEW', 'MATERIALIZED VIEW')`, [description.schema, description.name]);
+      const [estimate, type] = await one(
+        `SELECT t.num_rows, o.object_type FROM all_objects o LEFT JOIN all_tables t ON t.owner = o.owner AND t.table_name = o.object_name WHERE o.owner = ? ` +
+          `AND o.object_name = ? AND o.object_type IN ('TABLE', 'VIEW', 'MATERIALIZED VIEW')`,
+        [description.schema, description.name],
+      );
       return { description, sql, estimate: asNumber(estimate), estimateSource: 'ALL_TABLES.NUM_ROWS', key: null, isView: type === 'VIEW' };
     }
     case 'sqlite': {
@@ -116,29 +133,67 @@ export async function sampleRowsQuery(driver: DatabaseDriver, target: TableTarge
   const engine = driver.engine;
   const dialect = DIALECTS[engine];
   const estimate = target.estimate;
-  if (target.isView) return { sql: dialect.limit(`SELECT * FROM ${target.sql}`, rows), params: [], method: 'the first rows of the view (a view is not sampled: it may be costly to compute whole)', sampled: false };
-  if (engine === 'duckdb') return { sql: `SELECT * FROM ${target.sql} USING SAMPLE ${rows} ROWS`, params: [], method: 'DuckDB reservoir sampling (USING SAMPLE)', sampled: true };
+  if (target.isView)
+    return {
+      sql: dialect.limit(`SELECT * FROM ${target.sql}`, rows),
+      params: [],
+      method: 'the first rows of the view (a view is not sampled: it may be costly to compute whole)',
+      sampled: false,
+    };
+  if (engine === 'duckdb')
+    return { sql: `SELECT * FROM ${target.sql} USING SAMPLE ${rows} ROWS`, params: [], method: 'DuckDB reservoir sampling (USING SAMPLE)', sampled: true };
   if (estimate !== null && estimate <= SMALL_TABLE_ROWS) {
-    return { sql: dialect.limit(`SELECT * FROM ${target.sql} ORDER BY ${dialect.random}`, rows), params: [], method: `random rows of the whole table (about ${estimate.toLocaleString('en-US')} rows)`, sampled: false };
+    return {
+      sql: dialect.limit(`SELECT * FROM ${target.sql} ORDER BY ${dialect.random}`, rows),
+      params: [],
+      method: `random rows of the whole table (about ${estimate.toLocaleString('en-US')} rows)`,
+      sampled: false,
+    };
   }
   const percent = estimate ? Math.min(99, Math.max(0.0001, (100 * Math.max(rows * 50, 2000)) / estimate)) : 1;
   const pct = Number(percent.toPrecision(3));
   switch (engine) {
     case 'postgres':
-      return { sql: dialect.limit(`SELECT * FROM ${target.sql} TABLESAMPLE SYSTEM (${pct}) ORDER BY random()`, rows), params: [], method: `TABLESAMPLE SYSTEM (${pct}%) of about ${format(estimate)} rows`, sampled: true };
+      return {
+        sql: dialect.limit(`SELECT * FROM ${target.sql} TABLESAMPLE SYSTEM (${pct}) ORDER BY random()`, rows),
+        params: [],
+        method: `TABLESAMPLE SYSTEM (${pct}%) of about ${format(estimate)} rows`,
+        sampled: true,
+      };
     case 'oracle':
-      return { sql: dialect.limit(`SELECT * FROM ${target.sql} SAMPLE BLOCK (${pct}) ORDER BY DBMS_RANDOM.VALUE`, rows), params: [], method: `SAMPLE BLOCK (${pct}%) of about ${format(estimate)} rows`, sampled: true };
+      return {
+        sql: dialect.limit(`SELECT * FROM ${target.sql} SAMPLE BLOCK (${pct}) ORDER BY DBMS_RANDOM.VALUE`, rows),
+        params: [],
+        method: `SAMPLE BLOCK (${pct}%) of about ${format(estimate)} rows`,
+        sampled: true,
+      };
     case 'vertica':
-      return { sql: dialect.limit(`SELECT * FROM ${target.sql} TABLESAMPLE (${pct}) ORDER BY RANDOM()`, rows), params: [], method: `TABLESAMPLE (${pct}%) of ${format(estimate)} rows`, sampled: true };
+      return {
+        sql: dialect.limit(`SELECT * FROM ${target.sql} TABLESAMPLE (${pct}) ORDER BY RANDOM()`, rows),
+        params: [],
+        method: `TABLESAMPLE (${pct}%) of ${format(estimate)} rows`,
+        sampled: true,
+      };
     default: {
       const range = target.key ? await keyRange(driver, target, options) : null;
-      if (!range) return { sql: dialect.limit(`SELECT * FROM ${target.sql}`, rows), params: [], method: 'the first rows (no integer primary key to sample by, so not a random sample)', sampled: false };
+      if (!range)
+        return {
+          sql: dialect.limit(`SELECT * FROM ${target.sql}`, rows),
+          params: [],
+          method: 'the first rows (no integer primary key to sample by, so not a random sample)',
+          sampled: false,
+        };
       const key = target.key === 'rowid' ? 'rowid' : dialect.quote(target.key!);
       const points = randomPoints(range[0], range[1], rows);
       const probe = `SELECT * FROM ${target.sql} WHERE ${key} >= ? ORDER BY ${key} LIMIT 1`;
       // SQLite takes ORDER BY and LIMIT in a compound's members only inside a subquery; MySQL in parentheses.
       const member = engine === 'sqlite' ? `SELECT * FROM (${probe})` : `(${probe})`;
-      return { sql: points.map(() => member).join('\nUNION\n'), params: points, method: `${points.length} random points of ${key === 'rowid' ? 'the rowid' : `the primary key ${target.key}`} range, each found through its index`, sampled: true };
+      return {
+        sql: points.map(() => member).join('\nUNION\n'),
+        params: points,
+        method: `${points.length} random points of ${key === 'rowid' ? 'the rowid' : `the primary key ${target.key}`} range, each found through its index`,
+        sampled: true,
+      };
     }
   }
 }
@@ -161,18 +216,38 @@ export async function profileSource(driver: DatabaseDriver, target: TableTarget,
   const estimate = target.estimate;
   const whole = { from: target.sql, params: [], sampled: null };
   if (estimate !== null && estimate <= PROFILE_ROWS * 2) return whole;
-  const first = (why: string): ProfileSource => ({ from: `(${dialect.limit(`SELECT * FROM ${target.sql}`, PROFILE_ROWS)}) quarry_rows`, params: [], sampled: `the first ${format(PROFILE_ROWS)} rows (${why})` });
+  const first = (why: string): ProfileSource => ({
+    from: `(${dialect.limit(`SELECT * FROM ${target.sql}`, PROFILE_ROWS)}) quarry_rows`,
+    params: [],
+    sampled: `the first ${format(PROFILE_ROWS)} rows (${why})`,
+  });
   if (target.isView) return first('a view is not sampled');
   const pct = estimate ? Number(Math.min(99, Math.max(0.0001, (100 * PROFILE_ROWS) / estimate)).toPrecision(3)) : 1;
   switch (engine) {
     case 'postgres':
-      return { from: `(SELECT * FROM ${target.sql} TABLESAMPLE SYSTEM (${pct}) REPEATABLE (42)) quarry_rows`, params: [], sampled: `TABLESAMPLE SYSTEM (${pct}%) of about ${format(estimate)} rows` };
+      return {
+        from: `(SELECT * FROM ${target.sql} TABLESAMPLE SYSTEM (${pct}) REPEATABLE (42)) quarry_rows`,
+        params: [],
+        sampled: `TABLESAMPLE SYSTEM (${pct}%) of about ${format(estimate)} rows`,
+      };
     case 'oracle':
-      return { from: `(SELECT * FROM ${target.sql} SAMPLE BLOCK (${pct}) SEED (42)) quarry_rows`, params: [], sampled: `SAMPLE BLOCK (${pct}%) of about ${format(estimate)} rows` };
+      return {
+        from: `(SELECT * FROM ${target.sql} SAMPLE BLOCK (${pct}) SEED (42)) quarry_rows`,
+        params: [],
+        sampled: `SAMPLE BLOCK (${pct}%) of about ${format(estimate)} rows`,
+      };
     case 'vertica':
-      return { from: `(SELECT * FROM ${target.sql} TABLESAMPLE (${pct})) quarry_rows`, params: [], sampled: `TABLESAMPLE (${pct}%) of ${format(estimate)} rows` };
+      return {
+        from: `(SELECT * FROM ${target.sql} TABLESAMPLE (${pct})) quarry_rows`,
+        params: [],
+        sampled: `TABLESAMPLE (${pct}%) of ${format(estimate)} rows`,
+      };
     case 'duckdb':
-      return { from: `(SELECT * FROM ${target.sql} USING SAMPLE ${PROFILE_ROWS} ROWS) quarry_rows`, params: [], sampled: `DuckDB reservoir sampling of ${format(PROFILE_ROWS)} of ${format(estimate)} rows` };
+      return {
+        from: `(SELECT * FROM ${target.sql} USING SAMPLE ${PROFILE_ROWS} ROWS) quarry_rows`,
+        params: [],
+        sampled: `DuckDB reservoir sampling of ${format(PROFILE_ROWS)} of ${format(estimate)} rows`,
+      };
     default: {
       const range = target.key ? await keyRange(driver, target, options) : null;
       if (!range) return first('no integer primary key to sample by');
@@ -184,7 +259,9 @@ export async function profileSource(driver: DatabaseDriver, target: TableTarget,
       return {
         from: `(SELECT * FROM ${target.sql} WHERE ${where}) quarry_rows`,
         params: starts.flatMap((start) => [start, start + width - 1]),
-        sampled: `${starts.length} random ranges of ${key === 'rowid' ? 'the rowid' : `the primary key ${target.key}`} (about ${format(starts.length * width)} of ${format(estimate)} rows)`,
+        sampled:
+          `${starts.length} random ranges of ${key === 'rowid' ? 'the rowid' : `the primary key ${target.key}`} (about ` +
+          `${format(starts.length * width)} of ${format(estimate)} rows)`,
       };
     }
   }

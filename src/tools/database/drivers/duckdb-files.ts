@@ -15,4 +15,5 @@ export function sqlIdentifier(name: string): string {
 
 /** What the default system prompt says when a duckdb database is configured (its {{databases}} line). */
 export const DUCKDB_PROMPT_NOTE =
-  'files can be queried with SQL: the duckdb tool reads CSV, Parquet and JSON files as views (list_tables shows them), so join, filter and aggregate them with SQL rather than reading the files';
+  'files can be queried with SQL: the duckdb tool reads CSV, Parquet and JSON files as views (list_tables shows them), so join, filter and aggregate them ' +
+  'with SQL rather than reading the files';

@@ -38,7 +38,10 @@ export class DuckdbDriver implements DatabaseDriver {
   private instance: DuckDBInstance | null = null;
   private opening: Promise<DuckDBInstance> | null = null;
 
-  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
+  constructor(
+    private readonly config: DatabaseConfig,
+    private readonly readOnly: boolean,
+  ) {}
 
   async connect(): Promise<void> {
     if (this.instance) return;
@@ -76,13 +79,21 @@ export class DuckdbDriver implements DatabaseDriver {
   private async setUp(connection: DuckDBConnection, files: [string, string][], directFile: boolean): Promise<void> {
     const allowed: string[] = [];
     if (!directFile && this.config.path) {
-      const name = basename(this.config.path).replace(/\.[^.]*$/, '').replace(/[^A-Za-z0-9_]/g, '_') || 'db';
-      await run(connection, `ATTACH ${sqlString(this.config.path)} AS ${sqlIdentifier(name)}${this.readOnly ? ' (READ_ONLY)' : ''}`, `cannot open DuckDB database ${this.config.path}`);
+      const name =
+        basename(this.config.path)
+          .replace(/\.[^.]*$/, '')
+          .replace(/[^A-Za-z0-9_]/g, '_') || 'db';
+      await run(
+        connection,
+        `ATTACH ${sqlString(this.config.path)} AS ${sqlIdentifier(name)}${this.readOnly ? ' (READ_ONLY)' : ''}`,
+        `cannot open DuckDB database ${this.config.path}`,
+      );
       await run(connection, `SET search_path = ${sqlString(`memory.main,${name}.main`)}`, 'cannot set the search path');
     }
     for (const [view, file] of files) {
       const reader = duckdbReaderFor(file);
-      if (!reader) throw new ToolError(`${file}: not a CSV, Parquet or JSON file (by its extension), so DuckDB cannot read it as view ${view}`, 'unsupported_format');
+      if (!reader)
+        throw new ToolError(`${file}: not a CSV, Parquet or JSON file (by its extension), so DuckDB cannot read it as view ${view}`, 'unsupported_format');
       let paths = [file];
       if (isGlob(file)) {
         const listed = await connection.runAndReadAll(`SELECT file FROM glob(${sqlString(file)}) ORDER BY file`);
@@ -152,9 +163,7 @@ export class DuckdbDriver implements DatabaseDriver {
         return { columns: [], rows: [], more: false, affectedRows: result.rowsChanged };
       }
       const columns = Array.from({ length: prepared.columnCount }, (_, index) => prepared.columnName(index));
-      const result = WRAPPABLE.test(sql) && columns.length > 0
-        ? await connection.stream(textQuery(sql, limit + 1))
-        : await prepared.stream();
+      const result = WRAPPABLE.test(sql) && columns.length > 0 ? await connection.stream(textQuery(sql, limit + 1)) : await prepared.stream();
       const rows: CellValue[][] = [];
       for await (const chunk of rowsOf(result)) {
         for (const row of chunk) {
@@ -198,7 +207,8 @@ export class DuckdbDriver implements DatabaseDriver {
       const name = dot > 0 ? table.slice(dot + 1) : table;
       const where = `table_name = $1 AND ($2::VARCHAR IS NULL OR schema_name = $2 OR database_name || '.' || schema_name = $2)`;
       const found = await connection.runAndReadAll(
-        `SELECT DISTINCT database_name, schema_name, database_name = current_database() AS here FROM duckdb_columns() WHERE ${where} ORDER BY here DESC, 1, 2 LIMIT 1`,
+        `SELECT DISTINCT database_name, schema_name, database_name = current_database() AS here FROM duckdb_columns() WHERE ${where} ORDER BY here DESC, 1, ` +
+          `2 LIMIT 1`,
         [name, schema],
       );
       const target = found.getRowsJS()[0];
@@ -206,15 +216,22 @@ export class DuckdbDriver implements DatabaseDriver {
       const [database, schemaName] = [String(target[0]), String(target[1])];
       const scope = [name, database, schemaName];
       const exact = `table_name = $1 AND database_name = $2 AND schema_name = $3`;
-      const columnRows = (await connection.runAndReadAll(
-        `SELECT column_name, data_type, is_nullable, column_default FROM duckdb_columns() WHERE ${exact} ORDER BY column_index`, scope,
-      )).getRowsJS();
-      const constraints = (await connection.runAndReadAll(
-        `SELECT constraint_type, constraint_column_names, constraint_text FROM duckdb_constraints() WHERE ${exact} AND constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY') ORDER BY constraint_index`, scope,
-      )).getRowsJS();
-      const indexes = (await connection.runAndReadAll(
-        `SELECT index_name, is_unique, expressions FROM duckdb_indexes() WHERE ${exact} ORDER BY index_name`, scope,
-      )).getRowsJS();
+      const columnRows = (
+        await connection.runAndReadAll(
+          `SELECT column_name, data_type, is_nullable, column_default FROM duckdb_columns() WHERE ${exact} ORDER BY column_index`,
+          scope,
+        )
+      ).getRowsJS();
+      const constraints = (
+        await connection.runAndReadAll(
+          `SELECT constraint_type, constraint_column_names, constraint_text FROM duckdb_constraints() WHERE ${exact} AND constraint_type IN ('PRIMARY KEY', ` +
+            `'FOREIGN KEY') ORDER BY constraint_index`,
+          scope,
+        )
+      ).getRowsJS();
+      const indexes = (
+        await connection.runAndReadAll(`SELECT index_name, is_unique, expressions FROM duckdb_indexes() WHERE ${exact} ORDER BY index_name`, scope)
+      ).getRowsJS();
       const primaryKey = (constraints.find((row) => row[0] === 'PRIMARY KEY')?.[1] as string[] | undefined) ?? [];
       return {
         schema: database === 'memory' ? schemaName : `${database}.${schemaName}`,
@@ -279,7 +296,10 @@ function csvLinesQuery(sql: string, types: readonly DuckDBTypeId[]): string {
   const fields = types.map((type, index) => {
     const column = `quarry_${index + 1}`;
     if (PLAIN_TEXT_TYPES.has(type)) return `coalesce(${column}::VARCHAR, '')`;
-    return `CASE WHEN ${column} IS NULL THEN '' WHEN regexp_matches(${column}::VARCHAR, '[",\r\n]') THEN '"' || replace(${column}::VARCHAR, '"', '""') || '"' ELSE ${column}::VARCHAR END`;
+    return (
+      `CASE WHEN ${column} IS NULL THEN '' WHEN regexp_matches(${column}::VARCHAR, '[",\r\n]') THEN '"' || replace(${column}::VARCHAR, '"', '""') || ` +
+      `'"' ELSE ${column}::VARCHAR END`
+    );
   });
   const names = types.map((_, index) => `quarry_${index + 1}`).join(', ');
   return `SELECT concat(${fields.join(", ',', ")}, chr(13) || chr(10)) FROM (\n${sql}\n) AS quarry_statement(${names})`;
@@ -287,10 +307,30 @@ function csvLinesQuery(sql: string, types: readonly DuckDBTypeId[]): string {
 
 /** Types whose text (DuckDB's ::VARCHAR) never holds a comma, a quote or a line break. */
 const PLAIN_TEXT_TYPES: ReadonlySet<DuckDBTypeId> = new Set([
-  DuckDBTypeId.BOOLEAN, DuckDBTypeId.TINYINT, DuckDBTypeId.SMALLINT, DuckDBTypeId.INTEGER, DuckDBTypeId.BIGINT, DuckDBTypeId.HUGEINT,
-  DuckDBTypeId.UTINYINT, DuckDBTypeId.USMALLINT, DuckDBTypeId.UINTEGER, DuckDBTypeId.UBIGINT, DuckDBTypeId.UHUGEINT,
-  DuckDBTypeId.FLOAT, DuckDBTypeId.DOUBLE, DuckDBTypeId.DECIMAL, DuckDBTypeId.DATE, DuckDBTypeId.TIME, DuckDBTypeId.TIME_NS, DuckDBTypeId.TIME_TZ,
-  DuckDBTypeId.TIMESTAMP, DuckDBTypeId.TIMESTAMP_S, DuckDBTypeId.TIMESTAMP_MS, DuckDBTypeId.TIMESTAMP_NS, DuckDBTypeId.TIMESTAMP_TZ, DuckDBTypeId.UUID,
+  DuckDBTypeId.BOOLEAN,
+  DuckDBTypeId.TINYINT,
+  DuckDBTypeId.SMALLINT,
+  DuckDBTypeId.INTEGER,
+  DuckDBTypeId.BIGINT,
+  DuckDBTypeId.HUGEINT,
+  DuckDBTypeId.UTINYINT,
+  DuckDBTypeId.USMALLINT,
+  DuckDBTypeId.UINTEGER,
+  DuckDBTypeId.UBIGINT,
+  DuckDBTypeId.UHUGEINT,
+  DuckDBTypeId.FLOAT,
+  DuckDBTypeId.DOUBLE,
+  DuckDBTypeId.DECIMAL,
+  DuckDBTypeId.DATE,
+  DuckDBTypeId.TIME,
+  DuckDBTypeId.TIME_NS,
+  DuckDBTypeId.TIME_TZ,
+  DuckDBTypeId.TIMESTAMP,
+  DuckDBTypeId.TIMESTAMP_S,
+  DuckDBTypeId.TIMESTAMP_MS,
+  DuckDBTypeId.TIMESTAMP_NS,
+  DuckDBTypeId.TIMESTAMP_TZ,
+  DuckDBTypeId.UUID,
 ]);
 
 async function exportEncoded(result: DuckDBResult, sink: CsvSink, options: RunOptions): Promise<void> {

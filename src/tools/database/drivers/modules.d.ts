@@ -74,7 +74,11 @@ declare module 'oracledb' {
   }
   export interface OracleConnection {
     callTimeout: number;
-    execute(sql: string, binds?: unknown[], options?: OracleExecuteOptions): Promise<{ rows?: unknown[][]; metaData?: OracleMetadata[]; resultSet?: OracleResultSet; rowsAffected?: number }>;
+    execute(
+      sql: string,
+      binds?: unknown[],
+      options?: OracleExecuteOptions,
+    ): Promise<{ rows?: unknown[][]; metaData?: OracleMetadata[]; resultSet?: OracleResultSet; rowsAffected?: number }>;
     commit(): Promise<void>;
     rollback(): Promise<void>;
     break(): Promise<void>;

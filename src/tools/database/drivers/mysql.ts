@@ -41,7 +41,10 @@ export class MysqlDriver implements DatabaseDriver {
   private connection: Connection | null = null;
   private readonly health = new ConnectionHealth();
 
-  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
+  constructor(
+    private readonly config: DatabaseConfig,
+    private readonly readOnly: boolean,
+  ) {}
 
   private connectionOptions(): mysql.ConnectionOptions {
     return {
@@ -82,7 +85,11 @@ export class MysqlDriver implements DatabaseDriver {
     const current = this.connection;
     if (await this.health.reusable(current !== null, () => MysqlDriver.exec(current!, 'SELECT 1'))) return;
     await this.close();
-    const connection = await runCancellable(signal, () => undefined, () => this.open());
+    const connection = await runCancellable(
+      signal,
+      () => undefined,
+      () => this.open(),
+    );
     try {
       await this.setUpSession(connection);
     } catch (error) {
@@ -96,7 +103,10 @@ export class MysqlDriver implements DatabaseDriver {
   /** Quoting the way the statement check reads it, the statement timeout, and read-only transactions. */
   private async setUpSession(connection: Connection): Promise<void> {
     const [[version, sqlMode] = []] = (await MysqlDriver.exec(connection, 'SELECT VERSION(), @@SESSION.sql_mode')) as [string, string][];
-    const mode = String(sqlMode ?? '').split(',').filter((flag) => flag && !QUOTING_MODES.has(flag.toUpperCase())).join(',');
+    const mode = String(sqlMode ?? '')
+      .split(',')
+      .filter((flag) => flag && !QUOTING_MODES.has(flag.toUpperCase()))
+      .join(',');
     const timeout = /mariadb/i.test(String(version))
       ? `max_statement_time = ${this.config.statementTimeoutMs / 1000}`
       : `max_execution_time = ${Math.round(this.config.statementTimeoutMs)}`;
@@ -124,10 +134,19 @@ export class MysqlDriver implements DatabaseDriver {
     const connection = this.connection;
     if (!connection) throw new Error('not connected');
     this.health.touch();
-    if (!options.readOnly) return runCancellable(options.signal, () => this.cancelRunning(connection), () => work(connection));
+    if (!options.readOnly)
+      return runCancellable(
+        options.signal,
+        () => this.cancelRunning(connection),
+        () => work(connection),
+      );
     await MysqlDriver.exec(connection, 'START TRANSACTION READ ONLY');
     try {
-      return await runCancellable(options.signal, () => this.cancelRunning(connection), () => work(connection));
+      return await runCancellable(
+        options.signal,
+        () => this.cancelRunning(connection),
+        () => work(connection),
+      );
     } finally {
       if (this.connection === connection && this.health.broken) this.abandon(connection);
       if (this.connection === connection) {
@@ -209,39 +228,45 @@ export class MysqlDriver implements DatabaseDriver {
   }
 
   async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
-    await this.run(options, (connection) => new Promise<void>((resolve, reject) => {
-      let batch: CellValue[][] = [];
-      let failed = false;
-      let writing = Promise.resolve();
-      const query = connection.query({ sql, rowsAsArray: true });
-      const fail = (error: unknown) => {
-        if (failed) return;
-        failed = true;
-        // The connection may be paused mid-result (a failed write, such as a full disk): it would
-        // never finish the statement, so the rollback after it would wait for ever. Dropping it
-        // makes the server abort the statement; the next call opens a new connection.
-        this.abandon(connection);
-        reject(error);
-      };
-      query.on('fields', (fields: { name: string }[] | undefined) => sink.setColumns((fields ?? []).map((field) => field.name)));
-      query.on('result', (row: unknown) => {
-        batch.push(row as CellValue[]);
-        if (batch.length < EXPORT_BATCH_ROWS) return;
-        const full = batch;
-        batch = [];
-        connection.pause();
-        writing = writing.then(() => sink.writeRows(full)).then(() => connection.resume(), fail);
-      });
-      query.on('error', fail);
-      void whenLost(connection).then(fail);
-      query.on('end', () => {
-        writing.then(() => sink.writeRows(batch)).then(() => {
-          if (failed) return;
-          failed = true;
-          resolve();
-        }, fail);
-      });
-    }));
+    await this.run(
+      options,
+      (connection) =>
+        new Promise<void>((resolve, reject) => {
+          let batch: CellValue[][] = [];
+          let failed = false;
+          let writing = Promise.resolve();
+          const query = connection.query({ sql, rowsAsArray: true });
+          const fail = (error: unknown) => {
+            if (failed) return;
+            failed = true;
+            // The connection may be paused mid-result (a failed write, such as a full disk): it would
+            // never finish the statement, so the rollback after it would wait for ever. Dropping it
+            // makes the server abort the statement; the next call opens a new connection.
+            this.abandon(connection);
+            reject(error);
+          };
+          query.on('fields', (fields: { name: string }[] | undefined) => sink.setColumns((fields ?? []).map((field) => field.name)));
+          query.on('result', (row: unknown) => {
+            batch.push(row as CellValue[]);
+            if (batch.length < EXPORT_BATCH_ROWS) return;
+            const full = batch;
+            batch = [];
+            connection.pause();
+            writing = writing.then(() => sink.writeRows(full)).then(() => connection.resume(), fail);
+          });
+          query.on('error', fail);
+          void whenLost(connection).then(fail);
+          query.on('end', () => {
+            writing
+              .then(() => sink.writeRows(batch))
+              .then(() => {
+                if (failed) return;
+                failed = true;
+                resolve();
+              }, fail);
+          });
+        }),
+    );
   }
 
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
@@ -271,9 +296,17 @@ export class MysqlDriver implements DatabaseDriver {
       return {
         schema: actualSchema,
         name,
-        columns: columns.map(([column, type, nullable, defaultValue, key]) => ({ name: column, type, nullable: nullable === 'YES', default: defaultValue, primaryKey: key === 'PRI' })),
+        columns: columns.map(([column, type, nullable, defaultValue, key]) => ({
+          name: column,
+          type,
+          nullable: nullable === 'YES',
+          default: defaultValue,
+          primaryKey: key === 'PRI',
+        })),
         primaryKey: columns.filter((column) => column[4] === 'PRI').map(([column]) => column),
-        foreignKeys: foreignKeys.map(([constraint, column, refSchema, refTable, refColumn]) => `${constraint}: ${column} -> ${refSchema}.${refTable}(${refColumn})`),
+        foreignKeys: foreignKeys.map(
+          ([constraint, column, refSchema, refTable, refColumn]) => `${constraint}: ${column} -> ${refSchema}.${refTable}(${refColumn})`,
+        ),
         indexes: indexes.map(([index, nonUnique, indexColumns]) => `${index}${Number(nonUnique) === 0 ? ' UNIQUE' : ''} (${indexColumns})`),
       };
     });

@@ -20,7 +20,15 @@ export const ORACLE_SESSION_SETUP = [
 ];
 export const ORACLE_BEGIN_READ_ONLY = 'SET TRANSACTION READ ONLY';
 
-const AS_STRING = new Set([oracledb.DB_TYPE_NUMBER, oracledb.DB_TYPE_DATE, oracledb.DB_TYPE_TIMESTAMP, oracledb.DB_TYPE_TIMESTAMP_TZ, oracledb.DB_TYPE_TIMESTAMP_LTZ, oracledb.DB_TYPE_CLOB, oracledb.DB_TYPE_NCLOB]);
+const AS_STRING = new Set([
+  oracledb.DB_TYPE_NUMBER,
+  oracledb.DB_TYPE_DATE,
+  oracledb.DB_TYPE_TIMESTAMP,
+  oracledb.DB_TYPE_TIMESTAMP_TZ,
+  oracledb.DB_TYPE_TIMESTAMP_LTZ,
+  oracledb.DB_TYPE_CLOB,
+  oracledb.DB_TYPE_NCLOB,
+]);
 const fetchAsExactText = (metadata: OracleMetadata) => (AS_STRING.has(metadata.dbType) ? { type: oracledb.STRING } : undefined);
 
 export type OracleConnector = (config: DatabaseConfig) => Promise<OracleConnection>;
@@ -34,13 +42,21 @@ export class OracleDriver implements DatabaseDriver {
   private readonly health = new ConnectionHealth();
 
   /** `connector` is replaceable so that tests can record what would reach the server. */
-  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean, private readonly connector: OracleConnector = connectWithOracledb) {}
+  constructor(
+    private readonly config: DatabaseConfig,
+    private readonly readOnly: boolean,
+    private readonly connector: OracleConnector = connectWithOracledb,
+  ) {}
 
   async connect(signal: AbortSignal): Promise<void> {
     const current = this.connection;
     if (await this.health.reusable(current?.isHealthy() === true, () => current!.ping())) return;
     await this.close();
-    const connection = await runCancellable(signal, () => undefined, () => this.connector(this.config));
+    const connection = await runCancellable(
+      signal,
+      () => undefined,
+      () => this.connector(this.config),
+    );
     connection.callTimeout = this.config.statementTimeoutMs;
     for (const statement of ORACLE_SESSION_SETUP) await connection.execute(statement);
     this.connection = connection;
@@ -53,7 +69,11 @@ export class OracleDriver implements DatabaseDriver {
     this.health.touch();
     if (options.readOnly) await connection.execute(ORACLE_BEGIN_READ_ONLY);
     try {
-      const result = await runCancellable(options.signal, () => connection.break(), () => work(connection));
+      const result = await runCancellable(
+        options.signal,
+        () => connection.break(),
+        () => work(connection),
+      );
       if (!options.readOnly) await connection.commit();
       return result;
     } finally {
@@ -109,7 +129,8 @@ export class OracleDriver implements DatabaseDriver {
       const binds = [upper(schema), upper(name)];
       const columns = (await this.rows(
         connection,
-        `SELECT c.owner, c.column_name, c.data_type || CASE WHEN c.data_type IN ('VARCHAR2', 'NVARCHAR2', 'CHAR', 'RAW') THEN '(' || c.data_length || ')' WHEN c.data_precision IS NOT NULL THEN '(' || c.data_precision || ',' || c.data_scale || ')' END,
+        `SELECT c.owner, c.column_name, c.data_type || CASE WHEN c.data_type IN ('VARCHAR2', 'NVARCHAR2', 'CHAR', 'RAW') THEN '(' || c.data_length || ')' ` +
+          `WHEN c.data_precision IS NOT NULL THEN '(' || c.data_precision || ',' || c.data_scale || ')' END,
                 c.nullable, c.data_default
          FROM all_tab_columns c WHERE c.owner = ${owner} AND c.table_name = :name ORDER BY c.column_id`,
         binds,
@@ -133,9 +154,17 @@ export class OracleDriver implements DatabaseDriver {
       return {
         schema: columns[0][0],
         name: upper(name) ?? name,
-        columns: columns.map(([, column, type, nullable, defaultValue]) => ({ name: column, type, nullable: nullable === 'Y', default: defaultValue?.trim() ?? null, primaryKey: primaryKey.includes(column) })),
+        columns: columns.map(([, column, type, nullable, defaultValue]) => ({
+          name: column,
+          type,
+          nullable: nullable === 'Y',
+          default: defaultValue?.trim() ?? null,
+          primaryKey: primaryKey.includes(column),
+        })),
         primaryKey,
-        foreignKeys: constraints.filter(([type]) => type === 'R').map(([, constraint, column, referenced]) => `${constraint}: ${column} -> constraint ${referenced}`),
+        foreignKeys: constraints
+          .filter(([type]) => type === 'R')
+          .map(([, constraint, column, referenced]) => `${constraint}: ${column} -> constraint ${referenced}`),
         indexes: indexes.map(([index, uniqueness, indexColumns]) => `${index}${uniqueness === 'UNIQUE' ? ' UNIQUE' : ''} (${indexColumns})`),
       };
     });

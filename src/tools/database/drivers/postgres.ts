@@ -36,7 +36,10 @@ export class PostgresDriver implements DatabaseDriver {
   private gone: Promise<void> = Promise.resolve();
   private readonly health = new ConnectionHealth();
 
-  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
+  constructor(
+    private readonly config: DatabaseConfig,
+    private readonly readOnly: boolean,
+  ) {}
 
   private clientConfig(): pg.ClientConfig {
     return {
@@ -65,7 +68,11 @@ export class PostgresDriver implements DatabaseDriver {
         resolve();
       });
     });
-    await runCancellable(signal, () => client.end(), () => client.connect()).catch((error: unknown) => {
+    await runCancellable(
+      signal,
+      () => client.end(),
+      () => client.connect(),
+    ).catch((error: unknown) => {
       throw explainConnectError(error, this.config, 5432);
     });
     this.client = client;
@@ -92,10 +99,19 @@ export class PostgresDriver implements DatabaseDriver {
     const client = this.client;
     if (!client) throw new Error('not connected');
     this.health.touch();
-    if (!options.readOnly) return runCancellable(options.signal, () => this.cancelRunning(), () => work(client));
+    if (!options.readOnly)
+      return runCancellable(
+        options.signal,
+        () => this.cancelRunning(),
+        () => work(client),
+      );
     await client.query('BEGIN READ ONLY');
     try {
-      return await runCancellable(options.signal, () => this.cancelRunning(), () => work(client));
+      return await runCancellable(
+        options.signal,
+        () => this.cancelRunning(),
+        () => work(client),
+      );
     } finally {
       try {
         await client.query('ROLLBACK');
@@ -211,7 +227,9 @@ export class PostgresDriver implements DatabaseDriver {
         rowMode: 'array',
       });
       const indexes = await client.query<[string, string]>({
-        text: `SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1::oid ORDER BY c.relname`,
+        text:
+          `SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1::oid ORDER BY ` +
+          `c.relname`,
         values: [oid],
         rowMode: 'array',
       });
@@ -219,7 +237,11 @@ export class PostgresDriver implements DatabaseDriver {
         schema,
         name,
         columns: columns.rows.map(([column, type, notNull, defaultValue, primary]) => ({
-          name: column, type, nullable: notNull !== 'true', default: defaultValue, primaryKey: primary === 'true',
+          name: column,
+          type,
+          nullable: notNull !== 'true',
+          default: defaultValue,
+          primaryKey: primary === 'true',
         })),
         primaryKey: primaryKey.rows.map(([column]) => column),
         foreignKeys: foreignKeys.rows.map(([constraint, definition]) => `${constraint}: ${definition}`),

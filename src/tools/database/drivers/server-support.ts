@@ -24,7 +24,8 @@ export function explainConnectError(error: unknown, config: DatabaseConfig, defa
   if (!/timeout expired|connection timeout|ETIMEDOUT/i.test(message) && code !== 'ETIMEDOUT') return error;
   const seconds = config.connectTimeoutMs / 1000;
   return new ToolError(
-    `could not connect to ${config.engine} at ${config.host ?? 'localhost'}:${config.port ?? defaultPort}: no answer within ${seconds} s (connect_timeout; raise it with ?connect_timeout=SECONDS or connect_timeout: in the databases YAML)`,
+    `could not connect to ${config.engine} at ${config.host ?? 'localhost'}:${config.port ?? defaultPort}: no answer within ${seconds} s (connect_timeout; ` +
+      `raise it with ?connect_timeout=SECONDS or connect_timeout: in the databases YAML)`,
     'connect_timeout',
   );
 }

@@ -1,7 +1,19 @@
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 import { csvLine } from '../csv.js';
-import { CHUNK_BYTES, EXPORT_CACHE_SIZE, MAX_IN_FLIGHT, NOT_READ_ONLY, SLOT_FREE, SLOT_POSTED, SLOT_STATE, STOP, STOP_TIMEOUT, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
+import {
+  CHUNK_BYTES,
+  EXPORT_CACHE_SIZE,
+  MAX_IN_FLIGHT,
+  NOT_READ_ONLY,
+  SLOT_FREE,
+  SLOT_POSTED,
+  SLOT_STATE,
+  STOP,
+  STOP_TIMEOUT,
+  type ExportJob,
+  type ExportMessage,
+} from './sqlite-export-protocol.js';
 import type { CellValue } from '../types.js';
 
 /**

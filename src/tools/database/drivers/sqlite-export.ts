@@ -5,7 +5,19 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { packageRoot } from '../../../config/home.js';
 import { ToolError } from '../../types.js';
-import { CHUNK_BYTES, CONTROL_INTS, MAX_IN_FLIGHT, SLOT_FREE, SLOT_STATE, STOP, STOP_CANCEL, STOP_TIMEOUT, wrapStatement, type ExportJob, type ExportMessage } from './sqlite-export-protocol.js';
+import {
+  CHUNK_BYTES,
+  CONTROL_INTS,
+  MAX_IN_FLIGHT,
+  SLOT_FREE,
+  SLOT_STATE,
+  STOP,
+  STOP_CANCEL,
+  STOP_TIMEOUT,
+  wrapStatement,
+  type ExportJob,
+  type ExportMessage,
+} from './sqlite-export-protocol.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import type { CsvSink, DatabaseConfig, RunOptions } from '../types.js';
 

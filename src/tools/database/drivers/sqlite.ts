@@ -34,7 +34,10 @@ export class SqliteDriver implements DatabaseDriver {
   readonly engine = 'sqlite' as const;
   private db: Database.Database | null = null;
 
-  constructor(private readonly config: DatabaseConfig, private readonly readOnly: boolean) {}
+  constructor(
+    private readonly config: DatabaseConfig,
+    private readonly readOnly: boolean,
+  ) {}
 
   async connect(): Promise<void> {
     if (this.db?.open) return;
@@ -96,7 +99,10 @@ export class SqliteDriver implements DatabaseDriver {
   private withLimit(sql: string, columnCount: number, limit: number, options: RunOptions): SqliteStatement | null {
     if (!WRAPPABLE.test(sql) || columnCount === 0) return null;
     try {
-      return this.prepare(wrapStatement(sql, columnCount, () => `SELECT * FROM quarry_statement LIMIT ${limit}`), options);
+      return this.prepare(
+        wrapStatement(sql, columnCount, () => `SELECT * FROM quarry_statement LIMIT ${limit}`),
+        options,
+      );
     } catch {
       return null;
     }
@@ -154,29 +160,50 @@ export class SqliteDriver implements DatabaseDriver {
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     // The name as given, else schema.table (list_tables and profile show main.t).
     const dot = table.indexOf('.');
-    const exists = (this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table)
-      ?? (dot > 0 ? this.prepare(`SELECT schema, name FROM pragma_table_list WHERE schema = ? AND name = ?`, options).get(table.slice(0, dot), table.slice(dot + 1)) : undefined)) as { schema: string; name: string } | undefined;
+    const exists = (this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table) ??
+      (dot > 0
+        ? this.prepare(`SELECT schema, name FROM pragma_table_list WHERE schema = ? AND name = ?`, options).get(table.slice(0, dot), table.slice(dot + 1))
+        : undefined)) as { schema: string; name: string } | undefined;
     if (!exists) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
-    const columns = this.prepare(`SELECT name, type, "notnull" AS not_null, dflt_value, pk FROM pragma_table_xinfo(?, ?) WHERE hidden = 0 ORDER BY cid`, options)
-      .all(exists.name, exists.schema) as { name: string; type: string; not_null: number; dflt_value: string | null; pk: number }[];
-    const foreignKeys = this.prepare(`SELECT "from" AS source, "table" AS target, "to" AS target_column, on_delete FROM pragma_foreign_key_list(?, ?) ORDER BY id, seq`, options)
-      .all(exists.name, exists.schema) as { source: string; target: string; target_column: string | null; on_delete: string }[];
+    const columns = this.prepare(
+      `SELECT name, type, "notnull" AS not_null, dflt_value, pk FROM pragma_table_xinfo(?, ?) WHERE hidden = 0 ORDER BY cid`,
+      options,
+    ).all(exists.name, exists.schema) as { name: string; type: string; not_null: number; dflt_value: string | null; pk: number }[];
+    const foreignKeys = this.prepare(
+      `SELECT "from" AS source, "table" AS target, "to" AS target_column, on_delete FROM pragma_foreign_key_list(?, ?) ORDER BY id, seq`,
+      options,
+    ).all(exists.name, exists.schema) as { source: string; target: string; target_column: string | null; on_delete: string }[];
     const indexes = this.prepare(
-      `SELECT il.name, il."unique" AS is_unique, group_concat(ii.name, ', ') AS columns FROM pragma_index_list(?, ?) AS il, pragma_index_info(il.name, ?) AS ii GROUP BY il.name ORDER BY il.name`,
+      `SELECT il.name, il."unique" AS is_unique, group_concat(ii.name, ', ') AS columns FROM pragma_index_list(?, ?) AS il, pragma_index_info(il.name, ?) ` +
+        `AS ii GROUP BY il.name ORDER BY il.name`,
       options,
     ).all(exists.name, exists.schema, exists.schema) as { name: string; is_unique: number; columns: string }[];
     return {
       schema: exists.schema,
       name: exists.name,
-      columns: columns.map((column) => ({ name: column.name, type: column.type || '(none)', nullable: !column.not_null && !column.pk, default: column.dflt_value, primaryKey: column.pk > 0 })),
-      primaryKey: columns.filter((column) => column.pk > 0).sort((a, b) => a.pk - b.pk).map((column) => column.name),
-      foreignKeys: foreignKeys.map((fk) => `${fk.source} -> ${fk.target}(${fk.target_column ?? 'primary key'})${fk.on_delete !== 'NO ACTION' ? ` ON DELETE ${fk.on_delete}` : ''}`),
+      columns: columns.map((column) => ({
+        name: column.name,
+        type: column.type || '(none)',
+        nullable: !column.not_null && !column.pk,
+        default: column.dflt_value,
+        primaryKey: column.pk > 0,
+      })),
+      primaryKey: columns
+        .filter((column) => column.pk > 0)
+        .sort((a, b) => a.pk - b.pk)
+        .map((column) => column.name),
+      foreignKeys: foreignKeys.map(
+        (fk) => `${fk.source} -> ${fk.target}(${fk.target_column ?? 'primary key'})${fk.on_delete !== 'NO ACTION' ? ` ON DELETE ${fk.on_delete}` : ''}`,
+      ),
       indexes: indexes.map((index) => `${index.name}${index.is_unique ? ' UNIQUE' : ''} (${index.columns})`),
     };
   }
 
   async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
-    return this.prepare(sql, options).raw(true).safeIntegers(true).all(...params) as CellValue[][];
+    return this.prepare(sql, options)
+      .raw(true)
+      .safeIntegers(true)
+      .all(...params) as CellValue[][];
   }
 
   async ping(options: RunOptions): Promise<string> {

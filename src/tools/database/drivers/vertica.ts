@@ -46,7 +46,11 @@ export class VerticaDriver implements DatabaseDriver {
     client.on('error', () => {
       this.health.broken = true;
     });
-    await runCancellable(signal, () => client.end(), () => client.connect());
+    await runCancellable(
+      signal,
+      () => client.end(),
+      () => client.connect(),
+    );
     await client.query(`SET SESSION RUNTIMECAP '${Math.ceil(this.config.statementTimeoutMs / 1000)} seconds'`);
     if (this.readOnly) await client.query(VERTICA_SESSION_READ_ONLY);
     this.client = client;
@@ -75,28 +79,33 @@ export class VerticaDriver implements DatabaseDriver {
   private stream(client: Client, sql: string, signal: AbortSignal, onFields: (columns: string[]) => void, onRow: (row: CellValue[]) => boolean): Promise<void> {
     const query = new vertica.Query({ text: sql, rowMode: 'array' });
     const cancel = () => this.createClient(this.clientConfig()).cancel(client, query);
-    return runCancellable(signal, cancel, () => new Promise<void>((resolve, reject) => {
-      let stopped = false;
-      let sawFields = false;
-      query.on('row', (row: CellValue[], result: { fields?: { name: string }[] }) => {
-        if (stopped) return;
-        if (!sawFields) {
-          sawFields = true;
-          onFields((result.fields ?? []).map((field) => field.name));
-        }
-        if (!onRow(row)) {
-          stopped = true;
-          cancel();
-          resolve();
-        }
-      });
-      query.on('error', (error: Error) => (stopped ? undefined : reject(error)));
-      query.on('end', (result: { fields?: { name: string }[] } | undefined) => {
-        if (!sawFields) onFields((result?.fields ?? []).map((field) => field.name));
-        resolve();
-      });
-      client.query(query);
-    }));
+    return runCancellable(
+      signal,
+      cancel,
+      () =>
+        new Promise<void>((resolve, reject) => {
+          let stopped = false;
+          let sawFields = false;
+          query.on('row', (row: CellValue[], result: { fields?: { name: string }[] }) => {
+            if (stopped) return;
+            if (!sawFields) {
+              sawFields = true;
+              onFields((result.fields ?? []).map((field) => field.name));
+            }
+            if (!onRow(row)) {
+              stopped = true;
+              cancel();
+              resolve();
+            }
+          });
+          query.on('error', (error: Error) => (stopped ? undefined : reject(error)));
+          query.on('end', (result: { fields?: { name: string }[] } | undefined) => {
+            if (!sawFields) onFields((result?.fields ?? []).map((field) => field.name));
+            resolve();
+          });
+          client.query(query);
+        }),
+    );
   }
 
   async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
@@ -104,14 +113,20 @@ export class VerticaDriver implements DatabaseDriver {
       let columns: string[] = [];
       const rows: CellValue[][] = [];
       let more = false;
-      await this.stream(client, sql, options.signal, (names) => (columns = names), (row) => {
-        if (rows.length === limit) {
-          more = true;
-          return false;
-        }
-        rows.push(cutForDisplay(row));
-        return true;
-      });
+      await this.stream(
+        client,
+        sql,
+        options.signal,
+        (names) => (columns = names),
+        (row) => {
+          if (rows.length === limit) {
+            more = true;
+            return false;
+          }
+          rows.push(cutForDisplay(row));
+          return true;
+        },
+      );
       return { columns, rows, more };
     });
   }
@@ -120,15 +135,21 @@ export class VerticaDriver implements DatabaseDriver {
     await this.run(options, async (client) => {
       let batch: CellValue[][] = [];
       let writing = Promise.resolve();
-      await this.stream(client, sql, options.signal, (columns) => sink.setColumns(columns), (row) => {
-        batch.push(row);
-        if (batch.length === EXPORT_BATCH_ROWS) {
-          const full = batch;
-          batch = [];
-          writing = writing.then(() => sink.writeRows(full));
-        }
-        return true;
-      });
+      await this.stream(
+        client,
+        sql,
+        options.signal,
+        (columns) => sink.setColumns(columns),
+        (row) => {
+          batch.push(row);
+          if (batch.length === EXPORT_BATCH_ROWS) {
+            const full = batch;
+            batch = [];
+            writing = writing.then(() => sink.writeRows(full));
+          }
+          return true;
+        },
+      );
       await writing;
       await sink.writeRows(batch);
     });
@@ -137,27 +158,39 @@ export class VerticaDriver implements DatabaseDriver {
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
     const { schema, table: name } = splitQualifiedName(table);
     return this.run(options, async (client) => {
-      const columns = (await client.query({
-        text: `SELECT table_schema, column_name, data_type, is_nullable::varchar, column_default FROM v_catalog.columns
+      const columns = (
+        await client.query({
+          text: `SELECT table_schema, column_name, data_type, is_nullable::varchar, column_default FROM v_catalog.columns
                WHERE table_schema = COALESCE(?, CURRENT_SCHEMA()) AND table_name = ? ORDER BY ordinal_position`,
-        values: [schema, name],
-        rowMode: 'array',
-      })).rows as [string, string, string, string, string | null][];
+          values: [schema, name],
+          rowMode: 'array',
+        })
+      ).rows as [string, string, string, string, string | null][];
       if (!columns[0]) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
       const actualSchema = columns[0][0];
-      const constraints = (await client.query({
-        text: `SELECT constraint_type, constraint_name, column_name, reference_table_name, reference_column_name FROM v_catalog.constraint_columns
+      const constraints = (
+        await client.query({
+          text: `SELECT constraint_type, constraint_name, column_name, reference_table_name, reference_column_name FROM v_catalog.constraint_columns
                WHERE table_schema = ? AND table_name = ? AND constraint_type IN ('p', 'f') ORDER BY constraint_name`,
-        values: [actualSchema, name],
-        rowMode: 'array',
-      })).rows as [string, string, string, string | null, string | null][];
+          values: [actualSchema, name],
+          rowMode: 'array',
+        })
+      ).rows as [string, string, string, string | null, string | null][];
       const primaryKey = constraints.filter(([type]) => type === 'p').map(([, , column]) => column);
       return {
         schema: actualSchema,
         name,
-        columns: columns.map(([, column, type, nullable, defaultValue]) => ({ name: column, type, nullable: nullable === 'true', default: defaultValue, primaryKey: primaryKey.includes(column) })),
+        columns: columns.map(([, column, type, nullable, defaultValue]) => ({
+          name: column,
+          type,
+          nullable: nullable === 'true',
+          default: defaultValue,
+          primaryKey: primaryKey.includes(column),
+        })),
         primaryKey,
-        foreignKeys: constraints.filter(([type]) => type === 'f').map(([, constraint, column, refTable, refColumn]) => `${constraint}: ${column} -> ${refTable}(${refColumn})`),
+        foreignKeys: constraints
+          .filter(([type]) => type === 'f')
+          .map(([, constraint, column, refTable, refColumn]) => `${constraint}: ${column} -> ${refTable}(${refColumn})`),
         // Vertica stores data in projections, not indexes.
         indexes: [],
       };

@@ -13,23 +13,63 @@ import type { DatabaseConfig } from '../types.js';
 
 /** Read-only PRAGMAs: each only shows information (DuckDB runs them as SELECTs). */
 const READ_PRAGMAS = new Set([
-  'collations', 'database_list', 'database_size', 'extension_versions', 'functions', 'metadata_info', 'platform', 'show',
-  'show_databases', 'show_tables', 'show_tables_expanded', 'storage_info', 'table_info', 'user_agent', 'version',
+  'collations',
+  'database_list',
+  'database_size',
+  'extension_versions',
+  'functions',
+  'metadata_info',
+  'platform',
+  'show',
+  'show_databases',
+  'show_tables',
+  'show_tables_expanded',
+  'storage_info',
+  'table_info',
+  'user_agent',
+  'version',
 ]);
 
 /** Table functions that only read, which `CALL f(...)` may name. */
 const READ_TABLE_FUNCTIONS = new Set([
-  'generate_series', 'range', 'repeat', 'repeat_row', 'unnest', 'json_each', 'json_tree', 'summary', 'icu_calendar_names',
-  'pg_timezone_names', 'test_all_types', 'sql_auto_complete', 'histogram', 'histogram_values', 'which_secret',
+  'generate_series',
+  'range',
+  'repeat',
+  'repeat_row',
+  'unnest',
+  'json_each',
+  'json_tree',
+  'summary',
+  'icu_calendar_names',
+  'pg_timezone_names',
+  'test_all_types',
+  'sql_auto_complete',
+  'histogram',
+  'histogram_values',
+  'which_secret',
   ...[...READ_PRAGMAS].map((name) => `pragma_${name}`),
 ]);
 const READ_TABLE_FUNCTION_PREFIX = 'duckdb_';
 
 /** Functions with side effects (state, logging, profiling) or that run SQL given as text or read raw memory. */
 export const DUCKDB_SIDE_EFFECT_FUNCTIONS = [
-  'checkpoint', 'force_checkpoint', 'enable_logging', 'disable_logging', 'truncate_duckdb_logs', 'enable_profiling',
-  'disable_profiling', 'enable_peg_parser', 'disable_peg_parser', 'check_peg_parser', 'query', 'query_table',
-  'json_execute_serialized_sql', 'arrow_scan', 'arrow_scan_dumb', 'setseed', 'load_extension',
+  'checkpoint',
+  'force_checkpoint',
+  'enable_logging',
+  'disable_logging',
+  'truncate_duckdb_logs',
+  'enable_profiling',
+  'disable_profiling',
+  'enable_peg_parser',
+  'disable_peg_parser',
+  'check_peg_parser',
+  'query',
+  'query_table',
+  'json_execute_serialized_sql',
+  'arrow_scan',
+  'arrow_scan_dumb',
+  'setseed',
+  'load_extension',
 ];
 
 /** Functions that read files: their path arguments must be configured files. Unknown read_* and parquet_* count too. */
@@ -47,7 +87,8 @@ export function checkDuckdbPragma(statement: Token[]): void {
   const setsValue = statement.some((token) => token.kind === 'punct' && token.value === '=');
   if (!name || setsValue || !READ_PRAGMAS.has(name)) {
     throw new ReadOnlyViolation(
-      `refused: ${name ? `PRAGMA ${name}${setsValue ? ' = ...' : ''}` : 'this PRAGMA'} can change settings or state; read-only PRAGMAs: ${[...READ_PRAGMAS].sort().join(', ')} (without "=")`,
+      `refused: ${name ? `PRAGMA ${name}${setsValue ? ' = ...' : ''}` : 'this PRAGMA'} can change settings or state; read-only PRAGMAs: ` +
+        `${[...READ_PRAGMAS].sort().join(', ')} (without "=")`,
     );
   }
 }
@@ -59,13 +100,36 @@ export function checkDuckdbCall(statement: Token[]): void {
   const readOnly = READ_TABLE_FUNCTIONS.has(name) || (name.startsWith(READ_TABLE_FUNCTION_PREFIX) && !DUCKDB_SIDE_EFFECT_FUNCTIONS.includes(name));
   if (!readOnly || statement[2]?.value !== '(') {
     throw new ReadOnlyViolation(
-      `refused: CALL ${name || '...'} is not a read-only table function; CALL is allowed for duckdb_*() and pragma_*() information functions and ${[...READ_TABLE_FUNCTIONS].filter((fn) => !fn.startsWith('pragma_')).sort().join(', ')}; or use SELECT * FROM f(...)`,
+      `refused: CALL ${name || '...'} is not a read-only table function; CALL is allowed for duckdb_*() and pragma_*() information functions and ${[
+        ...READ_TABLE_FUNCTIONS,
+      ]
+        .filter((fn) => !fn.startsWith('pragma_'))
+        .sort()
+        .join(', ')}; or use SELECT * FROM f(...)`,
     );
   }
 }
 
 /** Clause keywords after which a string or quoted name at the same depth is not a table source. */
-const NON_FROM_CLAUSES = new Set(['SELECT', 'WHERE', 'GROUP', 'HAVING', 'ORDER', 'LIMIT', 'OFFSET', 'QUALIFY', 'WINDOW', 'UNION', 'EXCEPT', 'INTERSECT', 'ON', 'USING', 'VALUES', 'SET', 'RETURNING']);
+const NON_FROM_CLAUSES = new Set([
+  'SELECT',
+  'WHERE',
+  'GROUP',
+  'HAVING',
+  'ORDER',
+  'LIMIT',
+  'OFFSET',
+  'QUALIFY',
+  'WINDOW',
+  'UNION',
+  'EXCEPT',
+  'INTERSECT',
+  'ON',
+  'USING',
+  'VALUES',
+  'SET',
+  'RETURNING',
+]);
 
 /**
  * Files a statement reads by name: the path arguments of file-reading functions (`read_csv('x.csv')`,
@@ -81,7 +145,8 @@ export function checkDuckdbFileAccess(sql: string, config: DatabaseConfig, cwd: 
   const check = (text: string, where: number): void => {
     if (!allowed.has(resolve(cwd, text))) {
       throw new ReadOnlyViolation(
-        `refused: the file ${JSON.stringify(text)} (at character ${where + 1}) is not one of this database's configured files${views.size ? `; query the views instead (${[...views].join(', ')})` : ''}`,
+        `refused: the file ${JSON.stringify(text)} (at character ${where + 1}) is not one of this database's configured ` +
+          `files${views.size ? `; query the views instead (${[...views].join(', ')})` : ''}`,
       );
     }
   };
@@ -101,13 +166,16 @@ export function checkDuckdbFileAccess(sql: string, config: DatabaseConfig, cwd: 
       const paths = literalPaths(tokens, index + 2);
       if (!paths) {
         throw new ReadOnlyViolation(
-          `refused: ${name}() (at character ${token.start + 1}) reads files; its first argument must be a configured file as a string literal${views.size ? `, or query the views (${[...views].join(', ')})` : ''}`,
+          `refused: ${name}() (at character ${token.start + 1}) reads files; its first argument must be a configured file as a string ` +
+            `literal${views.size ? `, or query the views (${[...views].join(', ')})` : ''}`,
         );
       }
       for (const path of paths) check(path.value, path.start);
       continue;
     }
-    const tableSource = previous !== undefined && clauses[clauses.length - 1] === 'FROM' &&
+    const tableSource =
+      previous !== undefined &&
+      clauses[clauses.length - 1] === 'FROM' &&
       ((previous.kind === 'word' && (previous.value === 'FROM' || previous.value === 'JOIN')) || (previous.kind === 'punct' && previous.value === ','));
     if (!tableSource) continue;
     if (token.kind === 'string') check(token.value, token.start);

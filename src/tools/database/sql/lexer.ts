@@ -52,14 +52,92 @@ interface DialectRules {
 }
 
 const RULES: Record<Engine, DialectRules> = {
-  sqlite: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: true, bracketIdentifiers: true, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: false, lineCommentEnd: 'newline', unicodeIdentifiers: false },
-  postgres: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: true, dollarQuotes: true, escapeStrings: true, qQuotes: false, lineCommentEnd: 'newline-or-cr', unicodeIdentifiers: true },
-  mysql: { backslashInStrings: true, doubleQuoteIsString: true, backtickIdentifiers: true, bracketIdentifiers: false, hashComments: true, dashCommentNeedsSpace: true, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: false, lineCommentEnd: 'newline', unicodeIdentifiers: false },
-  oracle: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: false, qQuotes: true, lineCommentEnd: 'unsure', unicodeIdentifiers: false },
+  sqlite: {
+    backslashInStrings: false,
+    doubleQuoteIsString: false,
+    backtickIdentifiers: true,
+    bracketIdentifiers: true,
+    hashComments: false,
+    dashCommentNeedsSpace: false,
+    nestedComments: false,
+    dollarQuotes: false,
+    escapeStrings: false,
+    qQuotes: false,
+    lineCommentEnd: 'newline',
+    unicodeIdentifiers: false,
+  },
+  postgres: {
+    backslashInStrings: false,
+    doubleQuoteIsString: false,
+    backtickIdentifiers: false,
+    bracketIdentifiers: false,
+    hashComments: false,
+    dashCommentNeedsSpace: false,
+    nestedComments: true,
+    dollarQuotes: true,
+    escapeStrings: true,
+    qQuotes: false,
+    lineCommentEnd: 'newline-or-cr',
+    unicodeIdentifiers: true,
+  },
+  mysql: {
+    backslashInStrings: true,
+    doubleQuoteIsString: true,
+    backtickIdentifiers: true,
+    bracketIdentifiers: false,
+    hashComments: true,
+    dashCommentNeedsSpace: true,
+    nestedComments: false,
+    dollarQuotes: false,
+    escapeStrings: false,
+    qQuotes: false,
+    lineCommentEnd: 'newline',
+    unicodeIdentifiers: false,
+  },
+  oracle: {
+    backslashInStrings: false,
+    doubleQuoteIsString: false,
+    backtickIdentifiers: false,
+    bracketIdentifiers: false,
+    hashComments: false,
+    dashCommentNeedsSpace: false,
+    nestedComments: false,
+    dollarQuotes: false,
+    escapeStrings: false,
+    qQuotes: true,
+    lineCommentEnd: 'unsure',
+    unicodeIdentifiers: false,
+  },
   // Vertica: dollar quotes are refused rather than guessed (see lexDollar).
-  vertica: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: false, dollarQuotes: false, escapeStrings: true, qQuotes: false, lineCommentEnd: 'unsure', unicodeIdentifiers: true },
+  vertica: {
+    backslashInStrings: false,
+    doubleQuoteIsString: false,
+    backtickIdentifiers: false,
+    bracketIdentifiers: false,
+    hashComments: false,
+    dashCommentNeedsSpace: false,
+    nestedComments: false,
+    dollarQuotes: false,
+    escapeStrings: true,
+    qQuotes: false,
+    lineCommentEnd: 'unsure',
+    unicodeIdentifiers: true,
+  },
   // DuckDB's parser is PostgreSQL's (libpg_query): nested comments, $$ strings, E'' strings, U&"" names.
-  duckdb: { backslashInStrings: false, doubleQuoteIsString: false, backtickIdentifiers: false, bracketIdentifiers: false, hashComments: false, dashCommentNeedsSpace: false, nestedComments: true, dollarQuotes: true, escapeStrings: true, qQuotes: false, lineCommentEnd: 'newline-or-cr', unicodeIdentifiers: true },
+  duckdb: {
+    backslashInStrings: false,
+    doubleQuoteIsString: false,
+    backtickIdentifiers: false,
+    bracketIdentifiers: false,
+    hashComments: false,
+    dashCommentNeedsSpace: false,
+    nestedComments: true,
+    dollarQuotes: true,
+    escapeStrings: true,
+    qQuotes: false,
+    lineCommentEnd: 'newline-or-cr',
+    unicodeIdentifiers: true,
+  },
 };
 
 /**
@@ -176,7 +254,9 @@ export function tokenize(sql: string, engine: Engine): Token[] {
     if (ch === '-' && sql[i + 1] === '-') {
       const after = sql[i + 2];
       if (rules.dashCommentNeedsSpace && after !== undefined && after > '\x7f') {
-        throw new SqlLexError(`"--" followed by a non-ASCII character (character ${i + 1}) may or may not start a comment for ${engine}; put a space after "--"`);
+        throw new SqlLexError(
+          `"--" followed by a non-ASCII character (character ${i + 1}) may or may not start a comment for ${engine}; put a space after "--"`,
+        );
       }
       if (!rules.dashCommentNeedsSpace || after === undefined || MYSQL_DASH_COMMENT_FOLLOWER.test(after)) {
         skipLineComment();

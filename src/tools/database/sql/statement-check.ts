@@ -26,13 +26,90 @@ export interface CheckedStatement {
  * rather than as a read-only refusal.
  */
 const STATEMENT_KEYWORDS = new Set([
-  'ABORT', 'ALTER', 'ANALYZE', 'ATTACH', 'AUDIT', 'BACKUP', 'BEGIN', 'CACHE', 'CALL', 'CHECK', 'CHECKPOINT', 'CHECKSUM', 'CLOSE', 'CLUSTER', 'COMMENT', 'COMMIT',
-  'CONNECT', 'COPY', 'CREATE', 'DEALLOCATE', 'DECLARE', 'DELETE', 'DESC', 'DESCRIBE', 'DETACH', 'DISCARD', 'DO', 'DROP',
-  'END', 'EXEC', 'EXECUTE', 'EXPLAIN', 'EXPORT', 'FETCH', 'FLASHBACK', 'FLUSH', 'GRANT', 'HANDLER', 'HELP', 'IMPORT', 'INSERT',
-  'INSTALL', 'KILL', 'LISTEN', 'LOAD', 'LOCK', 'MERGE', 'MOVE', 'NOAUDIT', 'NOTIFY', 'OPTIMIZE', 'PRAGMA', 'PREPARE',
-  'PROFILE', 'PURGE', 'REASSIGN', 'REFRESH', 'REINDEX', 'RELEASE', 'RENAME', 'REPAIR', 'REPLACE', 'RESET', 'REVOKE', 'ROLLBACK',
-  'SAVEPOINT', 'SECURITY', 'SELECT', 'SET', 'SHOW', 'SHUTDOWN', 'START', 'TABLE', 'TRUNCATE', 'UNINSTALL', 'UNLISTEN',
-  'UNLOCK', 'UPDATE', 'UPSERT', 'USE', 'VACUUM', 'VALUES', 'WITH', 'XA',
+  'ABORT',
+  'ALTER',
+  'ANALYZE',
+  'ATTACH',
+  'AUDIT',
+  'BACKUP',
+  'BEGIN',
+  'CACHE',
+  'CALL',
+  'CHECK',
+  'CHECKPOINT',
+  'CHECKSUM',
+  'CLOSE',
+  'CLUSTER',
+  'COMMENT',
+  'COMMIT',
+  'CONNECT',
+  'COPY',
+  'CREATE',
+  'DEALLOCATE',
+  'DECLARE',
+  'DELETE',
+  'DESC',
+  'DESCRIBE',
+  'DETACH',
+  'DISCARD',
+  'DO',
+  'DROP',
+  'END',
+  'EXEC',
+  'EXECUTE',
+  'EXPLAIN',
+  'EXPORT',
+  'FETCH',
+  'FLASHBACK',
+  'FLUSH',
+  'GRANT',
+  'HANDLER',
+  'HELP',
+  'IMPORT',
+  'INSERT',
+  'INSTALL',
+  'KILL',
+  'LISTEN',
+  'LOAD',
+  'LOCK',
+  'MERGE',
+  'MOVE',
+  'NOAUDIT',
+  'NOTIFY',
+  'OPTIMIZE',
+  'PRAGMA',
+  'PREPARE',
+  'PROFILE',
+  'PURGE',
+  'REASSIGN',
+  'REFRESH',
+  'REINDEX',
+  'RELEASE',
+  'RENAME',
+  'REPAIR',
+  'REPLACE',
+  'RESET',
+  'REVOKE',
+  'ROLLBACK',
+  'SAVEPOINT',
+  'SECURITY',
+  'SELECT',
+  'SET',
+  'SHOW',
+  'SHUTDOWN',
+  'START',
+  'TABLE',
+  'TRUNCATE',
+  'UNINSTALL',
+  'UNLISTEN',
+  'UNLOCK',
+  'UPDATE',
+  'UPSERT',
+  'USE',
+  'VACUUM',
+  'VALUES',
+  'WITH',
+  'XA',
 ]);
 
 const READ_KEYWORDS: Record<Engine, readonly string[]> = {
@@ -67,10 +144,44 @@ const QUERY_KEYWORDS: Record<Engine, readonly string[]> = {
  * INSERT(str, pos, len, new) (FUNCTION_WORDS). `upsert` is no keyword of any engine quarry speaks.
  */
 const WRITE_WORDS = new Set([
-  'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'TRUNCATE', 'DROP', 'CREATE', 'ALTER', 'RENAME',
-  'GRANT', 'REVOKE', 'COPY', 'INTO', 'CALL', 'EXEC', 'EXECUTE', 'LOCK', 'UNLOCK', 'VACUUM', 'ATTACH',
-  'DETACH', 'REINDEX', 'ANALYZE', 'ANALYSE', 'CLUSTER', 'COMMIT', 'ROLLBACK', 'SAVEPOINT', 'REFRESH',
-  'OUTFILE', 'DUMPFILE', 'HANDLER', 'PREPARE', 'DEALLOCATE', 'LISTEN', 'NOTIFY', 'DISCARD', 'IMPORT',
+  'INSERT',
+  'UPDATE',
+  'DELETE',
+  'MERGE',
+  'TRUNCATE',
+  'DROP',
+  'CREATE',
+  'ALTER',
+  'RENAME',
+  'GRANT',
+  'REVOKE',
+  'COPY',
+  'INTO',
+  'CALL',
+  'EXEC',
+  'EXECUTE',
+  'LOCK',
+  'UNLOCK',
+  'VACUUM',
+  'ATTACH',
+  'DETACH',
+  'REINDEX',
+  'ANALYZE',
+  'ANALYSE',
+  'CLUSTER',
+  'COMMIT',
+  'ROLLBACK',
+  'SAVEPOINT',
+  'REFRESH',
+  'OUTFILE',
+  'DUMPFILE',
+  'HANDLER',
+  'PREPARE',
+  'DEALLOCATE',
+  'LISTEN',
+  'NOTIFY',
+  'DISCARD',
+  'IMPORT',
 ]);
 
 const SEQUENCE_WORDS = new Set(['NEXTVAL', 'SETVAL']);
@@ -125,33 +236,90 @@ const SIDE_EFFECT_FUNCTIONS: Record<Engine, FunctionRules> = {
   },
   postgres: {
     exact: new Set([
-      'nextval', 'setval', 'set_config', 'lowrite', 'pg_notify', 'txid_current', 'pg_current_xact_id',
-      'pg_terminate_backend', 'pg_cancel_backend', 'pg_reload_conf', 'pg_rotate_logfile', 'pg_switch_wal',
-      'pg_promote', 'pg_logical_emit_message', 'pg_import_system_collations', 'pg_stat_file',
-      'query_to_xml', 'query_to_xmlschema', 'query_to_xml_and_xmlschema', 'cursor_to_xml', 'cursor_to_xmlschema',
-      'pg_backup_start', 'pg_backup_stop', 'pg_start_backup', 'pg_stop_backup', 'pg_log_backend_memory_contexts',
+      'nextval',
+      'setval',
+      'set_config',
+      'lowrite',
+      'pg_notify',
+      'txid_current',
+      'pg_current_xact_id',
+      'pg_terminate_backend',
+      'pg_cancel_backend',
+      'pg_reload_conf',
+      'pg_rotate_logfile',
+      'pg_switch_wal',
+      'pg_promote',
+      'pg_logical_emit_message',
+      'pg_import_system_collations',
+      'pg_stat_file',
+      'query_to_xml',
+      'query_to_xmlschema',
+      'query_to_xml_and_xmlschema',
+      'cursor_to_xml',
+      'cursor_to_xmlschema',
+      'pg_backup_start',
+      'pg_backup_stop',
+      'pg_start_backup',
+      'pg_stop_backup',
+      'pg_log_backend_memory_contexts',
       // Run SQL given as text, out of the check's sight (tablefunc and xml2 too).
-      'ts_stat', 'ts_rewrite', 'connectby', 'xpath_table',
+      'ts_stat',
+      'ts_rewrite',
+      'connectby',
+      'xpath_table',
       // Index maintenance that changes the index even inside a read-only transaction.
-      'brin_summarize_new_values', 'brin_summarize_range', 'brin_desummarize_range', 'gin_clean_pending_list',
-      'pg_stat_statements_reset', 'pg_logical_slot_get_changes', 'pg_logical_slot_get_binary_changes', 'pg_nextoid',
+      'brin_summarize_new_values',
+      'brin_summarize_range',
+      'brin_desummarize_range',
+      'gin_clean_pending_list',
+      'pg_stat_statements_reset',
+      'pg_logical_slot_get_changes',
+      'pg_logical_slot_get_binary_changes',
+      'pg_nextoid',
       'pg_truncate_visibility_map',
       // The session's random seed: it survives the rollback and DISCARD ALL, so it would outlive the call.
       'setseed',
     ]),
     prefixes: [
-      'lo_', 'dblink', 'pg_read_', 'pg_ls_', 'pg_file_', 'pg_logdir_', 'pg_advisory', 'pg_try_advisory', 'pg_create_', 'pg_drop_',
-      'pg_copy_', 'pg_replication_', 'pg_stat_reset', 'pg_wal_replay_', 'crosstab', 'binary_upgrade_', 'heap_force_',
+      'lo_',
+      'dblink',
+      'pg_read_',
+      'pg_ls_',
+      'pg_file_',
+      'pg_logdir_',
+      'pg_advisory',
+      'pg_try_advisory',
+      'pg_create_',
+      'pg_drop_',
+      'pg_copy_',
+      'pg_replication_',
+      'pg_stat_reset',
+      'pg_wal_replay_',
+      'crosstab',
+      'binary_upgrade_',
+      'heap_force_',
       // PostgreSQL 18's statistics import (pg_restore_relation_stats, pg_clear_attribute_stats, ...):
       // they change the catalogs even inside a read-only transaction; only the rollback undoes them.
-      'pg_restore_', 'pg_clear_',
+      'pg_restore_',
+      'pg_clear_',
     ],
     // Large-object reads: the position of an open descriptor, the contents of an object.
     exceptions: new Set(['lo_tell', 'lo_tell64', 'lo_get']),
     packages: NONE,
   },
   mysql: {
-    exact: new Set(['load_file', 'get_lock', 'release_lock', 'release_all_locks', 'master_pos_wait', 'source_pos_wait', 'sys_exec', 'sys_eval', 'sys_get', 'sys_set']),
+    exact: new Set([
+      'load_file',
+      'get_lock',
+      'release_lock',
+      'release_all_locks',
+      'master_pos_wait',
+      'source_pos_wait',
+      'sys_exec',
+      'sys_eval',
+      'sys_get',
+      'sys_set',
+    ]),
     prefixes: [],
     exceptions: new Set(),
     packages: NONE,
@@ -167,10 +335,50 @@ const SIDE_EFFECT_FUNCTIONS: Record<Engine, FunctionRules> = {
     exact: new Set(['purge', 'shutdown', 'rebalance_cluster', 'hard_partition', 'partition_table', 'partition_projection', 'do_tm_task']),
     // Vertica meta-functions are called with SELECT and often commit on their own.
     prefixes: [
-      'drop_', 'purge_', 'set_', 'clear_', 'close_', 'make_', 'analyze_', 'export_', 'start_', 'swap_', 'copy_', 'move_',
-      'cancel_', 'interrupt_', 'enable_', 'disable_', 'reset_', 'rebalance_', 'refresh', 'alter_', 'create_', 'add_', 'remove_',
-      'install_', 'uninstall_', 'flush_', 'reap_', 'release_', 'restore_', 'revert_', 'mark_', 'audit', 'import_', 'evaluate_delete',
-      'compute_flextable', 'materialize_', 'update_', 'delete_', 'insert_', 'upgrade_', 'run_', 'notify', 'save_', 'load_',
+      'drop_',
+      'purge_',
+      'set_',
+      'clear_',
+      'close_',
+      'make_',
+      'analyze_',
+      'export_',
+      'start_',
+      'swap_',
+      'copy_',
+      'move_',
+      'cancel_',
+      'interrupt_',
+      'enable_',
+      'disable_',
+      'reset_',
+      'rebalance_',
+      'refresh',
+      'alter_',
+      'create_',
+      'add_',
+      'remove_',
+      'install_',
+      'uninstall_',
+      'flush_',
+      'reap_',
+      'release_',
+      'restore_',
+      'revert_',
+      'mark_',
+      'audit',
+      'import_',
+      'evaluate_delete',
+      'compute_flextable',
+      'materialize_',
+      'update_',
+      'delete_',
+      'insert_',
+      'upgrade_',
+      'run_',
+      'notify',
+      'save_',
+      'load_',
     ],
     exceptions: new Set(['add_months']),
     packages: NONE,
@@ -180,13 +388,38 @@ const SIDE_EFFECT_FUNCTIONS: Record<Engine, FunctionRules> = {
 
 /** PRAGMAs that only read; the first group also takes a table or index name in parentheses. */
 const SQLITE_PRAGMAS_WITH_NAME = new Set([
-  'table_info', 'table_xinfo', 'index_list', 'index_info', 'index_xinfo', 'foreign_key_list', 'foreign_key_check',
-  'integrity_check', 'quick_check', 'table_list',
+  'table_info',
+  'table_xinfo',
+  'index_list',
+  'index_info',
+  'index_xinfo',
+  'foreign_key_list',
+  'foreign_key_check',
+  'integrity_check',
+  'quick_check',
+  'table_list',
 ]);
 const SQLITE_PRAGMAS_BARE = new Set([
-  ...SQLITE_PRAGMAS_WITH_NAME, 'database_list', 'collation_list', 'function_list', 'module_list', 'pragma_list',
-  'compile_options', 'user_version', 'schema_version', 'application_id', 'page_count', 'page_size', 'freelist_count',
-  'encoding', 'journal_mode', 'foreign_keys', 'data_version', 'max_page_count', 'auto_vacuum', 'query_only',
+  ...SQLITE_PRAGMAS_WITH_NAME,
+  'database_list',
+  'collation_list',
+  'function_list',
+  'module_list',
+  'pragma_list',
+  'compile_options',
+  'user_version',
+  'schema_version',
+  'application_id',
+  'page_count',
+  'page_size',
+  'freelist_count',
+  'encoding',
+  'journal_mode',
+  'foreign_keys',
+  'data_version',
+  'max_page_count',
+  'auto_vacuum',
+  'query_only',
 ]);
 
 /** Checks one statement for read-only use; throws ReadOnlyViolation saying what and why. */
@@ -210,12 +443,14 @@ export function checkReadOnlyStatement(sql: string, engine: Engine): CheckedStat
   if (leading && !READ_KEYWORDS[engine].includes(leading) && !STATEMENT_KEYWORDS.has(leading)) {
     // A typo (SELEC) is not a permission problem: say that the statement is not SQL.
     throw new ReadOnlyViolation(
-      `syntax error: "${leading}" at character ${statement.find((token) => token.kind === 'word')!.start + 1} does not begin any SQL statement; ${engine} queries here begin with ${READ_KEYWORDS[engine].join(', ')}`,
+      `syntax error: "${leading}" at character ${statement.find((token) => token.kind === 'word')!.start + 1} does not begin any SQL statement; ${engine} ` +
+        `queries here begin with ${READ_KEYWORDS[engine].join(', ')}`,
     );
   }
   if (!leading || !READ_KEYWORDS[engine].includes(leading)) {
     throw new ReadOnlyViolation(
-      `refused: ${leading ? `${leading} statements are` : 'this statement is'} not allowed in read-only mode; ${engine} allows only ${READ_KEYWORDS[engine].join(', ')}${engine === 'sqlite' ? ' (read-only PRAGMAs)' : ''}`,
+      `refused: ${leading ? `${leading} statements are` : 'this statement is'} not allowed in read-only mode; ${engine} allows only ` +
+        `${READ_KEYWORDS[engine].join(', ')}${engine === 'sqlite' ? ' (read-only PRAGMAs)' : ''}`,
     );
   }
   checkParentheses(statement);
@@ -290,7 +525,8 @@ function checkExplain(statement: Token[], engine: Engine): void {
     throw new ReadOnlyViolation(
       analyzes && explained === 'TABLE'
         ? 'refused: ANALYZE TABLE updates the table statistics, which is a write'
-        : `refused: ${leading} ${explained ? `of ${explained}` : 'of this statement'} is not allowed in read-only mode; ${leading} takes only a query (${allowed.join(', ')}) that is itself allowed; for the plan of a write, explain the SELECT that finds its rows`,
+        : `refused: ${leading} ${explained ? `of ${explained}` : 'of this statement'} is not allowed in read-only mode; ${leading} takes only a query ` +
+            `(${allowed.join(', ')}) that is itself allowed; for the plan of a write, explain the SELECT that finds its rows`,
     );
   }
   checkHiddenWrites(body, engine);
@@ -338,7 +574,21 @@ function explainPrefix(statement: Token[], engine: Engine): { body: Token[]; opt
 }
 
 /** PostgreSQL's EXPLAIN options, each `NAME [value]`; anything else is refused. */
-const POSTGRES_EXPLAIN_OPTIONS = new Set(['ANALYZE', 'ANALYSE', 'VERBOSE', 'COSTS', 'SETTINGS', 'GENERIC_PLAN', 'BUFFERS', 'SERIALIZE', 'WAL', 'TIMING', 'SUMMARY', 'MEMORY', 'FORMAT']);
+const POSTGRES_EXPLAIN_OPTIONS = new Set([
+  'ANALYZE',
+  'ANALYSE',
+  'VERBOSE',
+  'COSTS',
+  'SETTINGS',
+  'GENERIC_PLAN',
+  'BUFFERS',
+  'SERIALIZE',
+  'WAL',
+  'TIMING',
+  'SUMMARY',
+  'MEMORY',
+  'FORMAT',
+]);
 
 function checkPostgresExplainOptions(tokens: Token[]): void {
   const items: Token[][] = [[]];
@@ -350,7 +600,9 @@ function checkPostgresExplainOptions(tokens: Token[]): void {
     const known = name?.kind === 'word' && POSTGRES_EXPLAIN_OPTIONS.has(name.value);
     const plainValue = value === undefined || value.kind === 'word' || value.kind === 'number' || value.kind === 'string';
     if (!known || !plainValue || extra.length > 0) {
-      throw new ReadOnlyViolation(`refused: EXPLAIN (...) takes options as in EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON); allowed: ${[...POSTGRES_EXPLAIN_OPTIONS].join(', ')}`);
+      throw new ReadOnlyViolation(
+        `refused: EXPLAIN (...) takes options as in EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON); allowed: ${[...POSTGRES_EXPLAIN_OPTIONS].join(', ')}`,
+      );
     }
   }
 }
@@ -362,14 +614,55 @@ function isQueryStart(statement: Token[], index: number, engine: Engine): boolea
 
 /** Words that start a statement or a clause in MySQL: never an unquoted table name after DESCRIBE. */
 const MYSQL_NOT_A_NAME = new Set([
-  'EXPLAIN', 'DESCRIBE', 'DESC', 'ANALYZE', 'SHOW', 'SELECT', 'WITH', 'VALUES', 'TABLE', 'FOR', 'FORMAT', 'SET', 'DO', 'HANDLER', 'LOAD', 'REPLACE',
-  'INTO', 'FROM', 'WHERE', 'FLUSH', 'OPTIMIZE', 'REPAIR', 'CHECK', 'CHECKSUM', 'HELP', 'START', 'BEGIN', 'XA', 'KILL', 'RESET', 'PURGE', 'INSTALL',
-  'UNINSTALL', 'CACHE', 'USE', 'SHUTDOWN', 'BINLOG', 'SIGNAL', 'RESIGNAL', 'GET', 'BACKUP', 'CLONE', 'RESTART',
+  'EXPLAIN',
+  'DESCRIBE',
+  'DESC',
+  'ANALYZE',
+  'SHOW',
+  'SELECT',
+  'WITH',
+  'VALUES',
+  'TABLE',
+  'FOR',
+  'FORMAT',
+  'SET',
+  'DO',
+  'HANDLER',
+  'LOAD',
+  'REPLACE',
+  'INTO',
+  'FROM',
+  'WHERE',
+  'FLUSH',
+  'OPTIMIZE',
+  'REPAIR',
+  'CHECK',
+  'CHECKSUM',
+  'HELP',
+  'START',
+  'BEGIN',
+  'XA',
+  'KILL',
+  'RESET',
+  'PURGE',
+  'INSTALL',
+  'UNINSTALL',
+  'CACHE',
+  'USE',
+  'SHUTDOWN',
+  'BINLOG',
+  'SIGNAL',
+  'RESIGNAL',
+  'GET',
+  'BACKUP',
+  'CLONE',
+  'RESTART',
 ]);
 
 /** A table name, `name` or `schema.name`, from `at`; the index after it, or -1. */
 function tableName(tokens: Token[], at: number): number {
-  const name = (token: Token | undefined) => token !== undefined && (token.kind === 'quoted' || (token.kind === 'word' && !WRITE_WORDS.has(token.value) && !MYSQL_NOT_A_NAME.has(token.value)));
+  const name = (token: Token | undefined) =>
+    token !== undefined && (token.kind === 'quoted' || (token.kind === 'word' && !WRITE_WORDS.has(token.value) && !MYSQL_NOT_A_NAME.has(token.value)));
   if (!name(tokens[at])) return -1;
   if (tokens[at + 1]?.kind === 'punct' && tokens[at + 1]!.value === '.') return name(tokens[at + 2]) ? at + 3 : -1;
   return at + 1;
@@ -394,7 +687,10 @@ function checkTableList(statement: Token[], what: string, trailing: readonly str
   }
   if (index > 0 && statement[index]?.kind === 'word' && trailing.includes(statement[index]!.value)) index++;
   valid = index === statement.length;
-  if (!valid) throw new ReadOnlyViolation(`refused: only ${what} followed by table names${trailing.length ? ` (and ${trailing.join(' or ')})` : ''} is allowed in read-only mode`);
+  if (!valid)
+    throw new ReadOnlyViolation(
+      `refused: only ${what} followed by table names${trailing.length ? ` (and ${trailing.join(' or ')})` : ''} is allowed in read-only mode`,
+    );
 }
 
 /** Statements split at top-level semicolons; empty ones (stray `;`) are dropped. */
@@ -432,13 +728,16 @@ function checkHiddenWrites(statement: Token[], engine: Engine): void {
     const analyseProcedure = engine === 'mysql' && calls && token.value === 'ANALYSE' && previous?.kind === 'word' && previous.value === 'PROCEDURE';
     if (token.kind === 'word' && !qualified && WRITE_WORDS.has(token.value) && !functionWord && !analyseProcedure) {
       throw new ReadOnlyViolation(
-        `refused: ${token.value} (at character ${token.start + 1}) can change data or state, and read-only mode allows no writes, locks or transaction control inside a query; if it is a column or table name, quote it as an identifier`,
+        `refused: ${token.value} (at character ${token.start + 1}) can change data or state, and read-only mode allows no writes, locks or transaction ` +
+          `control inside a query; if it is a column or table name, quote it as an identifier`,
       );
     }
     // Sequence advances: Oracle and Vertica write them as a pseudo-column (seq.NEXTVAL), MariaDB
     // and the standard as NEXT VALUE FOR seq.
     if (token.kind === 'word' && (SEQUENCE_WORDS.has(token.value) || (token.value === 'NEXT' && next?.kind === 'word' && next.value === 'VALUE'))) {
-      throw new ReadOnlyViolation(`refused: ${token.value === 'NEXT' ? 'NEXT VALUE' : token.value} (at character ${token.start + 1}) advances a sequence, which is a write`);
+      throw new ReadOnlyViolation(
+        `refused: ${token.value === 'NEXT' ? 'NEXT VALUE' : token.value} (at character ${token.start + 1}) advances a sequence, which is a write`,
+      );
     }
     if (token.kind === 'word' && token.value === 'FOR' && next?.kind === 'word' && LOCKING_AFTER_FOR.has(next.value)) {
       throw new ReadOnlyViolation(`refused: FOR ${next.value} (at character ${token.start + 1}) takes row locks, which read-only mode does not allow`);
@@ -448,11 +747,17 @@ function checkHiddenWrites(statement: Token[], engine: Engine): void {
     // ts_rewrite(query, target, substitute) rewrites with constant tsqueries; ts_rewrite(query, 'SELECT ...') runs SQL text.
     if (calls && engine === 'postgres' && name === 'ts_rewrite' && argumentCount(statement, index + 1) === 3) continue;
     if (calls && matches(rules, name)) {
-      throw new ReadOnlyViolation(`refused: the function ${name}() (at character ${token.start + 1}) has side effects (files, network, sequences, locks or settings) and is not allowed in read-only mode`);
+      throw new ReadOnlyViolation(
+        `refused: the function ${name}() (at character ${token.start + 1}) has side effects (files, network, sequences, locks or settings) and is not ` +
+          `allowed in read-only mode`,
+      );
     }
     const isPackage = next?.kind === 'punct' && next.value === '.';
     if (isPackage && matches(rules.packages, name)) {
-      throw new ReadOnlyViolation(`refused: the package ${name.toUpperCase()} (at character ${token.start + 1}) can reach files, the network, jobs or dynamic SQL, and is not allowed in read-only mode`);
+      throw new ReadOnlyViolation(
+        `refused: the package ${name.toUpperCase()} (at character ${token.start + 1}) can reach files, the network, jobs or dynamic SQL, and is not allowed ` +
+          `in read-only mode`,
+      );
     }
   }
 }
@@ -494,11 +799,14 @@ function checkSqlitePragma(statement: Token[]): void {
   const setsValue = rest.some((token) => token.kind === 'punct' && token.value === '=');
   if (!name || setsValue || !SQLITE_PRAGMAS_BARE.has(name)) {
     throw new ReadOnlyViolation(
-      `refused: ${name ? `PRAGMA ${name}${setsValue ? ' = ...' : ''}` : 'this PRAGMA'} is not a read-only PRAGMA; allowed: ${[...SQLITE_PRAGMAS_BARE].sort().join(', ')} (without "=")`,
+      `refused: ${name ? `PRAGMA ${name}${setsValue ? ' = ...' : ''}` : 'this PRAGMA'} is not a read-only PRAGMA; allowed: ` +
+        `${[...SQLITE_PRAGMAS_BARE].sort().join(', ')} (without "=")`,
     );
   }
   if (rest.length && !(SQLITE_PRAGMAS_WITH_NAME.has(name) && isSingleParenthesizedName(rest))) {
-    throw new ReadOnlyViolation(`refused: PRAGMA ${name}(...) sets a value; only table-information PRAGMAs take an argument (${[...SQLITE_PRAGMAS_WITH_NAME].sort().join(', ')})`);
+    throw new ReadOnlyViolation(
+      `refused: PRAGMA ${name}(...) sets a value; only table-information PRAGMAs take an argument (${[...SQLITE_PRAGMAS_WITH_NAME].sort().join(', ')})`,
+    );
   }
 }
 

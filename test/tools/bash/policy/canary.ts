@@ -19,7 +19,15 @@ export function makeCanaryDir(): string {
   const dir = makeTempDir('quarry-canary-');
   writeFileSync(join(dir, 'notes.txt'), 'alpha\nbeta\ngamma\nalpha beta\n');
   writeFileSync(join(dir, 'data.csv'), 'id,name,amount\n1,ann,10\n2,bob,20\n3,cy,30\n');
-  writeFileSync(join(dir, 'data.json'), JSON.stringify({ items: [{ id: 1, tag: 'x' }, { id: 2, tag: 'y' }] }));
+  writeFileSync(
+    join(dir, 'data.json'),
+    JSON.stringify({
+      items: [
+        { id: 1, tag: 'x' },
+        { id: 2, tag: 'y' },
+      ],
+    }),
+  );
   writeFileSync(join(dir, 'script.sh'), '#!/bin/sh\necho pwned > pwned.txt\n', { mode: 0o755 });
   writeFileSync(join(dir, 'readonly.txt'), 'do not change\n', { mode: 0o444 });
   writeFileSync(join(dir, '-i'), 'a file named like an option\n');
@@ -32,11 +40,19 @@ export function makeCanaryDir(): string {
   const repo = join(dir, 'repo');
   mkdirSync(repo);
   writeFileSync(join(repo, 'README'), 'hello repo\n');
-  const git = (...args: string[]) => execFileSync('git', args, {
-    cwd: repo,
-    env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e', GIT_CONFIG_GLOBAL: '/dev/null' },
-    stdio: 'ignore',
-  });
+  const git = (...args: string[]) =>
+    execFileSync('git', args, {
+      cwd: repo,
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@e',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@e',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+      },
+      stdio: 'ignore',
+    });
   git('init', '-q');
   git('add', 'README');
   git('commit', '-q', '-m', 'initial commit');
@@ -55,8 +71,10 @@ export function snapshot(dir: string): Record<string, string> {
       const stats = lstatSync(full);
       const mode = (stats.mode & 0o7777).toString(8);
       if (stats.isSymbolicLink()) out[key] = `link ${readlinkSync(full)}`;
-      else if (stats.isDirectory()) { out[key] = `dir ${mode}`; walk(full, key); }
-      else out[key] = `file ${mode} ${stats.size} ${createHash('sha256').update(readFileSync(full)).digest('hex')}`;
+      else if (stats.isDirectory()) {
+        out[key] = `dir ${mode}`;
+        walk(full, key);
+      } else out[key] = `file ${mode} ${stats.size} ${createHash('sha256').update(readFileSync(full)).digest('hex')}`;
     }
   };
   walk(dir, '');

@@ -6,11 +6,15 @@ import { localPolicyEnvironment, makeCanaryDir } from './canary.js';
 import { BENIGN, ESCAPES } from './corpus.js';
 
 let dir: string;
-beforeAll(() => { dir = makeCanaryDir(); });
+beforeAll(() => {
+  dir = makeCanaryDir();
+});
 /** Checks a command as the bash tool would from the canary directory. */
 const checkRestrictedCommand = (command: string) => checkWithEnvironment(command, localPolicyEnvironment(dir));
 
-const allEscapes = Object.entries(ESCAPES).flatMap(([category, commands]) => commands.map((command) => ({ category, command: command.replaceAll('{PID}', '4242') })));
+const allEscapes = Object.entries(ESCAPES).flatMap(([category, commands]) =>
+  commands.map((command) => ({ category, command: command.replaceAll('{PID}', '4242') })),
+);
 
 describe('restricted shell policy', () => {
   test('the corpus is as large as the issue asks', () => {
@@ -33,7 +37,7 @@ describe('restricted shell policy', () => {
       ['find . -name x -delete', /find: -delete is refused: it deletes files/],
       ['sed -ni p x', /sed: the option -i is refused: it edits files in place/],
       ['sort --out=y x', /sort: the option --out \(--output\) is refused/],
-      ["awk '{print > \"f\"}'", /awk: output redirection/],
+      ['awk \'{print > "f"}\'', /awk: output redirection/],
       ['git -c core.pager=x log', /git: the global option -c is refused/],
       ['sort $(id)', /sort: the output of a command substitution could become any arguments here, and the check cannot prove that safe/],
       ['for f in *; do echo $HOME; done', /the variable \$HOME \(only the variable of an enclosing/],
@@ -71,7 +75,12 @@ describe('restricted shell policy', () => {
       const decision = await checkWithEnvironment(command, environment);
       expect(decision.allowed ? 'allowed' : decision.reason, command).toMatch(pattern);
     }
-    for (const command of ['kubectl version --client', 'kubectl get pods -o wide', "curl --write-out '%{http_code}' http://127.0.0.1/", "podman ps --format '{{.Names}}'"]) {
+    for (const command of [
+      'kubectl version --client',
+      'kubectl get pods -o wide',
+      "curl --write-out '%{http_code}' http://127.0.0.1/",
+      "podman ps --format '{{.Names}}'",
+    ]) {
       expect(await checkWithEnvironment(command, environment), command).toEqual({ allowed: true });
     }
     // pflag takes no abbreviations: --client is version's own option; --client=false asks the server.
@@ -80,7 +89,17 @@ describe('restricted shell policy', () => {
   });
 
   test('§14 regressions of the Python original are refused', async () => {
-    for (const command of ['ls; find . -delete', 'find . -name x -delete', 'sed -i s/a/b/ f', "awk 'BEGIN{system(\"id\")}'", 'env sh', 'env bash -c id', 'git -c core.pager=id log', 'curl -o f http://x/', 'ls && curl -o f http://x/']) {
+    for (const command of [
+      'ls; find . -delete',
+      'find . -name x -delete',
+      'sed -i s/a/b/ f',
+      'awk \'BEGIN{system("id")}\'',
+      'env sh',
+      'env bash -c id',
+      'git -c core.pager=id log',
+      'curl -o f http://x/',
+      'ls && curl -o f http://x/',
+    ]) {
       expect(await checkRestrictedCommand(command), command).toMatchObject({ allowed: false });
     }
   });
@@ -105,21 +124,52 @@ describe('restricted shell policy', () => {
   });
 
   test('awk is lexed as awk lexes it: no code hides in what a scanner takes for a regex or a string', () => {
-    for (const ok of ['NR == 1 { print 10 / 2 }', '/a\\/b/ { print }', '{ print $1 }\n/x/ { n++ }', 'BEGIN { if (x) print "a" }', '{ a[$1]++ } END { for (k in a) print k, a[k] }', '{ print "x",\n "y" }', '{ print ($1 > 2) }', 'BEGIN { x = 1.5 / 3 }', '/[[:alpha:]]+/ { print }']) {
+    for (const ok of [
+      'NR == 1 { print 10 / 2 }',
+      '/a\\/b/ { print }',
+      '{ print $1 }\n/x/ { n++ }',
+      'BEGIN { if (x) print "a" }',
+      '{ a[$1]++ } END { for (k in a) print k, a[k] }',
+      '{ print "x",\n "y" }',
+      '{ print ($1 > 2) }',
+      'BEGIN { x = 1.5 / 3 }',
+      '/[[:alpha:]]+/ { print }',
+    ]) {
       expect(awkProgramRefusal(ok), ok).toBeNull();
     }
     for (const [bad, why] of [
-      ['BEGIN { print 1. / 2 > "f"; y = 3 / 1 }', /redirection/], ['BEGIN{print 1 \\\n/ 2 > "f"; y = 4 /2 }', /redirection/],
-      ['x\n/#|a/ { print > "f" }', /redirection/], ['{ print /"/ > "f" }', /redirection/], ['/[]/"]|a/ { print > "f" }', /inside \[\.\.\.\]/],
-      ['BEGIN { x = 1; print x++ / 2 > "f" }', /\+\+/], ['BEGIN { print "x",\n "y" > "f" }', /redirection/], ['BEGIN { if (1) /"/ ; print > "f" # " }', /redirection/],
-      ['BEGIN { while ((getline l < f) > 0) print l }', /getline < FILE/], ['BEGIN { ARGV[1] = "x" }', /ARGV/], ['BEGIN { print "unterminated }', /string/],
+      ['BEGIN { print 1. / 2 > "f"; y = 3 / 1 }', /redirection/],
+      ['BEGIN{print 1 \\\n/ 2 > "f"; y = 4 /2 }', /redirection/],
+      ['x\n/#|a/ { print > "f" }', /redirection/],
+      ['{ print /"/ > "f" }', /redirection/],
+      ['/[]/"]|a/ { print > "f" }', /inside \[\.\.\.\]/],
+      ['BEGIN { x = 1; print x++ / 2 > "f" }', /\+\+/],
+      ['BEGIN { print "x",\n "y" > "f" }', /redirection/],
+      ['BEGIN { if (1) /"/ ; print > "f" # " }', /redirection/],
+      ['BEGIN { while ((getline l < f) > 0) print l }', /getline < FILE/],
+      ['BEGIN { ARGV[1] = "x" }', /ARGV/],
+      ['BEGIN { print "unterminated }', /string/],
     ] as const) {
       expect(awkProgramRefusal(bad), bad).toMatch(why);
     }
   });
 
   test('sed scripts: reading commands pass, w/W/e and the w/e flags do not', () => {
-    for (const ok of ['p', '1,5p', '/x/d', 's/a/b/g', 's|a|b|2p', 'y/abc/xyz/', ':a;N;ba', '$!N;P;D', '1i\\header', '/start/,/end/{s/x/y/;p}', '0~2d', '5q', 'r other.txt']) {
+    for (const ok of [
+      'p',
+      '1,5p',
+      '/x/d',
+      's/a/b/g',
+      's|a|b|2p',
+      'y/abc/xyz/',
+      ':a;N;ba',
+      '$!N;P;D',
+      '1i\\header',
+      '/start/,/end/{s/x/y/;p}',
+      '0~2d',
+      '5q',
+      'r other.txt',
+    ]) {
       expect(sedScriptRefusal(ok), ok).toBeNull();
     }
     for (const bad of ['w out', '1w out', 's/a/b/w out', 's/a/b/e', 'e id', '/x/W out', '$!{w out\n}', 's/a/b/;w out', 'b end w x', '1a foo\nw out']) {

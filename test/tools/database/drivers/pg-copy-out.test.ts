@@ -109,10 +109,15 @@ describe('ExtendedCopyOut', () => {
 
     test('rows, notices between them, the row count, and pg takes the connection back', async () => {
       await withClient(async (client) => {
-        await client.query(`CREATE OR REPLACE FUNCTION pg_temp.noisy(i int) RETURNS int AS $$ BEGIN IF i % 1000 = 0 THEN RAISE NOTICE 'at %', i; END IF; RETURN i; END $$ LANGUAGE plpgsql`);
+        await client.query(
+          `CREATE OR REPLACE FUNCTION pg_temp.noisy(i int) RETURNS int AS $$ BEGIN IF i % 1000 = 0 THEN RAISE NOTICE 'at %', i; END IF; RETURN i; END $$ ` +
+            `LANGUAGE plpgsql`,
+        );
         const notices: string[] = [];
         client.on('notice', (notice) => notices.push(notice.message ?? ''));
-        const stream = client.query(new ExtendedCopyOut("COPY (SELECT pg_temp.noisy(i), repeat('z', i % 300) FROM generate_series(1, 50000) AS i) TO STDOUT WITH (FORMAT csv)"));
+        const stream = client.query(
+          new ExtendedCopyOut("COPY (SELECT pg_temp.noisy(i), repeat('z', i % 300) FROM generate_series(1, 50000) AS i) TO STDOUT WITH (FORMAT csv)"),
+        );
         const text = await readAll(stream);
         expect(stream.readSocketItself).toBe(true);
         expect(stream.rowCount).toBe(50_000);

@@ -97,7 +97,7 @@ describe.runIf(hasSqlite3)('SQLite double-quoted string literals, compared with 
   test('random statements mixing names and double-quoted words agree with sqlite3', async () => {
     const words = ['name', 'code', 'population', 'Europe', 'FRA', 'Republic', '%a%', 'a', 'zz', "it's", 'a""b', 'id'];
     let seed = 20;
-    const pick = <T,>(list: T[]): T => {
+    const pick = <T>(list: T[]): T => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       return list[seed % list.length]!;
     };
@@ -132,15 +132,25 @@ describe.runIf(hasSqlite3)('SQLite double-quoted string literals, compared with 
     const before = directoryFingerprint(dir);
     const result = await runner.run('sqlite', { operation: 'query', sql: 'SELECT name FROM country WHERE GovernmentForm = "Federal Republic" ORDER BY name' });
     expect(result.output).toContain('│ Brazil        │\n│ United States │');
-    for (const sql of ['DELETE FROM country WHERE GovernmentForm = "Republic"', 'UPDATE country SET name = "x"', 'SELECT 1 WHERE "a" = "a"; DELETE FROM city']) {
+    for (const sql of [
+      'DELETE FROM country WHERE GovernmentForm = "Republic"',
+      'UPDATE country SET name = "x"',
+      'SELECT 1 WHERE "a" = "a"; DELETE FROM city',
+    ]) {
       const refused = await runner.run('sqlite', { operation: 'query', sql });
       expect(refused.output).toMatch(/^refused/);
     }
     expect(directoryFingerprint(dir)).toBe(before);
-    const exported = await runner.run('sqlite', { operation: 'export_query', sql: 'SELECT code, name FROM country WHERE continent = "Europe" ORDER BY code', output_path: 'europe.csv' });
+    const exported = await runner.run('sqlite', {
+      operation: 'export_query',
+      sql: 'SELECT code, name FROM country WHERE continent = "Europe" ORDER BY code',
+      output_path: 'europe.csv',
+    });
     expect(exported.ok, exported.output).toBe(true);
     // quarry writes RFC 4180 line ends; sqlite3 3.40 writes "\n" to a pipe.
-    const csv = execFileSync('sqlite3', ['-csv', '-header', path, "SELECT code, name FROM country WHERE continent = 'Europe' ORDER BY code"], { encoding: 'utf8' });
+    const csv = execFileSync('sqlite3', ['-csv', '-header', path, "SELECT code, name FROM country WHERE continent = 'Europe' ORDER BY code"], {
+      encoding: 'utf8',
+    });
     expect(readFileSync(join(dir, 'europe.csv'), 'utf8')).toBe(csv.replaceAll('\r\n', '\n').replaceAll('\n', '\r\n'));
   });
 });

@@ -121,13 +121,27 @@ describe('the corpus measurement script', () => {
     expect(checked.stdout).toContain('refused: only one statement per call is allowed in read-only mode');
 
     const tables = join(makeTempDir(), 'tables.json');
-    writeFileSync(tables, JSON.stringify([{ db_id: 'w', table_names_original: ['country'], column_names_original: [[-1, '*'], [0, 'name'], [0, 'GovernmentForm']], column_types: ['text', 'text', 'text'] }]));
+    writeFileSync(
+      tables,
+      JSON.stringify([
+        {
+          db_id: 'w',
+          table_names_original: ['country'],
+          column_names_original: [
+            [-1, '*'],
+            [0, 'name'],
+            [0, 'GovernmentForm'],
+          ],
+          column_types: ['text', 'text', 'text'],
+        },
+      ]),
+    );
     const before = readdirSync(dir).sort();
     const prepared = run('--engine', 'sqlite', '--spider-tables', tables, join(dir, 'dev.json'));
     expect(prepared).toMatchObject({ status: 0, signal: null, stderr: '' });
     expect(prepared.stdout).toBe(
-      '4 statements prepared against their schemas: 3 (75.0%) fail as written, 2 (50.0%) with double-quoted strings accepted\n'
-        + '      1  no such column\n      1  The supplied SQL string contains more than one statement\n',
+      '4 statements prepared against their schemas: 3 (75.0%) fail as written, 2 (50.0%) with double-quoted strings accepted\n' +
+        '      1  no such column\n      1  The supplied SQL string contains more than one statement\n',
     );
     expect(readdirSync(dir).sort()).toEqual(before);
   });
@@ -143,6 +157,9 @@ describe('the corpus measurement script', () => {
     expect(missing).toMatchObject({ status: 2, stdout: '', stderr: 'sql-check-corpus: /nonexistent/quarry-corpus does not exist\n' });
     const empty = join(makeTempDir(), 'empty');
     mkdirSync(empty);
-    expect(run('--engine', 'mysql', empty)).toMatchObject({ status: 0, stdout: expect.stringMatching(/^mysql: 0 distinct statements, 0 reads, 0 refused \(0\.00%\)/) });
+    expect(run('--engine', 'mysql', empty)).toMatchObject({
+      status: 0,
+      stdout: expect.stringMatching(/^mysql: 0 distinct statements, 0 reads, 0 refused \(0\.00%\)/),
+    });
   });
 });

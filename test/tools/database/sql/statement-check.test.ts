@@ -37,7 +37,9 @@ describe('what the check returns and says', () => {
 
   test('a side-effect function is named', () => {
     expect(() => checkReadOnlyStatement("SELECT nextval('s')", 'postgres')).toThrow(/NEXTVAL \(at character 8\) advances a sequence/);
-    expect(() => checkReadOnlyStatement("SELECT pg_read_file('/etc/passwd')", 'postgres')).toThrow(/the function pg_read_file\(\) \(at character 8\) has side effects/);
+    expect(() => checkReadOnlyStatement("SELECT pg_read_file('/etc/passwd')", 'postgres')).toThrow(
+      /the function pg_read_file\(\) \(at character 8\) has side effects/,
+    );
   });
 
   test('a leading keyword that is not a read lists what is allowed', () => {
@@ -102,7 +104,12 @@ describe('the lexer reads text the way each engine does (red-team findings)', ()
   });
 
   test('a megabyte of text is checked in linear time', () => {
-    const inputs = ['SELECT 1 ' + '--x\n'.repeat(250_000), 'SELECT ' + '$a '.repeat(300_000), `SELECT 1 ${'/* x */'.repeat(150_000)}`, `SELECT $a$${'x'.repeat(1_000_000)}`];
+    const inputs = [
+      'SELECT 1 ' + '--x\n'.repeat(250_000),
+      'SELECT ' + '$a '.repeat(300_000),
+      `SELECT 1 ${'/* x */'.repeat(150_000)}`,
+      `SELECT $a$${'x'.repeat(1_000_000)}`,
+    ];
     for (const sql of inputs) {
       const started = performance.now();
       try {
@@ -117,23 +124,43 @@ describe('the lexer reads text the way each engine does (red-team findings)', ()
 
 describe('keywords judged by their role in the statement (issue: reads refused for a word)', () => {
   const explainForms: Record<string, string[]> = {
-    postgres: ['EXPLAIN ', 'EXPLAIN ANALYZE ', 'EXPLAIN ANALYSE VERBOSE ', 'EXPLAIN (ANALYZE) ', 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ', 'explain (analyze true, costs off) '],
-    mysql: ['EXPLAIN ', 'EXPLAIN ANALYZE ', 'EXPLAIN FORMAT=JSON ', 'EXPLAIN EXTENDED ', 'DESCRIBE ', 'DESC ', 'ANALYZE ', 'ANALYZE FORMAT=JSON ', 'EXPLAIN ANALYZE FORMAT=TREE '],
+    postgres: [
+      'EXPLAIN ',
+      'EXPLAIN ANALYZE ',
+      'EXPLAIN ANALYSE VERBOSE ',
+      'EXPLAIN (ANALYZE) ',
+      'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ',
+      'explain (analyze true, costs off) ',
+    ],
+    mysql: [
+      'EXPLAIN ',
+      'EXPLAIN ANALYZE ',
+      'EXPLAIN FORMAT=JSON ',
+      'EXPLAIN EXTENDED ',
+      'DESCRIBE ',
+      'DESC ',
+      'ANALYZE ',
+      'ANALYZE FORMAT=JSON ',
+      'EXPLAIN ANALYZE FORMAT=TREE ',
+    ],
     sqlite: ['EXPLAIN ', 'EXPLAIN QUERY PLAN '],
     vertica: ['EXPLAIN ', 'EXPLAIN LOCAL VERBOSE '],
   };
 
-  test.each(Object.entries(explainForms))('%s: every EXPLAIN form of every corpus mutation is refused; of every benign SELECT/WITH it is allowed', (engine, forms) => {
-    const typed = engine as 'postgres' | 'mysql' | 'sqlite' | 'vertica';
-    for (const form of forms) {
-      for (const sql of mutationCorpus(typed)) {
-        expect(() => checkReadOnlyStatement(form + sql, typed), form + sql).toThrow(ReadOnlyViolation);
+  test.each(Object.entries(explainForms))(
+    '%s: every EXPLAIN form of every corpus mutation is refused; of every benign SELECT/WITH it is allowed',
+    (engine, forms) => {
+      const typed = engine as 'postgres' | 'mysql' | 'sqlite' | 'vertica';
+      for (const form of forms) {
+        for (const sql of mutationCorpus(typed)) {
+          expect(() => checkReadOnlyStatement(form + sql, typed), form + sql).toThrow(ReadOnlyViolation);
+        }
+        for (const sql of benignCorpus(typed).filter((sql) => /^(SELECT|WITH)\b/i.test(sql))) {
+          expect(checkReadOnlyStatement(form + sql, typed).sql, form + sql).toContain(sql.replace(/;$/, ''));
+        }
       }
-      for (const sql of benignCorpus(typed).filter((sql) => /^(SELECT|WITH)\b/i.test(sql))) {
-        expect(checkReadOnlyStatement(form + sql, typed).sql, form + sql).toContain(sql.replace(/;$/, ''));
-      }
-    }
-  });
+    },
+  );
 
   test('EXPLAIN of a write names what was refused and why', () => {
     expect(() => checkReadOnlyStatement('EXPLAIN DELETE FROM t', 'postgres')).toThrow(
@@ -159,7 +186,9 @@ describe('keywords judged by their role in the statement (issue: reads refused f
   });
 
   test('ts_rewrite: three arguments are constant tsqueries, two are SQL text; nested calls are counted at their own level', () => {
-    expect(checkReadOnlyStatement("SELECT ts_rewrite(ts_rewrite('a'::tsquery, 'a', 'b'), to_tsquery('b'), 'c'::tsquery)", 'postgres').leadingKeyword).toBe('SELECT');
+    expect(checkReadOnlyStatement("SELECT ts_rewrite(ts_rewrite('a'::tsquery, 'a', 'b'), to_tsquery('b'), 'c'::tsquery)", 'postgres').leadingKeyword).toBe(
+      'SELECT',
+    );
     expect(() => checkReadOnlyStatement("SELECT ts_rewrite('a'::tsquery, f('x', 'y'))", 'postgres')).toThrow(/ts_rewrite\(\)/);
     expect(() => checkReadOnlyStatement("SELECT ts_rewrite(ts_rewrite('a'::tsquery, 'a', 'b'), 'SELECT 1')", 'postgres')).toThrow(/ts_rewrite\(\)/);
     expect(() => checkReadOnlyStatement('SELECT ts_rewrite()', 'postgres')).toThrow(/ts_rewrite\(\)/);
