@@ -51,6 +51,21 @@ interface DialectRules {
   unicodeIdentifiers: boolean;
 }
 
+const POSTGRES_RULES: DialectRules = {
+  backslashInStrings: false,
+  doubleQuoteIsString: false,
+  backtickIdentifiers: false,
+  bracketIdentifiers: false,
+  hashComments: false,
+  dashCommentNeedsSpace: false,
+  nestedComments: true,
+  dollarQuotes: true,
+  escapeStrings: true,
+  qQuotes: false,
+  lineCommentEnd: 'newline-or-cr',
+  unicodeIdentifiers: true,
+};
+
 const RULES: Record<Engine, DialectRules> = {
   sqlite: {
     backslashInStrings: false,
@@ -66,20 +81,7 @@ const RULES: Record<Engine, DialectRules> = {
     lineCommentEnd: 'newline',
     unicodeIdentifiers: false,
   },
-  postgres: {
-    backslashInStrings: false,
-    doubleQuoteIsString: false,
-    backtickIdentifiers: false,
-    bracketIdentifiers: false,
-    hashComments: false,
-    dashCommentNeedsSpace: false,
-    nestedComments: true,
-    dollarQuotes: true,
-    escapeStrings: true,
-    qQuotes: false,
-    lineCommentEnd: 'newline-or-cr',
-    unicodeIdentifiers: true,
-  },
+  postgres: POSTGRES_RULES,
   mysql: {
     backslashInStrings: true,
     doubleQuoteIsString: true,
@@ -124,20 +126,7 @@ const RULES: Record<Engine, DialectRules> = {
     unicodeIdentifiers: true,
   },
   // DuckDB's parser is PostgreSQL's (libpg_query): nested comments, $$ strings, E'' strings, U&"" names.
-  duckdb: {
-    backslashInStrings: false,
-    doubleQuoteIsString: false,
-    backtickIdentifiers: false,
-    bracketIdentifiers: false,
-    hashComments: false,
-    dashCommentNeedsSpace: false,
-    nestedComments: true,
-    dollarQuotes: true,
-    escapeStrings: true,
-    qQuotes: false,
-    lineCommentEnd: 'newline-or-cr',
-    unicodeIdentifiers: true,
-  },
+  duckdb: POSTGRES_RULES,
 };
 
 /**
