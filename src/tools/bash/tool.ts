@@ -9,9 +9,9 @@ import { success, failure, ToolError, type Tool, type ToolContext } from '../typ
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 
 /**
- * The bash tool (README "Tools", bash). Restricted mode (§11.1) runs a command only when the policy allows
+ * The bash tool (README "Tools", bash). Restricted mode (README "The restricted shell") runs a command only when the policy allows
  * it, and then inside the OS sandbox where the machine has one, with secrets removed from the
- * environment (§11.4). Both modes: no terminal (stdin is /dev/null, a new session), stderr
+ * environment. Both modes: no terminal (stdin is /dev/null, a new session), stderr
  * joined to stdout in the order written, the whole process group killed on timeout or cancel,
  * and only the head and tail of the output kept in memory.
  */

@@ -7,7 +7,7 @@ import { checkCreateOnlyTarget, type FileWriteMode } from '../write-policy.js';
 /**
  * `write {path, content}` (README "Writes"): writes a whole file atomically (temporary file, then
  * rename), creating parent directories. In create-only profiles it only creates new files, in
- * permitted places (§11.3); in full profiles it may also replace a file this session has read.
+ * permitted places (README "Writes"); in full profiles it may also replace a file this session has read.
  */
 
 const DESCRIPTION =

@@ -115,7 +115,7 @@ describe.each(layers)('restricted bash $name', ({ registry: makeRegistry }) => {
     expect(isAlive(canary.pid!)).toBe(true);
   }, 120_000); // about 150 real commands, each under bubblewrap, on a shared machine
 
-  test('env and printenv never print secrets (§14)', async () => {
+  test('env and printenv never print secrets (a known escape of the Python original)', async () => {
     const registry = makeRegistry();
     const context = makeToolContext({ workingDir: dir });
     for (const command of ['env', 'printenv', 'env -0', 'printenv QUARRY_TEST_API_KEY PGPASSWORD QUARRY_TEST_DB']) {

@@ -23,7 +23,7 @@ describe('what the check returns and says', () => {
     expect(checkReadOnlyStatement('  -- lead\n/* x */ SELECT 1 -- tail\n ;; ', 'postgres')).toEqual({ sql: 'SELECT 1', leadingKeyword: 'SELECT' });
   });
 
-  test('the §14 statement is refused for being several statements', () => {
+  test("the Python original's escape statement is refused for being several statements", () => {
     expect(() => checkReadOnlyStatement('SELECT 1 AS "--"; COMMIT; BEGIN READ WRITE; DELETE FROM t', 'postgres')).toThrow(
       'refused: only one statement per call is allowed in read-only mode (found 4, separated by ";"); run them one at a time',
     );
