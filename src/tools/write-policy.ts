@@ -126,8 +126,23 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
     const reason = sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home);
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
+  // The working directory is a place to write only where it exists: a Daytona session's is the
+  // sandbox's, and its export files are written on this machine (README "Daytona backend"), where
+  // that path may be missing; it is never created here.
+  const workingDirHere = await backend.stat(policy.workingDir).catch(() => null);
+  if (workingDirHere?.type !== 'directory' && isInside(policy.workingDir, resolved)) {
+    throw new ToolError(
+      `refused: ${requested}: the working directory ${policy.workingDir} does not exist where this file is written (export files of a Daytona ` +
+        `session are written on this machine); give a path in the temporary directory or the profile's write_roots`,
+      'refused',
+    );
+  }
   const roots: string[] = [];
-  for (const root of [policy.workingDir, temp, ...policy.writeRoots.map((root) => expandRoot(root, home, policy.workingDir))]) {
+  for (const root of [
+    ...(workingDirHere?.type === 'directory' ? [policy.workingDir] : []),
+    temp,
+    ...policy.writeRoots.map((root) => expandRoot(root, home, policy.workingDir)),
+  ]) {
     roots.push(await resolveExistingPrefix(backend, root));
   }
   if (!roots.some((root) => isInside(root, resolved))) {

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/context.js';
@@ -101,6 +101,28 @@ describe('quarry tool', () => {
     const missing = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt"}', '-w', join(dir, 'nope')], { env: env() });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('working directory does not exist');
+  });
+
+  it('under the daytona profile, an export into a working directory that exists only in the sandbox creates nothing on this machine', async () => {
+    // The working directory is the sandbox's (checked there); database tools and their export files stay here.
+    const sandboxOnly = join(dir, 'sandbox', 'work');
+    const db = join(REPO_ROOT, 'fixtures', 'sample.db');
+    const calls = [
+      ['sqlite', { operation: 'export_query', sql: 'SELECT 1 AS one', output_path: 'out.csv' }],
+      ['sqlite', { operation: 'profile', table_name: 'orders', output_path: 'profile.md' }],
+      ['chart', { sql: 'SELECT 1 AS a, 2 AS b', x: 'a', y: 'b', output_path: 'chart.svg' }],
+    ] as const;
+    for (const [tool, args] of calls) {
+      const result = await runQuarry(['tool', tool, '--args', JSON.stringify(args), '-p', 'daytona', '-w', sandboxOnly, '--db', db, '--yes'], {
+        env: { ...env(), DAYTONA_API_KEY: undefined },
+      });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `refused: ${join(sandboxOnly, args.output_path)}: the working directory ${sandboxOnly} does not exist where this file is ` +
+          `written (export files of a Daytona session are written on this machine); give a path in the temporary directory or the profile's write_roots\n`,
+      );
+      expect(existsSync(join(dir, 'sandbox'))).toBe(false);
+    }
   });
 
   it('refuses an approval-requiring call without --yes and leaves the disk untouched', async () => {
