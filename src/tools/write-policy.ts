@@ -1,5 +1,6 @@
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { Backend } from '../backends/types.js';
+import { quarryHome } from '../config/home.js';
 import { isInside } from './paths.js';
 import { ToolError } from './types.js';
 
@@ -122,12 +123,33 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
   const [home, temp] = await Promise.all([backend.homeDir(), backend.tempDir()]);
   const resolved = await resolveExistingPrefix(backend, requested);
   const realHome = await resolveExistingPrefix(backend, home);
+  // quarry's own home on this machine, wherever QUARRY_HOME puts it: config.yaml there starts MCP server commands.
+  const quarryDirs = backend.name === 'local' ? [quarryHome(), await resolveExistingPrefix(backend, quarryHome())] : [];
   for (const candidate of new Set([requested, resolved])) {
-    const reason = sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home);
+    const quarryDir = quarryDirs.find((dir) => isInside(dir, candidate));
+    const reason =
+      sensitiveReason(candidate, realHome) ??
+      sensitiveReason(candidate, home) ??
+      (quarryDir ? `${quarryDir} is quarry's home (QUARRY_HOME: its config.yaml, profiles and sessions are never written)` : null);
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
+  // The working directory is a place to write only where it exists: a Daytona session's is the
+  // sandbox's, and its export files are written on this machine (README "Daytona backend"), where
+  // that path may be missing; it is never created here.
+  const workingDirHere = await backend.stat(policy.workingDir).catch(() => null);
+  if (workingDirHere?.type !== 'directory' && isInside(policy.workingDir, resolved)) {
+    throw new ToolError(
+      `refused: ${requested}: the working directory ${policy.workingDir} does not exist where this file is written (export files of a Daytona ` +
+        `session are written on this machine); give a path in the temporary directory or the profile's write_roots`,
+      'refused',
+    );
+  }
   const roots: string[] = [];
-  for (const root of [policy.workingDir, temp, ...policy.writeRoots.map((root) => expandRoot(root, home, policy.workingDir))]) {
+  for (const root of [
+    ...(workingDirHere?.type === 'directory' ? [policy.workingDir] : []),
+    temp,
+    ...policy.writeRoots.map((root) => expandRoot(root, home, policy.workingDir)),
+  ]) {
     roots.push(await resolveExistingPrefix(backend, root));
   }
   if (!roots.some((root) => isInside(root, resolved))) {

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/context.js';
@@ -101,6 +101,58 @@ describe('quarry tool', () => {
     const missing = await runQuarry(['tool', 'read', '--args', '{"path":"notes.txt"}', '-w', join(dir, 'nope')], { env: env() });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('working directory does not exist');
+  });
+
+  it("create-only writes and exports never go into quarry's home, also when QUARRY_HOME lies inside the working directory", async () => {
+    // A config.yaml there would start its mcp_servers' commands at the next run.
+    const quarryHome = join(dir, 'qhome');
+    mkdirSync(quarryHome);
+    const profile = join(dir, 'creator.yaml');
+    writeFileSync(profile, 'file_write: create-only\napproval: {mode: none}\n');
+    const db = join(REPO_ROOT, 'fixtures', 'sample.db');
+    const calls = [
+      ['write', { path: 'qhome/config.yaml', content: 'mcp_servers: {}\n' }, join(quarryHome, 'config.yaml')],
+      ['write', { path: join(quarryHome, 'profiles', 'mine.yaml'), content: 'shell: unrestricted\n' }, join(quarryHome, 'profiles', 'mine.yaml')],
+      ['sqlite', { operation: 'export_query', sql: 'SELECT 1 AS one', output_path: 'qhome/sessions/x.csv' }, join(quarryHome, 'sessions', 'x.csv')],
+    ] as const;
+    for (const [tool, args, target] of calls) {
+      const result = await runQuarry(['tool', tool, '--args', JSON.stringify(args), '-p', profile, '-w', dir, '--db', db], {
+        env: { ...env(), QUARRY_HOME: quarryHome },
+      });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `refused: ${target}: ${quarryHome} is quarry's home (QUARRY_HOME: its config.yaml, profiles and sessions are ` + `never written)\n`,
+      );
+    }
+    expect(readdirSync(quarryHome)).toEqual([]);
+    // Beside it, the working directory takes new files as before.
+    const beside = await runQuarry(['tool', 'write', '--args', '{"path":"qhome-notes.txt","content":"ok"}', '-p', profile, '-w', dir], {
+      env: { ...env(), QUARRY_HOME: quarryHome },
+    });
+    expect(beside.code).toBe(0);
+    expect(readFileSync(join(dir, 'qhome-notes.txt'), 'utf8')).toBe('ok');
+  });
+
+  it('under the daytona profile, an export into a working directory that exists only in the sandbox creates nothing on this machine', async () => {
+    // The working directory is the sandbox's (checked there); database tools and their export files stay here.
+    const sandboxOnly = join(dir, 'sandbox', 'work');
+    const db = join(REPO_ROOT, 'fixtures', 'sample.db');
+    const calls = [
+      ['sqlite', { operation: 'export_query', sql: 'SELECT 1 AS one', output_path: 'out.csv' }],
+      ['sqlite', { operation: 'profile', table_name: 'orders', output_path: 'profile.md' }],
+      ['chart', { sql: 'SELECT 1 AS a, 2 AS b', x: 'a', y: 'b', output_path: 'chart.svg' }],
+    ] as const;
+    for (const [tool, args] of calls) {
+      const result = await runQuarry(['tool', tool, '--args', JSON.stringify(args), '-p', 'daytona', '-w', sandboxOnly, '--db', db, '--yes'], {
+        env: { ...env(), DAYTONA_API_KEY: undefined },
+      });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `refused: ${join(sandboxOnly, args.output_path)}: the working directory ${sandboxOnly} does not exist where this file is ` +
+          `written (export files of a Daytona session are written on this machine); give a path in the temporary directory or the profile's write_roots\n`,
+      );
+      expect(existsSync(join(dir, 'sandbox'))).toBe(false);
+    }
   });
 
   it('refuses an approval-requiring call without --yes and leaves the disk untouched', async () => {
