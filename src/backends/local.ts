@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { chmod, link, lstat, mkdir, opendir, readdir, readFile, realpath, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
@@ -137,9 +136,11 @@ export class LocalBackend implements Backend {
     return env;
   }
 
-  execFile(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
+  async execFile(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
     const [program, ...args] = argv;
-    if (!program) return Promise.reject(new Error('execFile needs a program'));
+    if (!program) throw new Error('execFile needs a program');
+    // Loaded on the first command, not at start-up: tools that never run one do not pay for it.
+    const { spawn } = await import('node:child_process');
     const started = performance.now();
     return new Promise((resolvePromise, rejectPromise) => {
       const child = spawn(program, args, {

@@ -46,14 +46,14 @@ describe('the bundle and its code cache', () => {
     expect(uncached.tools).toBe(cached.tools);
   });
 
-  it("the bin starts without Node's ES module loader (about 20 ms) for everyday commands, and still answers", () => {
+  it("the bin starts without Node's ES module loader (about 20 ms) or child processes for everyday commands, and still answers", () => {
     // A preload that reports, at exit, which of Node's own modules the process loaded.
     const dir = makeTempDir();
     const preload = join(dir, 'report-loaded.cjs');
     writeFileSync(preload, "process.on('exit', () => require('node:fs').writeSync(3, JSON.stringify(process.moduleLoadList)));\n");
     writeFileSync(join(dir, 'notes.txt'), 'one\n');
     const { NODE_OPTIONS: _ignored, ...env } = process.env;
-    const esmModules = (argv: string[]) => {
+    const loadedModules = (argv: string[]) => {
       const run = spawnSync(process.execPath, ['--require', preload, ...argv], {
         cwd: dir,
         env: { ...env, QUARRY_HOME: makeTempDir('quarry-home-') },
@@ -62,8 +62,9 @@ describe('the bundle and its code cache', () => {
       });
       expect(run.status, `${argv.join(' ')}: ${run.stderr}`).toBe(0);
       expect(run.stdout.length, argv.join(' ')).toBeGreaterThan(0);
-      return (JSON.parse(run.output[3] as string) as string[]).filter((name) => name.includes('internal/modules/esm/'));
+      return JSON.parse(run.output[3] as string) as string[];
     };
+    const esmModules = (argv: string[]) => loadedModules(argv).filter((name) => name.includes('internal/modules/esm/'));
     // A preload itself sets up part of the loader; an ES module entry loads the rest (module_job, translators, ...).
     const baseline = esmModules(['-e', 'console.log(1)']);
     expect(esmModules(['--input-type=module', '-e', 'console.log(1)']).filter((name) => !baseline.includes(name)).length).toBeGreaterThan(0);
@@ -73,5 +74,8 @@ describe('the bundle and its code cache', () => {
         args.join(' '),
       ).toEqual([]);
     }
+    // Nor does reading a file start child processes' machinery (node:child_process, a few ms): only a command does.
+    expect(loadedModules([CLI_PATH, 'tool', 'read', '--args', '{"path":"notes.txt"}'])).not.toContain('NativeModule child_process');
+    expect(loadedModules([CLI_PATH, 'tool', 'bash', '-p', 'developer', '--args', '{"command":"true"}'])).toContain('NativeModule child_process');
   });
 });

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { accessSync, constants, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { release } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -136,6 +136,8 @@ function rememberSuccess(path: string, sandboxFlags: readonly string[]): void {
 
 /** Runs /bin/true under exactly the restricted shell's flags; null when it worked, else why not. */
 function probeFailure(path: string, sandboxFlags: readonly string[]): string | null {
+  // node:child_process is loaded here, on the first probe, not when quarry starts.
+  const { spawnSync } = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
   const run = spawnSync(path, [...sandboxFlags, '--', '/bin/true'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 5000 });
   return run.status === 0 ? null : String(run.stderr ?? run.error ?? '').trim() || `exit ${run.status}`;
 }
