@@ -8,7 +8,6 @@ import { bashToolOptions } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import type { Tool } from '../../../src/tools/types.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 
 /**
@@ -86,7 +85,7 @@ afterAll(() => {
 async function run(command: string, osLayer: boolean): Promise<string> {
   const profile = { ...loadProfile('readonly'), shell_network: 'all' as const };
   const registry = new ToolRegistry();
-  registry.register(createBashTool({ ...bashToolOptions(profile), osSandbox: osLayer }) as unknown as Tool);
+  registry.register(createBashTool({ ...bashToolOptions(profile), osSandbox: osLayer }));
   const result = await registry.run('bash', { command }, makeToolContext({ workingDir: home }));
   expect(result.ok, result.output).toBe(true);
   return (JSON.parse(result.output) as { output: string }).output;

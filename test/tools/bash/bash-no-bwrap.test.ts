@@ -7,7 +7,6 @@ import { bashToolOptions } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import type { Tool } from '../../../src/tools/types.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 import { isAlive, snapshot } from './policy/canary.js';
 
@@ -128,7 +127,7 @@ afterAll(() => {
 
 function policyOnly(): ToolRegistry {
   const registry = new ToolRegistry();
-  registry.register(createBashTool({ ...bashToolOptions(loadProfile('readonly')), osSandbox: false }) as unknown as Tool);
+  registry.register(createBashTool({ ...bashToolOptions(loadProfile('readonly')), osSandbox: false }));
   return registry;
 }
 

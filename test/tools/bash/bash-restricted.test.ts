@@ -9,7 +9,6 @@ import { bashToolOptions, buildToolRegistry } from '../../../src/agent/toolset.j
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import type { Tool } from '../../../src/tools/types.js';
 import { restrictedEnvironment } from '../../../src/tools/bash/environment.js';
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from '../../../src/tools/bash/sandbox.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
@@ -70,7 +69,7 @@ const layers = [
     name: 'with the policy layer only',
     registry: () => {
       const registry = new ToolRegistry();
-      registry.register(createBashTool({ ...bashToolOptions(loadProfile('readonly')), osSandbox: false }) as unknown as Tool);
+      registry.register(createBashTool({ ...bashToolOptions(loadProfile('readonly')), osSandbox: false }));
       return registry;
     },
   },
