@@ -50,7 +50,11 @@ function listDatabases(configs: DatabaseConfig[], format: 'text' | 'json'): void
 }
 
 async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; text: string }> {
-  const [{ driverFor }, { scrubSecrets }] = await Promise.all([import('../tools/database/connections.js'), import('../tools/database/secrets.js')]);
+  const [{ driverFor }, { scrubSecrets }, { connectionErrorText }] = await Promise.all([
+    import('../tools/database/connections.js'),
+    import('../tools/database/secrets.js'),
+    import('../tools/database/connection-errors.js'),
+  ]);
   const started = Date.now();
   const signal = AbortSignal.timeout(config.connectTimeoutMs + config.statementTimeoutMs);
   try {
@@ -59,7 +63,7 @@ async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; tex
     const version = await driver.ping({ readOnly: true, signal });
     return { ok: true, text: `ok  ${config.alias}: ${version.split('\n')[0]} (${Date.now() - started} ms)` };
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = connectionErrorText(error) ?? (error instanceof Error ? error.message : String(error));
     return { ok: false, text: `err ${config.alias}: ${scrubSecrets(message, config)}` };
   }
 }

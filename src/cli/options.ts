@@ -15,13 +15,16 @@ export function withCommonOptions<T>(argv: Argv<T>) {
 }
 
 /** `--db [ALIAS=]TARGET` (repeatable) and `--databases FILE` (README "Running the agent" and "Databases"). */
+/** The --db flag's help, shared by every command that takes it (the run command declares its own --db). */
+export const DB_OPTION_DESCRIPTION =
+  'A database: [ALIAS=]TARGET (postgres://, mysql://, oracle://, vertica://, sqlite:PATH, a SQLite file, a .duckdb file, a CSV/Parquet/JSON file or ' +
+  'duckdb:GLOB); repeatable';
+
 export function withDatabaseOptions<T>(argv: Argv<T>) {
   return argv
     .option('db', {
       type: 'string',
-      describe:
-        'A database: [ALIAS=]TARGET (postgres://, mysql://, oracle://, vertica://, sqlite:PATH, a SQLite file, a .duckdb file, a CSV/Parquet/JSON file or ' +
-        'duckdb:GLOB); repeatable',
+      describe: DB_OPTION_DESCRIPTION,
       coerce: (value: string | string[] | undefined): string[] => (value === undefined ? [] : [value].flat()),
     })
     .option('databases', { type: 'string', describe: 'YAML file of databases (env QUARRY_DB_CONFIG)' });

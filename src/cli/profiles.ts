@@ -21,6 +21,11 @@ function describeProfile(profile: Profile): string {
     `backend:       ${profile.backend}`,
     `tools:         ${profile.tools ? profile.tools.join(', ') : '(all the modes allow)'}`,
     `write_roots:   ${profile.write_roots.length ? profile.write_roots.join(', ') : '(working dir and temp dir only)'}`,
+    `shell_network: ${profile.shell_network}`,
+    `query_guard:   ${
+      profile.query_guard ? `${profile.query_guard.action} above ${profile.query_guard.max_estimated_rows.toLocaleString('en-US')} estimated rows` : 'off'
+    }`,
+    `profile_budget_seconds: ${profile.profile_budget_seconds} s`,
   ].join('\n');
 }
 

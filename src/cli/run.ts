@@ -2,7 +2,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { UsageError } from '../errors.js';
-import { withCommonOptions } from './options.js';
+import { DB_OPTION_DESCRIPTION, withCommonOptions } from './options.js';
 
 /**
  * `quarry [PROMPT..]`: a one-shot run when a prompt is given (as arguments or on stdin), the
@@ -59,7 +59,7 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
           describe: 'PROVIDER/MODEL: openai/NAME, anthropic/NAME, ollama/NAME, NAME with --base-url, or script:FILE (env QUARRY_MODEL)',
         })
         .option('base-url', { type: 'string', describe: 'An OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 (env OPENAI_BASE_URL)' })
-        .option('db', { type: 'string', describe: 'A database: [ALIAS=]TARGET (postgres://..., mysql://..., sqlite:PATH or a SQLite file); repeatable' })
+        .option('db', { type: 'string', describe: DB_OPTION_DESCRIPTION })
         .option('databases', { type: 'string', describe: 'YAML file of databases (env QUARRY_DB_CONFIG)' })
         .option('system-prompt', { type: 'string', describe: 'A prompt template (Markdown with YAML front matter), a path or a name in $QUARRY_HOME/prompts/' })
         .option('var', { type: 'string', describe: 'Template variable NAME=VALUE; repeatable' })

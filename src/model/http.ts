@@ -61,7 +61,11 @@ export function serverMessage(body: string): { message: string; type?: unknown; 
     const message = stringField(error.message) ?? stringField(error.msg) ?? JSON.stringify(error);
     return { message: cut(message), type: error.type ?? error.status ?? object.type, code: error.code ?? object.code };
   }
-  const message = stringField(inner) ?? stringField(object.message) ?? stringField(object.detail) ?? stringField(object.msg) ?? JSON.stringify(object);
+  const headline = stringField(inner) ?? stringField(object.message) ?? stringField(object.msg);
+  // A message beside a validation list (Mistral: "Extra inputs are not permitted" with the field
+  // only in detail[].loc) keeps both, so the field the server rejects is named.
+  const detail = stringField(object.detail);
+  const message = headline && detail && headline !== detail ? `${headline} (${detail})` : (headline ?? detail ?? JSON.stringify(object));
   return { message: cut(message), type: object.type, code: object.code };
 }
 

@@ -510,6 +510,20 @@ describe('error bodies and endpoints', () => {
     await turn(quirky);
     expect(server!.requests.map((r) => 'stream_options' in r.body)).toEqual([false]);
   });
+
+  it('drops stream_options when only the body details name it (a message without the field name, as Mistral answers)', async () => {
+    const body = {
+      object: 'error',
+      message: 'Extra inputs are not permitted',
+      type: 'invalid_request_error',
+      detail: [{ type: 'extra_forbidden', loc: ['body', 'stream_options'], msg: 'Extra inputs are not permitted' }],
+    };
+    const p = await openai((request) =>
+      request.body.stream_options ? { raw: JSON.stringify(body), rawStatus: 422, contentType: 'application/json' } : { text: 'ok' },
+    );
+    expect((await turn(p)).text).toBe('ok');
+    expect(server!.requests.map((r) => 'stream_options' in r.body)).toEqual([true, false]);
+  });
 });
 
 describe('abort listeners in long runs', () => {

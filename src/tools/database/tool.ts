@@ -14,6 +14,7 @@ import { cutForDisplay } from './values.js';
 import { writeFileClearly } from '../file-write-support.js';
 import type { Backend } from '../../backends/types.js';
 import { scrubSecrets } from './secrets.js';
+import { connectionErrorText } from './connection-errors.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './sql/statement-check.js';
 import { checkDuckdbFileAccess } from './sql/duckdb-check.js';
 import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type QueryGuard, type RunOptions } from './types.js';
@@ -381,7 +382,7 @@ export function toToolError(error: unknown, config: DatabaseConfig, signal: Abor
   if (error instanceof ExportRefused) return new ToolError(`refused: ${error.message}`, 'exists');
   if (error instanceof ReadOnlyViolation) return new ToolError(error.message, 'read_only_violation');
   if (signal.aborted) return new ToolError(`cancelled: the ${config.engine} ${operation} was stopped`, 'cancelled');
-  const message = error instanceof Error ? error.message : String(error);
+  const message = connectionErrorText(error) ?? (error instanceof Error ? error.message : String(error));
   return new ToolError(`${config.engine} error (${config.alias}): ${scrubSecrets(message, config)}`, 'database_error');
 }
 
