@@ -17,7 +17,7 @@ export type CompareRule = (typeof COMPARE_RULES)[number];
 /** Text that is a plain decimal number (no leading zeros, which would make "007" equal 7). */
 const DECIMAL_TEXT = /^-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?$/;
 
-type Canonical = null | number | string;
+export type Canonical = null | number | string;
 
 /** One value in comparable form: numbers as numbers, everything else as text. */
 export function canonicalValue(value: unknown): Canonical {

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../errors.js';
+import type { Canonical } from './compare.js';
 import { readResults, RUN_FILE, type EvalRunConfig, type QuestionResult } from './runner.js';
 
 /**
@@ -35,6 +36,72 @@ export interface EvalReport {
   runner_overhead_ms: number;
   sql_sources: Record<string, number>;
   failures: Array<{ id: string; error: string }>;
+  /** Every scored question whose first attempt was wrong, with why and a few rows of each side. */
+  wrong: WrongAnswer[];
+}
+
+export interface WrongAnswer {
+  id: string;
+  question: string;
+  reason: string;
+  sql: string | null;
+  expected_rows?: number;
+  expected_sample?: Canonical[][];
+  returned_rows?: number;
+  returned_sample?: Canonical[][];
+}
+
+function wrongAnswers(results: readonly QuestionResult[]): WrongAnswer[] {
+  return results
+    .filter((result) => !result.gold_error && !result.correct && result.attempts[0])
+    .map((result) => {
+      const attempt = result.attempts[0]!;
+      return {
+        id: result.id,
+        question: result.question,
+        reason: attempt.error ?? attempt.mismatch ?? `the run ended ${attempt.status} without a matching result`,
+        sql: attempt.sql,
+        ...(result.expected_rows !== undefined ? { expected_rows: result.expected_rows, expected_sample: result.expected_sample ?? [] } : {}),
+        ...(attempt.rows !== undefined ? { returned_rows: attempt.rows, returned_sample: attempt.returned_sample ?? [] } : {}),
+      };
+    });
+}
+
+/** A few rows as a Markdown table without header names (eval compares values only). */
+function sampleTable(sample: readonly Canonical[][], total: number): string[] {
+  if (total === 0) return ['  (no rows)'];
+  const cell = (value: Canonical) => (value === null ? 'NULL' : String(value)).replace(/\|/g, '\\|').replace(/\n/g, '\\n');
+  const width = Math.max(...sample.map((row) => row.length), 1);
+  return [
+    `  | ${Array.from({ length: width }, (_, index) => `c${index + 1}`).join(' | ')} |`,
+    `  |${Array.from({ length: width }, () => '---').join('|')}|`,
+    ...sample.map((row) => `  | ${row.map(cell).join(' | ')} |`),
+    ...(total > sample.length ? [`  (${total - sample.length} more row${total - sample.length === 1 ? '' : 's'})`] : []),
+  ];
+}
+
+const rowCount = (count: number) => `${count} row${count === 1 ? '' : 's'}`;
+
+function wrongMarkdown(wrong: readonly WrongAnswer[]): string[] {
+  if (!wrong.length) return [];
+  return [
+    '',
+    `## Wrong answers (${wrong.length})`,
+    '',
+    ...wrong.flatMap((answer) => [
+      `### ${answer.id}: ${answer.question.replace(/\s+/g, ' ')}`,
+      '',
+      `- reason: ${answer.reason}`,
+      `- SQL: ${answer.sql ? `\`${answer.sql.replace(/\s+/g, ' ')}\`` : '(none)'}`,
+      ...(answer.expected_rows !== undefined
+        ? [`- expected (${rowCount(answer.expected_rows)}):`, '', ...sampleTable(answer.expected_sample ?? [], answer.expected_rows), '']
+        : []),
+      ...(answer.returned_rows !== undefined
+        ? [`- returned (${rowCount(answer.returned_rows)}):`, '', ...sampleTable(answer.returned_sample ?? [], answer.returned_rows), '']
+        : []),
+      '',
+    ]),
+  ];
 }
 
 function mean(values: readonly number[]): number {
@@ -90,6 +157,7 @@ export function buildReport(config: EvalRunConfig, results: readonly QuestionRes
       ...(result.gold_error ? [{ id: result.id, error: `gold: ${result.gold_error}` }] : []),
       ...result.attempts.filter((attempt) => attempt.error).map((attempt) => ({ id: result.id, error: attempt.error! })),
     ]),
+    wrong: wrongAnswers(results),
   };
 }
 
@@ -127,6 +195,7 @@ export function reportMarkdown(report: EvalReport): string {
     '| setting | value |',
     '|---|---|',
     ...Object.entries(c).map(([key, value]) => `| ${key} | ${String(value)} |`),
+    ...wrongMarkdown(report.wrong ?? []),
     ...(report.failures.length ? ['', '## Errors', '', ...report.failures.map((failure) => `- ${failure.id}: ${failure.error}`)] : []),
     '',
   ]

@@ -15,7 +15,7 @@ import { usageJson } from '../model/types.js';
 import { queryInTurn } from '../tools/database/connections.js';
 import { checkReadOnlyStatement } from '../tools/database/sql/statement-check.js';
 import { ENGINES, type DatabaseConfig } from '../tools/database/types.js';
-import { compareResults, resultSignature, type CompareRule } from './compare.js';
+import { canonicalValue, compareResults, resultSignature, type Canonical, type CompareRule } from './compare.js';
 import type { EvalQuestion, Suite } from './suite.js';
 
 /**
@@ -25,6 +25,14 @@ import type { EvalQuestion, Suite } from './suite.js';
  * read-only against the same database and are compared by the suite's rule. Results are
  * appended to results.jsonl as questions finish, so --resume continues where a run stopped.
  */
+
+/** How many rows of the expected and returned results the report shows for a wrong answer. */
+export const REPORT_SAMPLE_ROWS = 3;
+
+/** The first rows of a result in JSON-safe comparable form (numbers, text, null). */
+function sampleRows(rows: readonly unknown[][]): Canonical[][] {
+  return rows.slice(0, REPORT_SAMPLE_ROWS).map((row) => row.map(canonicalValue));
+}
 
 /** The most rows of a gold or predicted result that are fetched for scoring. */
 export const MAX_SCORED_ROWS = 100_000;
@@ -95,6 +103,8 @@ export interface AttemptResult {
   /** The executed result's identity (for voting); absent when it did not execute. */
   signature?: string;
   rows?: number;
+  /** The first rows of the executed result (REPORT_SAMPLE_ROWS), for the report's list of wrong answers. */
+  returned_sample?: Canonical[][];
 }
 
 export interface QuestionResult {
@@ -106,6 +116,10 @@ export interface QuestionResult {
   expected: string;
   /** The expected result could not be produced (gold SQL failed): excluded from accuracy. */
   gold_error?: string;
+  /** The first rows of the expected result (REPORT_SAMPLE_ROWS), for the report's list of wrong answers. */
+  expected_sample?: Canonical[][];
+  /** How many rows the expected result has. */
+  expected_rows?: number;
   attempts: AttemptResult[];
   /** The first attempt's correctness: accuracy without voting. */
   correct: boolean;
@@ -418,6 +432,7 @@ async function runQuestion(
         if (comparison.reason) result.mismatch = comparison.reason;
         result.signature = resultSignature(rows);
         result.rows = rows.length;
+        result.returned_sample = sampleRows(rows);
       } catch (error) {
         if (options.signal.aborted) return undefined;
         result.error = `predicted SQL failed: ${errorText(error)}`;
@@ -434,6 +449,7 @@ async function runQuestion(
     question: question.question,
     expected: expectedText(question),
     ...(goldError ? { gold_error: goldError } : {}),
+    ...(expectedRows ? { expected_sample: sampleRows(expectedRows), expected_rows: expectedRows.length } : {}),
     attempts,
     correct: attempts[0]!.correct,
     ...(options.vote > 1 ? { voted: vote(attempts) } : {}),

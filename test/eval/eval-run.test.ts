@@ -159,8 +159,23 @@ describe('quarry eval with the bundled suite', () => {
     expect(report.groups.map((group: { group: string }) => group.group)).toEqual(['simple', 'moderate', 'challenging']);
     expect(report.config).toMatchObject({ suite_format: 'bird', compare: 'set', model: 'script:fixtures/eval/sample-bird.script.json', profile: 'readonly' });
     expect(report.config.prompt_sha256).toMatch(/^[0-9a-f]{64}$/);
-    expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/\| total \| 20 \| 85\.0% \(17\) \|/);
+    const markdown = readFileSync(join(out, 'report.md'), 'utf8');
+    expect(markdown).toMatch(/\| total \| 20 \| 85\.0% \(17\) \|/);
     const results = readJsonl(join(out, 'results.jsonl'));
+    // Every wrong question is listed with its reason, its SQL and a few rows of each side, the
+    // rows being those the scorer compared (results.jsonl holds them too).
+    const wrong = results.filter((entry) => !entry.correct);
+    expect(report.wrong.map((entry: { id: string }) => entry.id)).toEqual(wrong.map((entry) => entry.id));
+    expect(markdown).toContain(`## Wrong answers (${wrong.length})`);
+    for (const entry of wrong) {
+      const section = markdown.slice(markdown.indexOf(`### ${entry.id}: `));
+      const own = section.slice(0, section.indexOf('\n### ', 4) > 0 ? section.indexOf('\n### ', 4) : undefined);
+      expect(own).toContain(`- reason: ${entry.attempts[0].mismatch ?? entry.attempts[0].error}`);
+      expect(own).toMatch(new RegExp(`- expected \\(${entry.expected_rows} rows?\\):`));
+      expect(own).toMatch(new RegExp(`- returned \\(${entry.attempts[0].rows} rows?\\):`));
+      const firstExpected = entry.expected_sample[0];
+      if (firstExpected) expect(own).toContain(`| ${firstExpected.map((value: unknown) => (value === null ? 'NULL' : String(value))).join(' | ')} |`);
+    }
     expect(results).toHaveLength(20);
     expect(new Set(results.map((entry) => entry.id)).size).toBe(20);
     const sessions = readdirSync(join(out, 'sessions'));
