@@ -2,7 +2,7 @@ import stringWidth from 'string-width';
 import { formatCount } from '../long-lines.js';
 import { escapeControlChars, MAX_TOOL_OUTPUT_BYTES } from '../sanitize.js';
 import type { CellValue } from './types.js';
-import { valueToText } from './values.js';
+import { KEPT_LONG_VALUE_CHARS, LONG_VALUE_ROWS, shortened, valueToText } from './values.js';
 
 /**
  * Result tables for the model (README "Databases"): box-drawn like cli-table3's compact style, NULL shown
@@ -33,9 +33,12 @@ const BOX_BYTES = 3;
 export function cellText(value: CellValue): string {
   const text = valueToText(value);
   if (text === null) return 'NULL';
-  const escaped = escapeControlChars(text.replace(/\r/g, '\\r').replace(/\n/g, '\\n').replace(/\t/g, '\\t'));
-  if (escaped.length <= MAX_CELL_CHARS) return escaped;
-  return `${escaped.slice(0, MAX_CELL_CHARS - 1)}…`;
+  return shortened(escapedCell(text), MAX_CELL_CHARS);
+}
+
+/** A value's text on one line: newlines, tabs and other control characters escaped. */
+function escapedCell(text: string): string {
+  return escapeControlChars(text.replace(/\r/g, '\\r').replace(/\n/g, '\\n').replace(/\t/g, '\\t'));
 }
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
@@ -162,18 +165,128 @@ export function tableCutNote(table: FormattedTable, rowWord: string, columnNames
   return `showing ${parts.join(' and ')}: the output is limited to ${Math.round(MAX_TOOL_OUTPUT_BYTES / 1024)} KiB`;
 }
 
+/** Names of the columns with a value the table cuts (longer than MAX_CELL_CHARS once escaped), among the shown rows and columns. */
+function columnsWithCutValues(columns: readonly string[], rows: readonly CellValue[][], shownRows: number, shownColumns: number): string[] {
+  const cut: string[] = [];
+  for (let j = 0; j < shownColumns; j++) {
+    for (let i = 0; i < shownRows; i++) {
+      const text = valueToText(rows[i]![j]);
+      if (text !== null && text.length > MAX_CELL_CHARS / 2 && escapedCell(text).length > MAX_CELL_CHARS) {
+        cut.push(columns[j]!);
+        break;
+      }
+    }
+  }
+  return cut;
+}
+
+/**
+ * A few rows with long values, one field per line as psql's \x shows them: each value whole (its
+ * newlines kept, other control characters escaped) up to the output budget; a value that does
+ * not fit is cut on a character boundary and says so.
+ */
+export function formatVertical(columns: readonly string[], rows: readonly CellValue[][], budget = TABLE_BUDGET_BYTES): { text: string; cut: string[] } {
+  const names = columns.map((column) => cellText(column));
+  const width = Math.max(...names.map(displayWidth));
+  const label = (name: string) => `${name}${' '.repeat(width - displayWidth(name))} | `;
+  const indent = `${' '.repeat(width)} | `;
+  const texts = rows.map((row) =>
+    names.map((_, j) => {
+      const raw = valueToText(row[j]);
+      return {
+        text: raw === null ? 'NULL' : escapeControlChars(raw.replace(/\r\n/g, '\n').replace(/\t/g, '\\t')),
+        kept: raw !== null && raw.length >= KEPT_LONG_VALUE_CHARS,
+      };
+    }),
+  );
+  // Room for the values: the budget less the labels, headers and notes; shared so that one huge
+  // value cannot crowd out the others (each value gets at most `cap` bytes).
+  const frame = rows.length * (names.reduce((sum, name) => sum + Buffer.byteLength(label(name)) + 96, 0) + 40);
+  const cap = fairCap(
+    texts.flat().map((entry) => Buffer.byteLength(entry.text)),
+    Math.max(0, budget - frame),
+  );
+  const out: string[] = [];
+  const cut: string[] = [];
+  for (const [i, row] of texts.entries()) {
+    out.push(`-[ row ${i + 1} of ${rows.length} ]${'-'.repeat(Math.max(4, width - 8))}`);
+    for (const [j, entry] of row.entries()) {
+      let { text } = entry;
+      let note = entry.kept ? ` … [longer than the ${KEPT_LONG_VALUE_CHARS.toLocaleString('en-US')} characters kept]` : '';
+      if (Buffer.byteLength(text) > cap) {
+        const shown = truncateToBytes(text, cap);
+        note = ` … [cut: ${shown.length.toLocaleString('en-US')} of ${text.length.toLocaleString('en-US')}${entry.kept ? '+' : ''} characters shown]`;
+        text = shown;
+      }
+      if (note) cut.push(`${names[j]} (row ${i + 1})`);
+      out.push(
+        `${text}${note}`
+          .split('\n')
+          .map((piece, index) => `${index === 0 ? label(names[j]!) : indent}${piece}`)
+          .join('\n'),
+      );
+    }
+  }
+  return { text: out.join('\n'), cut };
+}
+
+/** The largest per-value size `cap` such that the values, each cut to `cap`, fit in `budget` (water-filling). */
+function fairCap(sizes: readonly number[], budget: number): number {
+  const sorted = [...sizes].sort((a, b) => a - b);
+  let remaining = budget;
+  for (const [index, size] of sorted.entries()) {
+    const share = Math.floor(remaining / (sorted.length - index));
+    if (size > share) return share;
+    remaining -= size;
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+/** The longest prefix of `text` within `limit` UTF-8 bytes, on a character boundary. */
+function truncateToBytes(text: string, limit: number): string {
+  if (Buffer.byteLength(text) <= limit) return text;
+  let low = 0;
+  let high = Math.min(text.length, limit);
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (Buffer.byteLength(text.slice(0, middle)) <= limit) low = middle;
+    else high = middle - 1;
+  }
+  const code = text.charCodeAt(low - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? low - 1 : low);
+}
+
+/** The hint after a result whose long values were cut: which columns, and how to get all of them. */
+function cutValuesHint(columns: readonly string[]): string {
+  return (
+    `(values over ${MAX_CELL_CHARS} characters are cut with "…" in ${columns.map((name) => JSON.stringify(name)).join(', ')}; ` +
+    `a result of at most ${LONG_VALUE_ROWS} rows shows them whole: select fewer rows, or use export_query for every value in full)`
+  );
+}
+
 /** A query's output: the table, then a line that says how many rows and whether more exist. */
 export function formatQueryResult(columns: readonly string[], rows: readonly CellValue[][], more: boolean, limit: number, affectedRows?: number): string {
   if (columns.length === 0) return `The statement ran and returned no rows${affectedRows !== undefined ? ` (${plural(affectedRows, 'row')} affected)` : ''}.`;
-  const table = formatTable(columns, rows);
   const summary = more ? `(showing the first ${plural(rows.length, 'row')}; limit ${limit}) ${MORE_ROWS_HINT}` : `(${plural(rows.length, 'row')})`;
+  const table = formatTable(columns, rows);
+  const cutValues = columnsWithCutValues(columns, rows, table.rows, table.columns);
+  // One or a few rows whose values the table would cut: shown whole, one field per line.
+  if (cutValues.length > 0 && rows.length <= LONG_VALUE_ROWS) {
+    const vertical = formatVertical(columns, rows);
+    const hint = vertical.cut.length
+      ? `\n(cut to fit the ${Math.round(MAX_TOOL_OUTPUT_BYTES / 1024)} KiB output: ${vertical.cut.join(', ')}; read the rest with substr()/substring() ` +
+        'in pieces, or export_query writes every value in full)'
+      : '';
+    return `${vertical.text}${hint}\n${summary}`;
+  }
   const cut = tableCutNote(table, 'fetched row', columns);
-  if (!cut) return `${table.text}\n${summary}`;
+  const valuesHint = cutValues.length ? `\n${cutValuesHint(cutValues)}` : '';
+  if (!cut) return `${table.text}${valuesHint}\n${summary}`;
   const hints = [];
   if (table.columns < table.totalColumns) hints.push('name fewer columns in the SELECT');
   if (table.rows < table.totalRows) hints.push('lower row_limit or page with OFFSET');
   hints.push('export_query writes the whole result');
-  return `${table.text}\n(${cut}; ${hints.join(', ')})\n${summary}`;
+  return `${table.text}\n(${cut}; ${hints.join(', ')})${valuesHint}\n${summary}`;
 }
 
 export interface DescribedTable {

@@ -52,7 +52,7 @@ function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOn
 ${list}
 Operations:
 - query {sql, row_limit?}: runs the SQL and shows the rows as a table, ${DEFAULT_ROW_LIMIT} rows by default, at most ${MAX_ROW_LIMIT}; only limit+1 rows ` +
-    `are fetched, and a cut result says "${MORE_ROWS_HINT}". NULL is shown as NULL, newlines as \\n, values over the cell width are cut with "…"; numbers ` +
+    `are fetched, and a cut result says "${MORE_ROWS_HINT}". NULL is shown as NULL, newlines as \\n, values over the cell width are cut with "…" (a result of at most 10 rows shows them whole, one field per line); numbers ` +
     `and dates are exact.
 - search {pattern, object?}: tables, views and columns whose name or comment contains the pattern (case-insensitive) in every schema, best matches first ` +
     `(exact name, prefix, substring, comment), at most ${SEARCH_LIMIT}; object is table, column or any (default). Start here on a large database.
@@ -260,7 +260,7 @@ async function sampleTable(engine: Engine, driver: DatabaseDriver, table: string
   const sample = await sampleRowsQuery(driver, target, rows, options);
   const found = await driver.catalog(sample.sql, sample.params, options);
   const columns = description.columns.map((column) => column.name);
-  const shown = found.slice(0, rows).map((row) => cutForDisplay(row));
+  const shown = found.slice(0, rows).map((row, index) => cutForDisplay(row, index));
   const formatted = formatTable(columns, shown);
   const cut = tableCutNote(formatted, 'sampled row', columns);
   return success(

@@ -41,14 +41,34 @@ export function numberToText(value: number): string {
  * 1 MB values no longer take a gigabyte. Exports never cut.
  */
 export const KEPT_VALUE_CHARS = 1024;
+/**
+ * The first rows of a result keep far more: a result of one or a few long values (a table's DDL
+ * from SHOW CREATE TABLE or sqlite_master, a JSON document) is shown whole up to the output cap
+ * in a vertical layout (format.ts), so those rows must still hold the whole value.
+ */
+export const LONG_VALUE_ROWS = 10;
+export const KEPT_LONG_VALUE_CHARS = 64 * 1024;
 
-/** The row with long texts and blobs cut to what a result table can show (in place). */
-export function cutForDisplay(row: CellValue[]): CellValue[] {
+/** The row with long texts and blobs cut to what a result can show (in place); `index` is the row's place in the result. */
+export function cutForDisplay(row: CellValue[], index = LONG_VALUE_ROWS): CellValue[] {
+  const kept = index < LONG_VALUE_ROWS ? KEPT_LONG_VALUE_CHARS : KEPT_VALUE_CHARS;
   for (let i = 0; i < row.length; i++) {
     const value = row[i];
     // A plain slice would be a V8 sliced string that keeps the whole value alive; joining copies.
-    if (typeof value === 'string' && value.length > KEPT_VALUE_CHARS) row[i] = value.slice(0, KEPT_VALUE_CHARS).split('').join('');
-    else if (Buffer.isBuffer(value) && value.length > KEPT_VALUE_CHARS) row[i] = Buffer.from(value.subarray(0, KEPT_VALUE_CHARS));
+    if (typeof value === 'string' && value.length > kept) row[i] = cutChars(value, kept).split('').join('');
+    else if (Buffer.isBuffer(value) && value.length > kept) row[i] = Buffer.from(value.subarray(0, kept));
   }
   return row;
+}
+
+/** The first `limit` UTF-16 units of a text, one fewer when that would split a surrogate pair (an emoji). */
+export function cutChars(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  const code = text.charCodeAt(limit - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? limit - 1 : limit);
+}
+
+/** A text cut to at most `limit` characters on a character boundary, ending with "…" when cut. */
+export function shortened(text: string, limit: number): string {
+  return text.length <= limit ? text : `${cutChars(text, limit - 1)}…`;
 }

@@ -240,7 +240,7 @@ describe('mysql read-only: reads the check judges by grammar, with exact results
   test('SHOW CREATE TABLE / VIEW / FUNCTION answer with the definition', async () => {
     const [row] = (await admin.query('SHOW CREATE TABLE customers'))[0] as { 'Create Table': string }[];
     expect(row!['Create Table'].split('\n')[0]).toBe('CREATE TABLE `customers` (');
-    expect(await query('SHOW CREATE TABLE customers')).toContain('│ customers │ CREATE TABLE `customers` (\\n');
+    expect(await query('SHOW CREATE TABLE customers')).toContain('Table        | customers\nCreate Table | CREATE TABLE `customers` (\n');
     expect(await query('SHOW CREATE VIEW customer_names')).toContain('customer_names');
     expect(await query('SHOW CREATE FUNCTION customer_total')).toContain('customer_total');
   });

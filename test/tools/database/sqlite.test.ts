@@ -38,13 +38,18 @@ describe('sqlite query', () => {
     expect(result.metadata).toMatchObject({ database: 'shop', engine: 'sqlite', rows: 3, more: false, columns: ['id', 'name', 'note'] });
   });
 
-  test('big integers, reals and blobs are exact; long values are cut with an ellipsis', async () => {
+  test('big integers, reals and blobs are exact; a long value of a few rows is shown whole, of many rows cut with an ellipsis', async () => {
     const result = await runner.run('sqlite', {
       operation: 'query',
       sql: "SELECT 9007199254740993 AS big, 0.1 + 0.2 AS r, x'00ff' AS b, printf('%.300c', 'x') AS long",
     });
     expect(result.ok).toBe(true);
-    expect(result.output).toContain('│ 9007199254740993 │ 0.30000000000000004 │ \\x00ff │ ' + 'x'.repeat(199) + '… │');
+    expect(result.output).toContain(`big  | 9007199254740993\nr    | 0.30000000000000004\nb    | \\x00ff\nlong | ${'x'.repeat(300)}\n`);
+    const many = await runner.run('sqlite', {
+      operation: 'query',
+      sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 11) SELECT 9007199254740993 AS big, printf('%.300c', 'x') AS long FROM n",
+    });
+    expect(many.output).toContain(`│ 9007199254740993 │ ${'x'.repeat(199)}… │`);
   });
 
   test('fetches limit+1 rows and says more rows exist', async () => {

@@ -1,7 +1,7 @@
 import { ToolError } from '../../types.js';
 import { cellText, formatTable } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions, TableDescription } from '../types.js';
-import { valueToText } from '../values.js';
+import { shortened, valueToText } from '../values.js';
 import { DIALECTS } from './dialects.js';
 import { PROFILE_ROWS, profileSource, targetFor, type ProfileSource } from './sampling.js';
 
@@ -281,13 +281,22 @@ function shown(value: CellValue): string {
   return value === null || value === undefined ? '' : cellText(value);
 }
 
+/** Characters of a top value shown in the profile table. */
+const TOP_VALUE_CHARS = 40;
+
+/** A top value as the profile lists it: NULL, '' for an empty text, else cut on a character boundary with "…". */
+function topValueText(value: CellValue): string {
+  const text = valueToText(value);
+  if (text === null) return 'NULL';
+  if (text === '') return "''";
+  return shortened(cellText(value), TOP_VALUE_CHARS);
+}
+
 function profileRow(profile: ColumnProfile): CellValue[] {
   const length = profile.minLength === null ? '' : `${profile.minLength}–${profile.maxLength}`;
   const top = profile.topMissing
     ? `(${profile.topMissing})`
-    : profile.top
-        .map(([value, count]) => `${valueToText(value) === null ? 'NULL' : cellText(value).slice(0, 40)} (${count.toLocaleString('en-US')})`)
-        .join(', ');
+    : profile.top.map(([value, count]) => `${topValueText(value)} (${count.toLocaleString('en-US')})`).join(', ');
   return [
     profile.name,
     profile.type,

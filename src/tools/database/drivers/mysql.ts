@@ -220,7 +220,7 @@ export class MysqlDriver implements DatabaseDriver {
           settle({ columns, rows, more: true });
           return;
         }
-        rows.push(cutForDisplay(row as CellValue[]));
+        rows.push(cutForDisplay(row as CellValue[], rows.length));
       });
       query.on('error', (error: Error) => settle(error));
       query.on('end', () => settle({ columns: columns ?? [], rows, more }));

@@ -298,7 +298,7 @@ async function readRows(client: pg.Client, sql: string, limit: number, gone: Pro
         cursor.read(want, (error, rows, result) => (error ? reject(error) : resolve({ rows, fields: result?.fields ?? [] })));
       });
       if (rows.length === 0) columns = batch.fields.map((field) => field.name);
-      for (const row of batch.rows) rows.push(cutForDisplay(row as CellValue[]));
+      for (const row of batch.rows) rows.push(cutForDisplay(row as CellValue[], rows.length));
       if (batch.rows.length < want || rows.length > limit) break;
     }
     const more = rows.length > limit;

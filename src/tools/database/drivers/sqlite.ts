@@ -81,7 +81,7 @@ export class SqliteDriver implements DatabaseDriver {
         const next = iterator.next();
         if (next.done) return { columns, rows, more: false };
         if (rows.length === limit) return { columns, rows, more: true };
-        rows.push(cutForDisplay(next.value));
+        rows.push(cutForDisplay(next.value, rows.length));
         if (rows.length % ROWS_PER_CHUNK === 0) await this.checkpoint(options.signal, deadline);
       }
     } finally {

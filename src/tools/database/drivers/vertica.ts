@@ -123,7 +123,7 @@ export class VerticaDriver implements DatabaseDriver {
             more = true;
             return false;
           }
-          rows.push(cutForDisplay(row));
+          rows.push(cutForDisplay(row, rows.length));
           return true;
         },
       );
