@@ -149,6 +149,13 @@ const BASH_PARAMETERS = toolParameters(
 );
 export type BashArgs = ArgsOf<typeof BASH_PARAMETERS>;
 
+/** Commands that show the network: under shell_network none they see the sandbox's empty namespace, not this host's. */
+const NETWORK_VIEW_COMMAND = /(^|[;&|(`\n]|\$\()\s*(ss|ip|netstat|ifconfig|route|arp)(?=$|[\s;&|)])/;
+export const SANDBOX_NETWORK_NOTE =
+  "\n[note: this shell runs in an empty network namespace (the profile's shell_network: none), so ss, ip and netstat show the sandbox's " +
+  "network (only lo, no sockets), not this host's: an empty list here does not mean that nothing listens on the host. A profile with " +
+  "shell_network: loopback or all shows the host's sockets; lsof -i and /proc/PID/fd show processes' sockets here.]";
+
 export function createBashTool(options: BashToolOptions): Tool {
   return defineTool({
     name: 'bash',
@@ -201,6 +208,7 @@ export function createBashTool(options: BashToolOptions): Tool {
             `last ${formatBytes(BASH_OUTPUT_TAIL_BYTES)} ...]\n`,
         ),
       );
+      if (sandboxed && network === 'none' && NETWORK_VIEW_COMMAND.test(args.command)) text += SANDBOX_NETWORK_NOTE;
       if (result.timedOut) text += `\n[timed out after ${timeoutSeconds} s: the command and all its child processes were killed]`;
       if (result.aborted) text += '\n[cancelled: the command and all its child processes were killed]';
       const exitCode = result.timedOut ? 124 : result.aborted ? 130 : result.exitCode;

@@ -7,6 +7,7 @@ import { buildToolRegistry } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import type { Profile, ShellNetwork } from '../../../src/profiles/schema.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
+import { runQuarry } from '../../support/cli.js';
 
 /**
  * The inspector's networked commands (issue 20, item 8): docker and kubectl through their
@@ -122,5 +123,30 @@ describe('shell_network', () => {
       expect(result.text, command).toContain('refused');
       expect(result.text).not.toContain('FAKE');
     }
+  });
+});
+
+describe("ss, ip and netstat under shell_network none (the sandbox's own network)", () => {
+  async function cli(network: ShellNetwork, command: string): Promise<string> {
+    const dir = makeTempDir();
+    const profilePath = join(dir, `net-${network}.yaml`);
+    writeFileSync(profilePath, `name: net-${network}\nshell: restricted\nshell_network: ${network}\n`);
+    const result = await runQuarry(['tool', 'bash', '-p', profilePath, '-w', dir, '--args', JSON.stringify({ command }), '--format', 'json'], {
+      env: { QUARRY_HOME: makeTempDir('quarry-home-') },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    return (JSON.parse((JSON.parse(result.stdout) as { output: string }).output) as { output: string }).output;
+  }
+
+  test("says the view is the sandbox's and how to see the host's; under loopback the listener shows", async () => {
+    const sandboxed = await cli('none', 'ss -tln');
+    expect(sandboxed).not.toContain(`:${port}`);
+    expect(sandboxed).toContain("show the sandbox's network (only lo, no sockets), not this host's");
+    expect(sandboxed).toContain('shell_network: loopback or all');
+    const host = await cli('loopback', 'ss -tln');
+    expect(host).toContain(`127.0.0.1:${port}`);
+    expect(host).not.toContain('[note: this shell runs in an empty network namespace');
+    // Commands that do not look at the network get no note.
+    expect(await cli('none', 'echo ss')).toBe('ss\n');
   });
 });
