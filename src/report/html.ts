@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import { Marked, type Tokens } from 'marked';
 import type { SessionMeta, TimedTraceEvent } from '../agent/session.js';
 import type { Message } from '../model/types.js';
+import { escapeHtml, renderStepOutput } from './step-output.js';
+
+export { escapeHtml, REPORT_PREVIEW_LINES } from './step-output.js';
 
 /**
  * `quarry report`: one self-contained HTML page of a session (README "quarry report"): the
@@ -18,16 +21,10 @@ export interface SessionData {
   dir: string;
 }
 
-/** Result lines shown per tool call (the rest is counted). */
-export const REPORT_PREVIEW_LINES = 40;
 /** Charts larger than this are listed, not inlined. */
 export const MAX_INLINE_IMAGE_BYTES = 5 * 1024 * 1024;
 
 const DATABASE_TOOLS = new Set(['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb']);
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
-}
 
 const markdown = new Marked({
   gfm: true,
@@ -49,7 +46,8 @@ const markdown = new Marked({
 });
 
 export function renderMarkdown(text: string): string {
-  return markdown.parse(text, { async: false }) as string;
+  // Tables scroll inside a wrapper, so the table itself keeps its borders joined.
+  return (markdown.parse(text, { async: false }) as string).replace(/<table>/g, '<div class="table-wrap"><table>').replace(/<\/table>/g, '</table></div>');
 }
 
 function formatDuration(ms: number | undefined): string {
@@ -59,12 +57,6 @@ function formatDuration(ms: number | undefined): string {
 
 function formatNumber(value: number): string {
   return value.toLocaleString('en-US');
-}
-
-function preview(output: string): string {
-  const lines = output.split('\n');
-  if (lines.length <= REPORT_PREVIEW_LINES) return escapeHtml(output);
-  return `${escapeHtml(lines.slice(0, REPORT_PREVIEW_LINES).join('\n'))}\n<span class="cut">… ${lines.length - REPORT_PREVIEW_LINES} more lines</span>`;
 }
 
 function parseArgs(text: string): Record<string, unknown> {
@@ -197,7 +189,7 @@ function renderStep(step: ToolStep): string {
   if (step.blocked) parts.push(`<p class="note">Not run: ${escapeHtml(step.blocked)}</p>`);
   if (step.name === 'chart' && step.ok) parts.push(inlineImage(step.metadata.path));
   if (step.output !== undefined)
-    parts.push(`<details${step.name === 'chart' ? '' : ' open'}><summary>result</summary><pre class="output">${preview(step.output)}</pre></details>`);
+    parts.push(`<details${step.name === 'chart' ? '' : ' open'}><summary>result</summary>${renderStepOutput(step.name, step.output)}</details>`);
   parts.push('</div>');
   return parts.join('\n');
 }
@@ -342,8 +334,12 @@ pre { overflow-x: auto; background: var(--bg-soft); padding: 0.5rem; border-radi
 pre.sql { border-left: 3px solid var(--accent); }
 .cut, .note { color: var(--muted); font-style: italic; }
 img.chart { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; margin: 0.5rem 0; }
-table { border-collapse: collapse; display: block; overflow-x: auto; max-width: 100%; }
+/* A table keeps display: table (display: block breaks border-collapse: gaps between cell borders); a wrapper scrolls it. */
+.table-wrap { overflow-x: auto; max-width: 100%; margin: 0.4rem 0; }
+table { border-collapse: collapse; border-spacing: 0; }
 th, td { border: 1px solid var(--line); padding: 0.2rem 0.5rem; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th[align="right"], td[align="right"] { text-align: right; } th[align="center"], td[align="center"] { text-align: center; }
+table.result { font: 0.8rem/1.35 "DejaVu Sans Mono", Menlo, Consolas, monospace; } table.result th { background: var(--bg-soft); }
 details > summary { cursor: pointer; color: var(--muted); }
 .child { border-left: 3px solid var(--line); padding-left: 1rem; margin-top: 2rem; }
 @media (max-width: 40rem) { body { font-size: 15px; } main { padding: 0.5rem; } }

@@ -48,6 +48,8 @@ beforeAll(async () => {
               arguments: { sql: 'SELECT region, amount FROM sales', x: 'region', y: 'amount', title: 'Sales by region', output_path: 'sales.png' },
             },
             { name: 'sqlite', arguments: { operation: 'export_query', sql: 'SELECT * FROM sales ORDER BY region', output_path: 'sales.csv' } },
+            { name: 'sqlite', arguments: { operation: 'query', sql: 'SELECT region, amount FROM sales ORDER BY amount DESC' } },
+            { name: 'bash', arguments: { command: "printf 'line one\\nline two\\n'" } },
           ],
         },
         {
@@ -55,7 +57,7 @@ beforeAll(async () => {
             '## Sales',
             '',
             '| region | amount |',
-            '|---|---|',
+            '|---|--:|',
             '| south | 25.5 |',
             '| north | 10 |',
             '',
@@ -94,6 +96,14 @@ describe('the report file', () => {
     expect(html).toContain('1 chart');
     expect(html).toContain('1 refusal');
     expect(html).toContain('Tokens:');
+    // A query's result is an HTML table with a header row and numbers right-aligned.
+    expect(html).toContain(
+      '<table class="result"><thead><tr><th>region</th><th>amount</th></tr></thead><tbody><tr><td>south</td><td class="num">25.5</td></tr>' +
+        '<tr><td>north</td><td class="num">10</td></tr><tr><td>east</td><td class="num">7</td></tr></tbody></table>',
+    );
+    // bash output is preformatted text with real line breaks, not a JSON string.
+    expect(html).toContain('<pre class="output">line one\nline two\n</pre><p class="note">exit code 0</p>');
+    expect(html).not.toContain('{&quot;output&quot;:&quot;line one');
   });
 
   it('without -o goes into the session directory; -o never replaces a file unless --force; bad ids are usage errors', async () => {
@@ -194,6 +204,17 @@ describe.skipIf(!CHROMIUM)(`the report in headless Chromium${CHROMIUM ? '' : ' (
     const answer = await page.locator('.answer').first().innerText();
     expect(answer).toContain('Raw HTML stays text: <script>window.__pwned = 1</script>');
     expect(await page.locator('.answer table tr').count()).toBe(3);
+    // Markdown column alignment is kept; tables keep display: table with collapsed borders (no gaps).
+    const alignments = await page.locator('.answer table td').evaluateAll((cells) => cells.map((cell) => getComputedStyle(cell).textAlign));
+    expect(alignments).toEqual(['left', 'right', 'left', 'right']);
+    const tables = await page
+      .locator('table')
+      .evaluateAll((nodes) => nodes.map((node) => [getComputedStyle(node).display, getComputedStyle(node).borderCollapse]));
+    expect(tables.length).toBeGreaterThanOrEqual(3);
+    for (const table of tables) expect(table).toEqual(['table', 'collapse']);
+    const amounts = await page.locator('table.result td.num').evaluateAll((cells) => cells.map((cell) => getComputedStyle(cell).textAlign));
+    expect(amounts.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(amounts)).toEqual(new Set(['right']));
     const body = await page.locator('main').innerText();
     expect(body).toContain(EVIL_CELL);
     expect(body).toContain('DELETE FROM sales');
