@@ -2,6 +2,7 @@ import type { RunEvent, ToolEndEvent } from '../agent/events.js';
 import type { RunResult } from '../agent/loop.js';
 import { usageJson } from '../model/types.js';
 import { formatBytes } from '../tools/paths.js';
+import { MarkdownStream } from './terminal-markdown.js';
 
 /**
  * How a run shows itself (README "Running the agent"): `text` streams the answer to stdout and one compact row per
@@ -24,6 +25,8 @@ export interface Renderer {
   /** A note for the user (REPL commands, cancellation); stderr in every format. */
   note(text: string): void;
   finish(result: RunResult, info: RunInfo): void;
+  /** Stops a live line from drawing over a question to the user (text renderer on a terminal). */
+  pauseLive?(paused: boolean): void;
 }
 
 export function resultObject(result: RunResult, info: RunInfo): Record<string, unknown> {
@@ -77,10 +80,75 @@ export function toolRow(event: ToolEndEvent): string {
 
 const ANSI = { green: '\u001b[32m', red: '\u001b[31m', yellow: '\u001b[33m', dim: '\u001b[2m', reset: '\u001b[0m' };
 
+/** What the REPL adds on a terminal: the answer's Markdown rendered, and a live line while tools run. */
+export interface TerminalOptions {
+  markdown?: boolean;
+  liveToolLine?: boolean;
+}
+
+/** How often the live line's seconds are redrawn. */
+const LIVE_LINE_INTERVAL_MS = 250;
+
 class TextRenderer implements Renderer {
   private atLineStart = true;
+  private readonly markdown: MarkdownStream | null;
+  /** Tools running now (id → label and start), shown on one live line on stderr. */
+  private readonly running = new Map<string, { label: string; started: number }>();
+  private liveTimer: NodeJS.Timeout | null = null;
+  private liveShown = false;
+  private livePaused = false;
 
-  constructor(private readonly color: boolean) {}
+  constructor(
+    private readonly color: boolean,
+    private readonly terminal: TerminalOptions = {},
+  ) {
+    this.markdown = terminal.markdown ? new MarkdownStream(color) : null;
+  }
+
+  /** Stops redrawing the live line (while the user is asked a question), or starts again. */
+  pauseLive(paused: boolean): void {
+    this.livePaused = paused;
+    if (paused) this.clearLive();
+    else this.drawLive();
+  }
+
+  private clearLive(): void {
+    if (!this.liveShown) return;
+    process.stderr.write('\r\u001b[K');
+    this.liveShown = false;
+  }
+
+  private drawLive(): void {
+    if (this.livePaused || this.running.size === 0 || !this.atLineStart) return;
+    const now = Date.now();
+    const parts = [...this.running.values()].map((tool) => `${tool.label} ${((now - tool.started) / 1000).toFixed(1)} s`);
+    process.stderr.write(`\r\u001b[K${this.paint('dim', `… ${parts.join(' · ')}`)}`);
+    this.liveShown = true;
+  }
+
+  private toolStarted(id: string, name: string, argumentsText: string): void {
+    if (!this.terminal.liveToolLine) return;
+    let operation = '';
+    try {
+      const args = JSON.parse(argumentsText) as { operation?: unknown };
+      if (typeof args.operation === 'string') operation = ` ${args.operation}`;
+    } catch {
+      // The row at the end says what was wrong with the arguments.
+    }
+    this.running.set(id, { label: `${name}${operation}`, started: Date.now() });
+    if (!this.liveTimer) {
+      this.liveTimer = setInterval(() => this.drawLive(), LIVE_LINE_INTERVAL_MS);
+      this.liveTimer.unref();
+    }
+  }
+
+  private toolEnded(id: string): void {
+    this.running.delete(id);
+    if (this.running.size === 0 && this.liveTimer) {
+      clearInterval(this.liveTimer);
+      this.liveTimer = null;
+    }
+  }
 
   private paint(code: keyof typeof ANSI, text: string): string {
     return this.color ? `${ANSI[code]}${text}${ANSI.reset}` : text;
@@ -88,6 +156,7 @@ class TextRenderer implements Renderer {
 
   private out(text: string): void {
     if (!text) return;
+    this.clearLive();
     process.stdout.write(text);
     this.atLineStart = text.endsWith('\n');
   }
@@ -95,7 +164,13 @@ class TextRenderer implements Renderer {
   /** Stderr rows must not glue onto a half-written answer line when both go to one terminal. */
   private err(text: string): void {
     if (!this.atLineStart) this.out('\n');
+    this.clearLive();
     process.stderr.write(`${text}\n`);
+  }
+
+  /** The rest of a Markdown answer (an unfinished last line or table). */
+  private flushMarkdown(): void {
+    if (this.markdown) this.out(this.markdown.flush());
   }
 
   start(info: RunInfo): void {
@@ -109,12 +184,17 @@ class TextRenderer implements Renderer {
   event(event: RunEvent): void {
     switch (event.type) {
       case 'text':
-        this.out(event.text);
+        this.out(this.markdown ? this.markdown.push(event.text) : event.text);
         break;
       case 'assistant_message':
+        this.flushMarkdown();
         if (event.message.toolCalls?.length) this.out(this.atLineStart ? '' : '\n');
         break;
+      case 'tool_start':
+        this.toolStarted(event.id, event.name, event.arguments);
+        break;
       case 'tool_end': {
+        this.toolEnded(event.id);
         const row = toolRow(event);
         this.err(this.paint(event.ok ? 'green' : event.metadata.error === 'approval_refused' ? 'yellow' : 'red', row));
         break;
@@ -134,6 +214,9 @@ class TextRenderer implements Renderer {
   }
 
   finish(result: RunResult, info: RunInfo): void {
+    this.flushMarkdown();
+    for (const id of [...this.running.keys()]) this.toolEnded(id);
+    this.clearLive();
     if (!this.atLineStart) this.out('\n');
     if (result.status === 'cancelled') this.err(this.paint('yellow', 'quarry: cancelled'));
     const u = result.usage;
@@ -203,8 +286,8 @@ class StreamJsonRenderer implements Renderer {
   }
 }
 
-export function createRenderer(format: OutputFormat, color: boolean): Renderer {
+export function createRenderer(format: OutputFormat, color: boolean, terminal: TerminalOptions = {}): Renderer {
   if (format === 'json') return new JsonRenderer();
   if (format === 'stream-json') return new StreamJsonRenderer();
-  return new TextRenderer(color);
+  return new TextRenderer(color, terminal);
 }

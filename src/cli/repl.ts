@@ -99,7 +99,16 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
     historySize: HISTORY_LINES,
     prompt: 'quarry> ',
   });
-  approver.setAsk(askWith(rl));
+  const ask = askWith(rl);
+  // The live tool line must not draw over the approval question.
+  approver.setAsk(async (question, signal) => {
+    renderer.pauseLive?.(true);
+    try {
+      return await ask(question, signal);
+    } finally {
+      renderer.pauseLive?.(false);
+    }
+  });
   let running: AbortController | null = null;
   let exitArmed = false;
   renderer.note(
@@ -259,6 +268,8 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
     rl.on('close', () => {
       // Ctrl+D (or /exit): cancel a running turn, wait for it to wind down, then leave.
       closed = true;
+      // The cursor may sit after "quarry> ": leave the shell's prompt on a line of its own.
+      if (process.stdout.isTTY) process.stdout.write('\n');
       running?.abort();
       void Promise.resolve(busy).then(() => {
         saveHistory((rl as unknown as { history: string[] }).history ?? []);

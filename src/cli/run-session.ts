@@ -97,7 +97,9 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
       }
       const canAsk = Boolean(process.stdin.isTTY && process.stderr.isTTY);
       const approver = new Approver({ autoApprove: options.yes, ...(canAsk && !interactive ? { ask: askOnTerminal } : {}) });
-      const renderer = createRenderer(options.format, options.color && Boolean(process.stderr.isTTY));
+      // The REPL on a terminal renders the answer's Markdown and shows a live line while tools run.
+      const terminal = interactive && process.stdout.isTTY && process.stderr.isTTY ? { markdown: true, liveToolLine: true } : {};
+      const renderer = createRenderer(options.format, options.color && Boolean(process.stderr.isTTY), terminal);
       const contextWindow = options.contextWindow ?? knownContextWindow(choice.model);
       const setup: RunSetup = {
         options,

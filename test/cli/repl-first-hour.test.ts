@@ -145,3 +145,48 @@ describe('the REPL', () => {
     expect(end?.duration_ms).toBeLessThan(1000);
   });
 });
+
+describe('the REPL on a terminal shows the answer as Markdown, a live line while a tool runs, and exits on a new line', () => {
+  it('renders bold, code and tables; names the running tool with its seconds; leaves the shell prompt on its own line', async () => {
+    const home = makeTempDir('quarry-home-');
+    const work = makeTempDir('quarry-work-');
+    const { script, profile } = files(home, [
+      { text: 'Checking.', tool_calls: [{ name: 'bash', arguments: { command: 'sleep 2' } }] },
+      {
+        text: [
+          '## Sales by region',
+          '',
+          'The **south** leads; the query was `SELECT region, amount FROM sales`.',
+          '',
+          '| region | amount |',
+          '|---|--:|',
+          '| south | 25.5 |',
+          '| north | 10 |',
+          '',
+          '- one bullet',
+        ].join('\n'),
+      },
+    ]);
+    const result = await runOnPty(['--model', `script:${script}`, '--profile', profile, '-w', work], cliEnv(home), [
+      { expect: 'quarry> ' },
+      { send: 'sales?\r' },
+      { expect: 'bash 1\\.\\d s' },
+      { expect: 'one bullet' },
+      { expect: 'quarry> ' },
+      { send: '\u0004' },
+    ]);
+    expect(result.failed).toBeNull();
+    expect(result.code).toBe(0);
+    const text = result.transcript.replace(/\r/g, '');
+    // Markdown marks are gone (NO_COLOR: no escape codes either), the table is aligned with the
+    // numbers right-aligned, the bullet is a bullet.
+    expect(text).toContain('Sales by region\n');
+    expect(text).not.toContain('## Sales');
+    expect(text).toContain('The south leads; the query was SELECT region, amount FROM sales.');
+    expect(text).toMatch(/ {2}region {2}amount\n {2}─{6} {2}─{6}\n {2}south {5}25\.5\n {2}north {7}10\n/);
+    expect(text).toContain('• one bullet');
+    // At exit the cursor leaves the "quarry> " line: the transcript ends on a new line.
+    const plain = text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');
+    expect(plain.endsWith('quarry> \n')).toBe(true);
+  }, 40_000);
+});
