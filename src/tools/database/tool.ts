@@ -10,6 +10,7 @@ import { estimateRows, explainStatement, GUARDED_ENGINES } from './catalog/expla
 import { formatProfile, PROFILE_DEFAULT_COLUMNS, profileMarkdown, profileQuery, profileTable } from './catalog/profile.js';
 import { sampleRowsQuery, targetFor } from './catalog/sampling.js';
 import { addCatalogDetails, LIST_TABLES_LIMIT, listTables, SEARCH_LIMIT, SEARCH_OBJECTS, searchCatalog } from './catalog/search.js';
+import { withNameSuggestions } from './catalog/names.js';
 import { cutForDisplay } from './values.js';
 import { writeFileClearly } from '../file-write-support.js';
 import type { Backend } from '../../backends/types.js';
@@ -211,9 +212,26 @@ async function runOperation(
   context: ToolContext,
   tool: DatabaseToolOptions,
 ): Promise<ToolResult> {
-  const guard = tool.queryGuard;
   const driver = await driverFor(config, options.readOnly);
   await driver.connect(options.signal);
+  try {
+    return await operate(engine, driver, options, args, sql, context, tool);
+  } catch (error) {
+    // An unknown table, column, schema or function: the names that exist (catalog/names.ts).
+    throw await withNameSuggestions(engine, driver, error, sql || null, options, args.table_name);
+  }
+}
+
+async function operate(
+  engine: Engine,
+  driver: DatabaseDriver,
+  options: RunOptions,
+  args: DatabaseArgs,
+  sql: string,
+  context: ToolContext,
+  tool: DatabaseToolOptions,
+): Promise<ToolResult> {
+  const guard = tool.queryGuard;
   if ((args.operation === 'query' || args.operation === 'export_query') && guard && GUARDED_ENGINES.includes(engine)) {
     await checkQueryGuard(engine, driver, sql, guard, options, context);
   }
