@@ -10,6 +10,8 @@ import { estimateRows, explainStatement, GUARDED_ENGINES } from './catalog/expla
 import { formatProfile, PROFILE_DEFAULT_COLUMNS, profileMarkdown, profileQuery, profileTable } from './catalog/profile.js';
 import { sampleRowsQuery, targetFor } from './catalog/sampling.js';
 import { addCatalogDetails, LIST_TABLES_LIMIT, listTables, SEARCH_LIMIT, SEARCH_OBJECTS, searchCatalog } from './catalog/search.js';
+import { withNameSuggestions } from './catalog/names.js';
+import { validateStatement } from './catalog/validate.js';
 import { cutForDisplay } from './values.js';
 import { writeFileClearly } from '../file-write-support.js';
 import type { Backend } from '../../backends/types.js';
@@ -25,7 +27,7 @@ import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type Qu
  * formatting, export files, error text); drivers only talk to their engine.
  */
 
-export const DATABASE_OPERATIONS = ['query', 'list_tables', 'describe', 'export_query', 'search', 'sample', 'profile', 'explain'] as const;
+export const DATABASE_OPERATIONS = ['query', 'list_tables', 'describe', 'export_query', 'search', 'sample', 'profile', 'explain', 'validate'] as const;
 export type DatabaseOperation = (typeof DATABASE_OPERATIONS)[number];
 /** Operations whose "sql" is the model's statement, checked before anything runs. */
 const STATEMENT_OPERATIONS: ReadonlySet<DatabaseOperation> = new Set(['query', 'export_query', 'explain', 'profile']);
@@ -66,6 +68,8 @@ Operations:
     `lengths and the top values of low-cardinality columns; large tables are sampled and the output says so; at most ${PROFILE_DEFAULT_COLUMNS} columns ` +
     `unless "columns" names them; within a time budget; output_path writes the whole profile as a new Markdown file.
 - explain {sql}: the engine's plan with estimated rows and costs, without running the statement (no ANALYZE). Use it before a query that may scan a big table.
+- validate {sql}: checks a statement without running it: the read-only check, the engine's parse and names (unknown ones with suggestions) and the ` +
+    `query guard's row estimate, in one call. Use it before a costly query.
 - export_query {sql, output_path}: streams the whole result, any number of rows, to a new CSV file (RFC 4180, header row); never overwrites; returns the ` +
     `row count, size, columns and the first ${EXPORT_PREVIEW_ROWS} rows. Use it for results larger than a query shows.
 ${mode}${
@@ -155,7 +159,7 @@ function databaseParameters(several: boolean, database: JsonSchema) {
     {
       database: database as { type: 'string' },
       operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
-      sql: { type: 'string', description: "One SQL statement (query, export_query, explain; profile of a query's rows)" },
+      sql: { type: 'string', description: "One SQL statement (query, export_query, explain, validate; profile of a query's rows)" },
       table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
       table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
       pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
@@ -212,9 +216,28 @@ async function runOperation(
   context: ToolContext,
   tool: DatabaseToolOptions,
 ): Promise<ToolResult> {
-  const guard = tool.queryGuard;
   const driver = await driverFor(config, options.readOnly);
   await driver.connect(options.signal);
+  try {
+    return await operate(engine, config, driver, options, args, sql, context, tool);
+  } catch (error) {
+    // An unknown table, column, schema or function: the names that exist (catalog/names.ts); validate says them itself.
+    if (args.operation === 'validate') throw error;
+    throw await withNameSuggestions(engine, driver, error, sql || null, options, args.table_name);
+  }
+}
+
+async function operate(
+  engine: Engine,
+  config: DatabaseConfig,
+  driver: DatabaseDriver,
+  options: RunOptions,
+  args: DatabaseArgs,
+  sql: string,
+  context: ToolContext,
+  tool: DatabaseToolOptions,
+): Promise<ToolResult> {
+  const guard = tool.queryGuard;
   if ((args.operation === 'query' || args.operation === 'export_query') && guard && GUARDED_ENGINES.includes(engine)) {
     await checkQueryGuard(engine, driver, sql, guard, options, context);
   }
@@ -249,6 +272,8 @@ async function runOperation(
       return profileOperation(engine, driver, args, sql, options, context, tool);
     case 'explain':
       return success(await explainStatement(engine, driver, sql, options), {});
+    case 'validate':
+      return validateStatement({ engine, config, driver, sql: requireArg(args, 'sql'), guard, options });
   }
 }
 

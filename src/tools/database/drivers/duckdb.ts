@@ -205,16 +205,19 @@ export class DuckdbDriver implements DatabaseDriver {
       const dot = table.lastIndexOf('.');
       const schema = dot > 0 ? table.slice(0, dot) : null;
       const name = dot > 0 ? table.slice(dot + 1) : table;
-      const where = `table_name = $1 AND ($2::VARCHAR IS NULL OR schema_name = $2 OR database_name || '.' || schema_name = $2)`;
+      // Names in any case, as DuckDB resolves them (an exact match first).
+      const where =
+        `lower(table_name) = lower($1) AND ($2::VARCHAR IS NULL OR lower(schema_name) = lower($2) OR lower(database_name || '.' || schema_name) = ` +
+        `lower($2))`;
       const found = await connection.runAndReadAll(
-        `SELECT DISTINCT database_name, schema_name, database_name = current_database() AS here FROM duckdb_columns() WHERE ${where} ORDER BY here DESC, 1, ` +
-          `2 LIMIT 1`,
+        `SELECT DISTINCT database_name, schema_name, database_name = current_database() AS here, table_name, table_name = $1 AS exact FROM duckdb_columns() ` +
+          `WHERE ${where} ORDER BY exact DESC, here DESC, 1, 2 LIMIT 1`,
         [name, schema],
       );
       const target = found.getRowsJS()[0];
       if (!target) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
-      const [database, schemaName] = [String(target[0]), String(target[1])];
-      const scope = [name, database, schemaName];
+      const [database, schemaName, actual] = [String(target[0]), String(target[1]), String(target[3])];
+      const scope = [actual, database, schemaName];
       const exact = `table_name = $1 AND database_name = $2 AND schema_name = $3`;
       const columnRows = (
         await connection.runAndReadAll(
@@ -235,7 +238,7 @@ export class DuckdbDriver implements DatabaseDriver {
       const primaryKey = (constraints.find((row) => row[0] === 'PRIMARY KEY')?.[1] as string[] | undefined) ?? [];
       return {
         schema: database === 'memory' ? schemaName : `${database}.${schemaName}`,
-        name,
+        name: actual,
         columns: columnRows.map((row) => ({
           name: String(row[0]),
           type: String(row[1]),

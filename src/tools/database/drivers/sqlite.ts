@@ -158,11 +158,17 @@ export class SqliteDriver implements DatabaseDriver {
   }
 
   async describe(table: string, options: RunOptions): Promise<TableDescription> {
-    // The name as given, else schema.table (list_tables and profile show main.t).
+    // The name as given, else schema.table (list_tables and profile show main.t); in any case, as
+    // SQLite resolves names (an exact match first, main before attached schemas).
     const dot = table.indexOf('.');
-    const exists = (this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ?`, options).get(table) ??
+    const order = `ORDER BY name = ? DESC, schema = 'main' DESC, schema`;
+    const exists = (this.prepare(`SELECT schema, name FROM pragma_table_list WHERE name = ? COLLATE NOCASE ${order}`, options).get(table, table) ??
       (dot > 0
-        ? this.prepare(`SELECT schema, name FROM pragma_table_list WHERE schema = ? AND name = ?`, options).get(table.slice(0, dot), table.slice(dot + 1))
+        ? this.prepare(`SELECT schema, name FROM pragma_table_list WHERE schema = ? COLLATE NOCASE AND name = ? COLLATE NOCASE ${order}`, options).get(
+            table.slice(0, dot),
+            table.slice(dot + 1),
+            table.slice(dot + 1),
+          )
         : undefined)) as { schema: string; name: string } | undefined;
     if (!exists) throw new ToolError(`no such table or view: ${table}; use operation list_tables to see the tables`, 'not_found');
     const columns = this.prepare(
