@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../errors.js';
 import { readResults, RUN_FILE, type EvalRunConfig, type QuestionResult } from './runner.js';
+import { operationsMarkdown, summariseOperations, type OperationsSummary } from './operations.js';
 
 /**
  * `quarry eval`'s report: a table by difficulty (or tag) with count, accuracy (and accuracy with
@@ -35,6 +36,8 @@ export interface EvalReport {
   runner_overhead_ms: number;
   sql_sources: Record<string, number>;
   failures: Array<{ id: string; error: string }>;
+  /** Database operations called, in all and per question. */
+  operations: OperationsSummary;
 }
 
 function mean(values: readonly number[]): number {
@@ -90,6 +93,7 @@ export function buildReport(config: EvalRunConfig, results: readonly QuestionRes
       ...(result.gold_error ? [{ id: result.id, error: `gold: ${result.gold_error}` }] : []),
       ...result.attempts.filter((attempt) => attempt.error).map((attempt) => ({ id: result.id, error: attempt.error! })),
     ]),
+    operations: summariseOperations(results),
   };
 }
 
@@ -127,6 +131,7 @@ export function reportMarkdown(report: EvalReport): string {
     '| setting | value |',
     '|---|---|',
     ...Object.entries(c).map(([key, value]) => `| ${key} | ${String(value)} |`),
+    ...(report.operations ? ['', ...operationsMarkdown(report.operations)] : []),
     ...(report.failures.length ? ['', '## Errors', '', ...report.failures.map((failure) => `- ${failure.id}: ${failure.error}`)] : []),
     '',
   ]

@@ -160,6 +160,13 @@ describe('quarry eval with the bundled suite', () => {
     expect(report.config).toMatchObject({ suite_format: 'bird', compare: 'set', model: 'script:fixtures/eval/sample-bird.script.json', profile: 'readonly' });
     expect(report.config.prompt_sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/\| total \| 20 \| 85\.0% \(17\) \|/);
+    // Database operations per question: the script looks up "Tea" and "Toronto" with find_values before filtering on them.
+    expect(report.operations.totals.find_values).toEqual({ calls: 2, questions: 2 });
+    expect(report.operations.totals.list_tables.questions).toBe(20);
+    const torontoId = readJsonl(join(out, 'results.jsonl')).find((entry) => String(entry.question).includes('Toronto'))!.id;
+    const toronto = report.operations.per_question.find((entry: { id: string }) => entry.id === torontoId);
+    expect(toronto.operations).toEqual({ list_tables: 1, find_values: 1, query: 1 });
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/## Database operations\n\nCalls in all: .*find_values 2 \(in 2 questions\)/);
     const results = readJsonl(join(out, 'results.jsonl'));
     expect(results).toHaveLength(20);
     expect(new Set(results.map((entry) => entry.id)).size).toBe(20);
