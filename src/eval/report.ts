@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { Canonical } from './compare.js';
 import { readResults, RUN_FILE, type EvalRunConfig, type QuestionResult } from './runner.js';
+import { operationsMarkdown, summariseOperations, type OperationsSummary } from './operations.js';
 
 /**
  * `quarry eval`'s report: a table by difficulty (or tag) with count, accuracy (and accuracy with
@@ -36,6 +37,8 @@ export interface EvalReport {
   runner_overhead_ms: number;
   sql_sources: Record<string, number>;
   failures: Array<{ id: string; error: string }>;
+  /** Database operations called, in all and per question. */
+  operations: OperationsSummary;
   /** Every scored question whose first attempt was wrong, with why and a few rows of each side. */
   wrong: WrongAnswer[];
 }
@@ -158,6 +161,7 @@ export function buildReport(config: EvalRunConfig, results: readonly QuestionRes
       ...result.attempts.filter((attempt) => attempt.error).map((attempt) => ({ id: result.id, error: attempt.error! })),
     ]),
     wrong: wrongAnswers(results),
+    operations: summariseOperations(results),
   };
 }
 
@@ -196,6 +200,7 @@ export function reportMarkdown(report: EvalReport): string {
     '|---|---|',
     ...Object.entries(c).map(([key, value]) => `| ${key} | ${String(value)} |`),
     ...wrongMarkdown(report.wrong ?? []),
+    ...(report.operations ? ['', ...operationsMarkdown(report.operations)] : []),
     ...(report.failures.length ? ['', '## Errors', '', ...report.failures.map((failure) => `- ${failure.id}: ${failure.error}`)] : []),
     '',
   ]

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { countOperation, type OperationCounts } from './operations.js';
 import { DUCKDB_PROMPT_NOTE } from '../tools/database/drivers/duckdb-files.js';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -97,6 +98,8 @@ export interface AttemptResult {
   mismatch?: string;
   turns: number;
   tool_calls: number;
+  /** Database tool calls by operation (operations.ts). */
+  operations?: OperationCounts;
   usage: { input_tokens: number; output_tokens: number; cached_tokens: number };
   duration_ms: number;
   session_id: string;
@@ -495,9 +498,12 @@ async function runAttempt(
   });
   const session = Session.create({ profile: workspace.profile.name, model: provider.label, workingDir: workspace.workingDir }, sessionEnv);
   let lastQuery: string | null = null;
+  const operations: OperationCounts = {};
   const onEvent = (event: RunEvent) => {
-    if (event.type !== 'tool_end' || !event.ok || !databaseTools.includes(event.name)) return;
+    if (event.type !== 'tool_end' || !databaseTools.includes(event.name)) return;
     const args = event.arguments;
+    countOperation(operations, args);
+    if (!event.ok) return;
     if (args && args.operation === 'query' && typeof args.sql === 'string') lastQuery = args.sql;
   };
   const agent = new Agent({
@@ -528,6 +534,7 @@ async function runAttempt(
     ...(timedOut ? { error: `timed out after ${options.timeoutMs / 1000} s` } : result.status === 'failed' ? { error: result.error ?? 'the run failed' } : {}),
     turns: result.turns,
     tool_calls: result.toolCalls,
+    operations,
     usage: usageJson(result.usage),
     duration_ms: Date.now() - started,
     session_id: session.id,

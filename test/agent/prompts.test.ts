@@ -45,6 +45,8 @@ describe('system prompts', () => {
     const system = s.system();
     expect(system).toContain('careful data analyst');
     expect(system).toMatch(/Show the SQL you ran/);
+    // Literal values are looked up before they are filtered on (README "Knowing the data").
+    expect(system).toMatch(/Before filtering on a literal value the question mentions .* look it up with operation find_values/);
     expect(system).toContain(`Working directory: ${s.work}`);
     expect(system).toContain('Profile: readonly (shell: restricted, file writes: off, databases: readonly)');
     expect(system).not.toMatch(/\{\{/);

@@ -161,6 +161,13 @@ describe('quarry eval with the bundled suite', () => {
     expect(report.config.prompt_sha256).toMatch(/^[0-9a-f]{64}$/);
     const markdown = readFileSync(join(out, 'report.md'), 'utf8');
     expect(markdown).toMatch(/\| total \| 20 \| 85\.0% \(17\) \|/);
+    // Database operations per question: the script looks up "Tea" and "Toronto" with find_values before filtering on them.
+    expect(report.operations.totals.find_values).toEqual({ calls: 2, questions: 2 });
+    expect(report.operations.totals.list_tables.questions).toBe(20);
+    const torontoId = readJsonl(join(out, 'results.jsonl')).find((entry) => String(entry.question).includes('Toronto'))!.id;
+    const toronto = report.operations.per_question.find((entry: { id: string }) => entry.id === torontoId);
+    expect(toronto.operations).toEqual({ list_tables: 1, find_values: 1, query: 1 });
+    expect(markdown).toMatch(/## Database operations\n\nCalls in all: .*find_values 2 \(in 2 questions\)/);
     const results = readJsonl(join(out, 'results.jsonl'));
     // Every wrong question is listed with its reason, its SQL and a few rows of each side, the
     // rows being those the scorer compared (results.jsonl holds them too).

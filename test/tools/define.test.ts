@@ -29,7 +29,7 @@ describe('toolParameters and ArgsOf', () => {
   it("gives the handler required and optional fields of the schema's types", () => {
     expectTypeOf<ArgsOf<typeof parameters>>().toEqualTypeOf<{ path: string; mode: 'a' | 'b'; count?: number; flags?: string[]; all?: boolean }>();
     expectTypeOf<DatabaseArgs['operation']>().toEqualTypeOf<
-      'query' | 'list_tables' | 'describe' | 'export_query' | 'search' | 'sample' | 'profile' | 'explain' | 'validate'
+      'query' | 'list_tables' | 'describe' | 'export_query' | 'search' | 'find_values' | 'sample' | 'profile' | 'explain' | 'validate'
     >();
     expectTypeOf<DatabaseArgs['database']>().toEqualTypeOf<string | undefined>();
   });

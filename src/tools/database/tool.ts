@@ -13,6 +13,7 @@ import { addCatalogDetails, LIST_TABLES_LIMIT, listTables, SEARCH_LIMIT, SEARCH_
 import { withNameSuggestions } from './catalog/names.js';
 import { validateStatement } from './catalog/validate.js';
 import { cutForDisplay } from './values.js';
+import { FIND_VALUES_DESCRIPTION, FIND_VALUES_PARAMETERS, findValuesOperation } from './catalog/find-values-operation.js';
 import { writeFileClearly } from '../file-write-support.js';
 import type { Backend } from '../../backends/types.js';
 import { scrubSecrets } from './secrets.js';
@@ -27,7 +28,7 @@ import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type Qu
  * formatting, export files, error text); drivers only talk to their engine.
  */
 
-export const DATABASE_OPERATIONS = ['query', 'list_tables', 'describe', 'export_query', 'search', 'sample', 'profile', 'explain', 'validate'] as const;
+export const DATABASE_OPERATIONS = ['query', 'list_tables', 'describe', 'export_query', 'search', 'find_values', 'sample', 'profile', 'explain', 'validate'] as const;
 export type DatabaseOperation = (typeof DATABASE_OPERATIONS)[number];
 /** Operations whose "sql" is the model's statement, checked before anything runs. */
 const STATEMENT_OPERATIONS: ReadonlySet<DatabaseOperation> = new Set(['query', 'export_query', 'explain', 'profile']);
@@ -58,6 +59,7 @@ Operations:
     `and dates are exact.
 - search {pattern, object?}: tables, views and columns whose name or comment contains the pattern (case-insensitive) in every schema, best matches first ` +
     `(exact name, prefix, substring, comment), at most ${SEARCH_LIMIT}; object is table, column or any (default). Start here on a large database.
+- find_values {value, match?, table_pattern?, limit?}: ${FIND_VALUES_DESCRIPTION}
 - list_tables {table_pattern?}: tables and views with their schema, estimated row count and comment, at most ${LIST_TABLES_LIMIT} with the total; ` +
     `table_pattern is a SQL LIKE pattern (e.g. "order%").
 - describe {table_name}: columns with types, nullability, defaults and comments, the primary key, foreign keys (and the tables whose foreign keys reference ` +
@@ -160,7 +162,8 @@ function databaseParameters(several: boolean, database: JsonSchema) {
       database: database as { type: 'string' },
       operation: { type: 'string', enum: [...DATABASE_OPERATIONS], description: 'What to do' },
       sql: { type: 'string', description: "One SQL statement (query, export_query, explain, validate; profile of a query's rows)" },
-      table_pattern: { type: 'string', description: 'SQL LIKE pattern for list_tables (default %)' },
+      table_pattern: { type: 'string', description: 'SQL LIKE pattern of table names for list_tables and find_values (default %)' },
+      ...FIND_VALUES_PARAMETERS,
       table_name: { type: 'string', description: 'Table or view for describe, sample and profile (schema.table allowed)' },
       pattern: { type: 'string', description: 'Text to find in table, column and comment names for search (case-insensitive, not a LIKE pattern)' },
       object: { type: 'string', enum: [...SEARCH_OBJECTS], description: 'What search looks for: table (tables and views), column or any (default)' },
@@ -266,6 +269,8 @@ async function operate(
       const found = await searchCatalog(engine, driver, requireArg(args, 'pattern'), args.object ?? 'any', options);
       return success(found.text, { matches: found.matches });
     }
+    case 'find_values':
+      return findValuesOperation(engine, driver, args, options, tool.profileBudgetSeconds);
     case 'sample':
       return sampleTable(engine, driver, requireArg(args, 'table_name'), args.row_limit ?? SAMPLE_DEFAULT_ROWS, options);
     case 'profile':
