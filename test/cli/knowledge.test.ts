@@ -262,3 +262,37 @@ describe('quarry knowledge add', () => {
     expect(readdirSync(join(folder, 'queries'))).toEqual(['how_many_products_are_in_each_category.yaml']);
   });
 });
+
+describe('quarry eval --knowledge', () => {
+  it('records the folder and its hash in report.json; a changed file changes the hash', async () => {
+    const { folder } = sampleCopy();
+    const evalRun = (out: string) =>
+      runQuarry(
+        [
+          'eval',
+          join(REPO_ROOT, 'fixtures/eval/sample-bird.json'),
+          '--db-dir',
+          join(REPO_ROOT, 'fixtures/eval/dbs'),
+          '--model',
+          `script:${join(REPO_ROOT, 'fixtures/eval/sample-bird.script.json')}`,
+          '--limit',
+          '1',
+          '--out',
+          out,
+          '--knowledge',
+          folder,
+        ],
+        { env: env(), timeoutMs: 60_000 },
+      );
+    const listed = JSON.parse((await runQuarry(['knowledge', 'list', '--knowledge', folder, '--format', 'json'], { env: env() })).stdout) as { hash: string };
+    const first = await evalRun(join(dir, 'run1'));
+    expect(first.code).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'run1', 'report.json'), 'utf8')) as { config: Record<string, string> };
+    expect(report.config).toMatchObject({ knowledge_dir: folder, knowledge_sha256: listed.hash });
+    writeFileSync(join(folder, 'rules.yaml'), `${readFileSync(join(folder, 'rules.yaml'), 'utf8')}- rule: Amounts are in EUR.\n`);
+    expect((await evalRun(join(dir, 'run2'))).code).toBe(0);
+    const second = JSON.parse(readFileSync(join(dir, 'run2', 'report.json'), 'utf8')) as { config: Record<string, string> };
+    expect(second.config.knowledge_sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(second.config.knowledge_sha256).not.toBe(listed.hash);
+  });
+});
