@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { readConfigFile } from '../config/config-file.js';
@@ -40,11 +41,11 @@ function withDb<T>(y: Argv<T>, describe: string) {
     .option('databases', { type: 'string', describe: 'YAML file of databases (env QUARRY_DB_CONFIG)' });
 }
 
-function context(argv: KnowledgeArgv) {
+function context(argv: KnowledgeArgv, mayCreate = false) {
   const cwd = process.cwd();
   const config = readConfigFile(configFileLocation(argv.config, process.env, cwd));
   const workingDir = resolve(cwd, argv['working-dir'] ?? '.');
-  const dir = knowledgeDir({ flag: argv.knowledge, configured: { value: config.settings.knowledge, file: config.file }, workingDir, cwd });
+  const dir = knowledgeDir({ flag: argv.knowledge, configured: { value: config.settings.knowledge, file: config.file }, workingDir, cwd, mayCreate });
   return { cwd, config, workingDir, dir };
 }
 
@@ -153,9 +154,9 @@ async function checkCommand(argv: KnowledgeArgv & { update: boolean }): Promise<
 async function addCommand(
   argv: KnowledgeArgv & { question: string; sql: string; id?: string | undefined; 'verified-by'?: string | undefined },
 ): Promise<number> {
-  const found = context(argv);
+  const found = context(argv, true);
   const dir = found.dir ?? join(found.workingDir, DEFAULT_KNOWLEDGE_DIR);
-  if (found.dir) loadKnowledge(found.dir);
+  if (existsSync(dir)) loadKnowledge(dir);
   const flags = argv.db ?? [];
   if (flags.length !== 1) throw new UsageError('quarry knowledge add needs one --db TARGET: the database the SQL runs on');
   const { configured, given } = databasesFor(argv, found.cwd, found.config);
@@ -181,10 +182,10 @@ async function addCommand(
 
 async function importCommand(argv: KnowledgeArgv & { source: string; path: string }): Promise<number> {
   if (argv.source !== 'dbt') throw new UsageError(`quarry knowledge import: unknown source "${argv.source}"; known: dbt`);
-  const found = context(argv);
+  const found = context(argv, true);
   const dir = found.dir ?? join(found.workingDir, DEFAULT_KNOWLEDGE_DIR);
   // The folder as it is must load: importing into a broken folder would hide its error.
-  if (found.dir) loadKnowledge(found.dir);
+  if (existsSync(dir)) loadKnowledge(dir);
   const { readDbt, writeDbtImport } = await import('../tools/knowledge/dbt.js');
   const imported = readDbt(resolve(found.cwd, argv.path));
   const summary = writeDbtImport(dir, imported);

@@ -296,3 +296,65 @@ describe('quarry eval --knowledge', () => {
     expect(second.config.knowledge_sha256).not.toBe(listed.hash);
   });
 });
+
+describe('quarry knowledge import dbt', () => {
+  const project = join(REPO_ROOT, 'test', 'tools', 'knowledge', 'dbt-project');
+
+  it('turns model docs into notes, tests into glossary entries and rules, MetricFlow metrics into metrics that run', async () => {
+    const folder = join(dir, 'knowledge');
+    const result = await runQuarry(['knowledge', 'import', 'dbt', project, '--knowledge', folder], { env: env() });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('skipped metric refund_ratio: type ratio');
+    expect(result.stdout).toContain('skipped metric median_order_value: measure median_order aggregates with median');
+    expect(readdirSync(join(folder, 'notes')).sort()).toEqual(['dbt_customers.md', 'dbt_orders.md']);
+    expect(readFileSync(join(folder, 'notes', 'dbt_orders.md'), 'utf8')).toContain('- `total`: Sum of quantity * unit_price * (1 - discount), in EUR.');
+    const glossary = parse(readFileSync(join(folder, 'glossary.yaml'), 'utf8')) as Record<string, { definition: string }>;
+    expect(Object.keys(glossary).sort()).toEqual(['customers.segment', 'order_totals.status']);
+    expect(glossary['order_totals.status']!.definition).toContain("'pending', 'shipped', 'delivered', 'cancelled', 'refunded'");
+    const rules = parse(readFileSync(join(folder, 'rules.yaml'), 'utf8')) as Array<{ rule: string; tables: string[] }>;
+    expect(rules).toContainEqual({
+      rule: 'order_totals.customer_id references customers.id: join order_totals to customers on order_totals.customer_id = customers.id.',
+      tables: ['order_totals', 'customers'],
+    });
+    const metrics = parse(readFileSync(join(folder, 'metrics.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
+    expect(Object.keys(metrics)).toEqual(['revenue', 'order_count', 'customers']);
+    expect(metrics.revenue).toMatchObject({
+      table: 'order_totals',
+      sql: 'SUM(total)',
+      filters: ["status NOT IN ('cancelled', 'refunded')"],
+      time_column: 'ordered_at',
+    });
+    expect(metrics.customers).toMatchObject({ table: 'customers', sql: 'COUNT(DISTINCT id)', filters: ["segment != 'reseller'"] });
+    // The imported metrics run on the data they describe, and give what SQL written by hand gives.
+    const check = await runQuarry(['knowledge', 'check', '--knowledge', folder, '--db', `sales=${SAMPLE_DB}`, '--format', 'json'], { env: env() });
+    expect(check.code).toBe(0);
+    const sqlite = new Database(SAMPLE_DB, { readonly: true });
+    const customers = sqlite.prepare("SELECT COUNT(DISTINCT id) AS n FROM customers WHERE segment <> 'reseller'").get() as { n: number };
+    sqlite.close();
+    const tool = await runQuarry(['tool', 'knowledge', '--knowledge', folder, '--args', '{"query":"customers","kind":"metric","limit":1}'], { env: env() });
+    expect(tool.stdout).toContain("SELECT COUNT(DISTINCT id) AS customers\nFROM customers\nWHERE (segment != 'reseller')");
+    expect(customers.n).toBeGreaterThan(0);
+    // A second import keeps what is there and writes nothing new.
+    const before = readFileSync(join(folder, 'rules.yaml'), 'utf8');
+    const again = await runQuarry(['knowledge', 'import', 'dbt', join(project, 'target', 'manifest.json'), '--knowledge', folder], { env: env() });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('nothing new to write');
+    expect(readFileSync(join(folder, 'rules.yaml'), 'utf8')).toBe(before);
+  });
+
+  it('refuses what is not a dbt manifest in one line (exit 2), writing nothing', async () => {
+    const notManifest = join(dir, 'manifest.json');
+    writeFileSync(notManifest, '{"nodes": {}}');
+    const folder = join(dir, 'knowledge');
+    const result = await runQuarry(['knowledge', 'import', 'dbt', notManifest, '--knowledge', folder], { env: env() });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/manifest\.json: not a dbt manifest/);
+    expect(existsSync(folder)).toBe(false);
+    writeFileSync(notManifest, '{"nodes": ');
+    const broken = await runQuarry(['knowledge', 'import', 'dbt', notManifest], { env: env(), cwd: dir });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/manifest\.json: not valid JSON/);
+    expect(existsSync(join(dir, '.quarry'))).toBe(false);
+  });
+});

@@ -133,7 +133,7 @@ export function writeAtomically(path: string, text: string): void {
 export function recordExpectation(query: VerifiedQuery, expect: Expectation): void {
   const document = parseDocument(readFileSync(query.file, 'utf8'));
   document.set('expect', document.createNode({ rows: expect.rows, digest: expect.digest }));
-  writeAtomically(query.file, String(document));
+  writeAtomically(query.file, document.toString({ lineWidth: 0 }));
 }
 
 export function describeResult(result: CheckResult): string {

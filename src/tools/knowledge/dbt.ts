@@ -304,7 +304,7 @@ function mergeMapping(file: string, entries: Array<{ name: string; value: Json }
     }
   }
   if (added) {
-    writeAtomically(file, String(document));
+    writeAtomically(file, document.toString({ lineWidth: 0 }));
     summary.written.push(`${basename(file)}: ${added} ${what}${added === 1 ? '' : 's'} added`);
   }
 }
@@ -350,7 +350,7 @@ export function writeDbtImport(dir: string, found: DbtImport): ImportSummary {
       }
     }
     if (added) {
-      writeAtomically(file, String(document));
+      writeAtomically(file, document.toString({ lineWidth: 0 }));
       summary.written.push(`rules.yaml: ${added} rule${added === 1 ? '' : 's'} added`);
     }
   }

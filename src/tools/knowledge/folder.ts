@@ -265,20 +265,22 @@ export interface KnowledgeLocation {
   /** The working directory: `.quarry/knowledge/` under it is used when it exists. */
   workingDir: string;
   cwd: string;
+  /** For commands that write the folder (add, import): a named folder that does not exist yet is created by them. */
+  mayCreate?: boolean;
 }
 
 /** The folder a command uses, or undefined when none is named and the default does not exist. */
 export function knowledgeDir(location: KnowledgeLocation): string | undefined {
   if (location.flag !== undefined) {
     const dir = resolve(location.cwd, location.flag);
-    if (!existsSync(dir)) throw new ConfigError(`--knowledge ${location.flag}: folder not found`);
+    if (!existsSync(dir) && !location.mayCreate) throw new ConfigError(`--knowledge ${location.flag}: folder not found`);
     return dir;
   }
   const configured = location.configured;
   if (configured && configured.value !== undefined && configured.value !== null) {
     if (typeof configured.value !== 'string' || configured.value.trim() === '') throw new ConfigError(`${configured.file}: "knowledge" must be a folder path`);
     const dir = resolve(join(configured.file, '..'), configured.value);
-    if (!existsSync(dir)) throw new ConfigError(`${configured.file}: knowledge: folder not found: ${dir}`);
+    if (!existsSync(dir) && !location.mayCreate) throw new ConfigError(`${configured.file}: knowledge: folder not found: ${dir}`);
     return dir;
   }
   const fallback = join(location.workingDir, DEFAULT_KNOWLEDGE_DIR);
