@@ -11,7 +11,8 @@ import type { Profile } from '../profiles/schema.js';
 import { closeAllDatabaseConnections } from '../tools/database/connections.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import { type Knowledge, knowledgeDir, loadKnowledge } from '../tools/knowledge/folder.js';
+import { type Knowledge, knowledgeDir } from '../tools/knowledge/folder.js';
+import { loadKnowledgeCached } from '../tools/knowledge/cache.js';
 import { buildToolRegistry, createBackend } from './toolset.js';
 
 /**
@@ -70,7 +71,7 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   const config = readConfigFile(configFileLocation(options.configFile, process.env, cwd));
   const databases = loadDatabaseConfigs({ ...options.databases, config, env: process.env, cwd });
   const knowledgeFolder = knowledgeDir({ flag: options.knowledge, configured: { value: config.settings.knowledge, file: config.file }, workingDir, cwd });
-  const knowledge = knowledgeFolder ? loadKnowledge(knowledgeFolder) : undefined;
+  const knowledge = knowledgeFolder ? loadKnowledgeCached(knowledgeFolder) : undefined;
   const mcpConfigs = options.mcp === false ? [] : mcpServersOf(config, process.env);
   // Loaded only when servers are configured: the MCP SDK costs about 0.25 s to import.
   const mcp = mcpConfigs.length > 0 ? await (await import('../tools/mcp/servers.js')).startMcpServers(mcpConfigs) : undefined;

@@ -358,3 +358,21 @@ describe('quarry knowledge import dbt', () => {
     expect(existsSync(join(dir, '.quarry'))).toBe(false);
   });
 });
+
+describe('the folder cache', () => {
+  it('answers from $QUARRY_HOME/cache/knowledge/ and reloads as soon as a file changes', async () => {
+    const { folder } = sampleCopy();
+    const ask = () =>
+      runQuarry(['tool', 'knowledge', '--knowledge', folder, '--args', '{"query":"discontinued products","kind":"query","limit":1}'], { env: env() });
+    expect((await ask()).stdout).toContain('Question: Which products are inactive?');
+    expect(readdirSync(join(home, 'cache', 'knowledge'))).toHaveLength(1);
+    expect((await ask()).stdout).toContain('Question: Which products are inactive?');
+    const file = join(folder, 'queries', 'inactive_products.yaml');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('Which products are inactive?', 'Which products are retired?'));
+    expect((await ask()).stdout).toContain('Question: Which products are retired?');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}owner: someone\n`);
+    const broken = await ask();
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/inactive_products\.yaml: unknown key "owner"/);
+  });
+});

@@ -3,6 +3,7 @@ import { basename, join, relative, resolve } from 'node:path';
 import { checkKnownKeys, isMapping, parseYamlDocument } from '../../config/yaml.js';
 import { ConfigError } from '../../errors.js';
 import { nodeCrypto } from '../../node-crypto.js';
+import type { KnowledgeIndex } from './rank.js';
 
 /**
  * A team's knowledge folder (README "Team knowledge"): plain files a person writes, reviews and
@@ -78,6 +79,8 @@ export interface Knowledge {
   notes: Note[];
   /** sha256 over every file read (relative name and bytes, in name order): what eval reports record. */
   hash: string;
+  /** Its search index, when loaded through the cache (cache.ts); else the tool builds it on first use. */
+  index?: KnowledgeIndex;
 }
 
 export const RULE_KEYS = ['rule', 'tables', 'database'] as const;

@@ -53,6 +53,11 @@ export function words(text: string): string[] {
   const found: string[] = [];
   for (const raw of text.split(/[^A-Za-z0-9_]+/)) {
     if (!raw) continue;
+    // Most words are plain lower case: no identifier to split.
+    if (/^[a-z0-9]+$/.test(raw)) {
+      if (!STOP_WORDS.has(raw)) found.push(stem(raw));
+      continue;
+    }
     const parts = raw
       .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
       .toLowerCase()

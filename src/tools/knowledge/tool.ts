@@ -76,7 +76,7 @@ export function formatEntry(knowledge: Knowledge, entry: Pick<Ranked, 'kind' | '
 }
 
 export function createKnowledgeTool(knowledge: Knowledge): Tool {
-  let index: KnowledgeIndex | undefined;
+  let index: KnowledgeIndex | undefined = knowledge.index;
   return defineTool({
     name: 'knowledge',
     description: DESCRIPTION,
