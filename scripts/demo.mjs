@@ -32,7 +32,9 @@ const args = [
   '--yes',
   question,
 ];
-console.error(`$ quarry --model script:fixtures/demo/analyst.json --db sales=fixtures/sample.db --knowledge fixtures/knowledge --working-dir ${workDir} --yes "${question}"\n`);
+console.error(
+  `$ quarry --model script:fixtures/demo/analyst.json --db sales=fixtures/sample.db --knowledge fixtures/knowledge --working-dir ${workDir} --yes "${question}"\n`,
+);
 const run = spawnSync(process.execPath, args, { stdio: 'inherit' });
 const csv = join(workDir, 'top5_orders_2024.csv');
 if (run.status === 0 && existsSync(csv)) {
