@@ -23,13 +23,18 @@ const args = [
   `script:${script}`,
   '--db',
   `sales=${database}`,
+  // The team's knowledge about the sample database: rules, glossary, metrics, verified queries (README "Team knowledge").
+  '--knowledge',
+  join(root, 'fixtures', 'knowledge'),
   '--working-dir',
   workDir,
   // The readonly profile asks before an export writes a file; --yes is the user's approval.
   '--yes',
   question,
 ];
-console.error(`$ quarry --model script:fixtures/demo/analyst.json --db sales=fixtures/sample.db --working-dir ${workDir} --yes "${question}"\n`);
+console.error(
+  `$ quarry --model script:fixtures/demo/analyst.json --db sales=fixtures/sample.db --knowledge fixtures/knowledge --working-dir ${workDir} --yes "${question}"\n`,
+);
 const run = spawnSync(process.execPath, args, { stdio: 'inherit' });
 const csv = join(workDir, 'top5_orders_2024.csv');
 if (run.status === 0 && existsSync(csv)) {

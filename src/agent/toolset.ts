@@ -14,6 +14,8 @@ import { grepTool } from '../tools/grep/tool.js';
 import { listTool } from '../tools/files/list.js';
 import { readTool } from '../tools/files/read.js';
 import { readExcelTool } from '../tools/excel/tool.js';
+import type { Knowledge } from '../tools/knowledge/folder.js';
+import { createKnowledgeTool } from '../tools/knowledge/tool.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { Tool } from '../tools/types.js';
 import { createWriteTool, type WriteToolOptions } from '../tools/files/write.js';
@@ -106,6 +108,8 @@ export interface ToolRegistryOptions {
   mcpTools?: readonly Tool[];
   /** The workspace's backend: export files go to it when it is the local one (else to the local disk). */
   backend?: Backend;
+  /** The knowledge folder in use: the knowledge tool searches it. */
+  knowledge?: Knowledge;
 }
 
 export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions = {}): ToolRegistry {
@@ -120,6 +124,7 @@ export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions
   // chart draws from any configured database or from a CSV file, so every profile gets it.
   if (profileAllowsTool(profile, 'chart'))
     registry.register(createChartTool(options.databases ?? [], { writeRoots: database.writeRoots, exportFiles: database.exportFiles }));
+  if (options.knowledge && profileAllowsTool(profile, 'knowledge')) registry.register(createKnowledgeTool(options.knowledge));
   for (const tool of options.mcpTools ?? []) {
     if (profileAllowsTool(profile, tool.name)) registry.register(tool);
   }

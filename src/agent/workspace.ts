@@ -11,6 +11,8 @@ import type { Profile } from '../profiles/schema.js';
 import { closeAllDatabaseConnections } from '../tools/database/connections.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
+import { type Knowledge, knowledgeDir } from '../tools/knowledge/folder.js';
+import { loadKnowledgeCached } from '../tools/knowledge/cache.js';
 import { buildToolRegistry, createBackend } from './toolset.js';
 
 /**
@@ -25,6 +27,8 @@ export interface Workspace {
   registry: ToolRegistry;
   /** The configured databases (their tools are in the registry; passwords included, never shown). */
   databases: readonly DatabaseConfig[];
+  /** The team's knowledge folder, when one is in use (README "Team knowledge"). */
+  knowledge?: Knowledge;
   /** Releases what the tools opened (connections, sandboxes). */
   close(): Promise<void>;
 }
@@ -42,6 +46,8 @@ export interface WorkspaceOptions {
   databases?: { dbFlags?: readonly string[]; databasesFile?: string };
   /** Where daytona profiles get their sandbox (default: the SDK, configured by process.env; tests give a fake). */
   daytona?: { env: NodeJS.ProcessEnv; createSandbox: SandboxFactory };
+  /** `--knowledge DIR`; else config.yaml's `knowledge:`, else `.quarry/knowledge/` under the working directory when it exists. */
+  knowledge?: string;
 }
 
 /**
@@ -64,12 +70,14 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   // config.yaml is read once, for its databases and its MCP servers.
   const config = readConfigFile(configFileLocation(options.configFile, process.env, cwd));
   const databases = loadDatabaseConfigs({ ...options.databases, config, env: process.env, cwd });
+  const knowledgeFolder = knowledgeDir({ flag: options.knowledge, configured: { value: config.settings.knowledge, file: config.file }, workingDir, cwd });
+  const knowledge = knowledgeFolder ? loadKnowledgeCached(knowledgeFolder) : undefined;
   const mcpConfigs = options.mcp === false ? [] : mcpServersOf(config, process.env);
   // Loaded only when servers are configured: the MCP SDK costs about 0.25 s to import.
   const mcp = mcpConfigs.length > 0 ? await (await import('../tools/mcp/servers.js')).startMcpServers(mcpConfigs) : undefined;
   let registry: ToolRegistry;
   try {
-    registry = buildToolRegistry(profile, { databases, mcpTools: mcp?.tools ?? [], backend });
+    registry = buildToolRegistry(profile, { databases, mcpTools: mcp?.tools ?? [], backend, ...(knowledge ? { knowledge } : {}) });
   } catch (error) {
     await mcp?.close();
     throw error;
@@ -81,6 +89,7 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
     backend,
     registry,
     databases,
+    ...(knowledge ? { knowledge } : {}),
     // Stops MCP servers, closes database connections and deletes a sandbox; safe to call twice.
     close: () => (closing ??= Promise.all([mcp?.close(), backend.dispose?.(), closeAllDatabaseConnections()]).then(() => undefined)),
   };

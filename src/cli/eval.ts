@@ -4,6 +4,7 @@ import type { Argv } from 'yargs';
 import { readConfigFile } from '../config/config-file.js';
 import { configFileLocation, packageRoot, quarryHome } from '../config/home.js';
 import { EXIT_CANCELLED, EXIT_OK, UsageError } from '../errors.js';
+import { knowledgeDir, loadKnowledge } from '../tools/knowledge/folder.js';
 import { databaseOptions, withDatabaseOptions } from './options.js';
 
 /**
@@ -35,6 +36,7 @@ export function registerEvalCommand(parser: Argv, setExit: (code: number) => voi
         .option('profile', { alias: 'p', type: 'string', default: 'readonly', describe: 'Profile of the agent runs' })
         .option('config', { type: 'string', describe: 'Config file (default: $QUARRY_HOME/config.yaml)' })
         .option('system-prompt', { type: 'string', describe: 'System prompt template (the eval instructions are appended)' })
+        .option('knowledge', { type: 'string', describe: "The team's knowledge folder every run uses (its hash goes into report.json)" })
         .option('concurrency', { type: 'number', default: DEFAULT_EVAL_CONCURRENCY, describe: 'Agent runs at once' })
         .option('limit', { type: 'number', describe: 'Only the first N questions' })
         .option('only', { type: 'string', describe: 'Only these question ids (comma-separated)' })
@@ -60,6 +62,7 @@ export function registerEvalCommand(parser: Argv, setExit: (code: number) => voi
           profile: argv.profile,
           configFile: argv.config,
           systemPrompt: argv['system-prompt'],
+          knowledge: argv.knowledge,
           databases: databaseOptions(argv),
           concurrency: positiveInteger('concurrency', argv.concurrency),
           limit: argv.limit === undefined ? undefined : positiveInteger('limit', argv.limit),
@@ -85,6 +88,7 @@ interface EvalCommandOptions {
   profile: string;
   configFile: string | undefined;
   systemPrompt: string | undefined;
+  knowledge?: string | undefined;
   databases: { dbFlags: string[]; databasesFile?: string };
   concurrency: number;
   limit: number | undefined;
@@ -130,7 +134,10 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   if (options.resume && !options.out) throw new UsageError('--resume needs --out DIR: the output directory of the run to continue');
   // config.yaml is read by each question's workspace; read here first, so a missing --config or a
   // mistake in the file stops the command before anything is written, as for every other command.
-  readConfigFile(configFileLocation(options.configFile, process.env, cwd));
+  const config = readConfigFile(configFileLocation(options.configFile, process.env, cwd));
+  // The folder is read here too: a mistake in it stops the command before anything runs, and its hash is recorded.
+  const knowledgeFolder = knowledgeDir({ flag: options.knowledge, configured: { value: config.settings.knowledge, file: config.file }, workingDir: cwd, cwd });
+  const knowledge = knowledgeFolder ? { dir: knowledgeFolder, sha256: loadKnowledge(knowledgeFolder).hash } : undefined;
   let selection = suite.questions;
   if (options.only) {
     const ids = options.only
@@ -174,6 +181,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
         ...(options.dbDir ? { dbDir: options.dbDir } : {}),
         ...(options.configFile ? { configFile: options.configFile } : {}),
         ...(options.systemPrompt ? { systemPromptFile: options.systemPrompt } : {}),
+        ...(knowledge ? { knowledge } : {}),
         ...(options.compare ? { compare: options.compare } : {}),
         onProgress: (progress) => {
           const accuracy = progress.scored ? `${((progress.correct / progress.scored) * 100).toFixed(1)}%` : '-';

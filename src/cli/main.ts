@@ -5,6 +5,7 @@ import { packageRoot } from '../config/home.js';
 import { exitCodeForError, EXIT_USAGE, UsageError } from '../errors.js';
 import { registerDbCommand } from './db.js';
 import { registerEvalCommand } from './eval.js';
+import { registerKnowledgeCommand } from './knowledge.js';
 import { registerMcpCommand } from './mcp.js';
 import { registerProfilesCommand } from './profiles.js';
 import { registerReportCommand } from './report.js';
@@ -100,6 +101,7 @@ export async function main(args: string[]): Promise<number> {
   registerReportCommand(parser, setExit);
   registerMcpCommand(parser, setExit);
   registerEvalCommand(parser, setExit);
+  registerKnowledgeCommand(parser, setExit);
   registerRunCommand(parser, setExit, args);
 
   try {

@@ -70,6 +70,7 @@ export function registerMcpCommand(parser: Argv, setExit: (code: number) => void
           profile: argv.profile,
           workingDir: argv['working-dir'],
           configFile: argv.config,
+          knowledge: argv.knowledge,
           databases: databaseOptions(argv),
           http: argv.http,
           token: argv.token ?? process.env.QUARRY_MCP_TOKEN,
@@ -85,6 +86,7 @@ export interface McpCommandOptions {
   profile: string;
   workingDir: string | undefined;
   configFile: string | undefined;
+  knowledge?: string | undefined;
   databases: { dbFlags: string[]; databasesFile?: string };
   http: string | undefined;
   token: string | undefined;
@@ -111,6 +113,7 @@ export async function runMcpCommand(options: McpCommandOptions): Promise<number>
     profile: options.profile,
     ...(options.workingDir ? { workingDir: options.workingDir } : {}),
     ...(options.configFile ? { configFile: options.configFile } : {}),
+    ...(options.knowledge ? { knowledge: options.knowledge } : {}),
     databases: options.databases,
     // Tools of quarry's own MCP servers are never re-served, so they are not started.
     mcp: false,

@@ -11,7 +11,8 @@ export function withCommonOptions<T>(argv: Argv<T>) {
       defaultDescription: 'readonly',
     })
     .option('working-dir', { alias: 'w', type: 'string', describe: 'Directory every relative path resolves against (default: the current directory)' })
-    .option('config', { type: 'string', describe: 'Config file with databases and mcp_servers (default: $QUARRY_HOME/config.yaml)' });
+    .option('config', { type: 'string', describe: 'Config file with databases and mcp_servers (default: $QUARRY_HOME/config.yaml)' })
+    .option('knowledge', { type: 'string', describe: "The team's knowledge folder (default: .quarry/knowledge/ when it exists; config.yaml knowledge:)" });
 }
 
 /** `--db [ALIAS=]TARGET` (repeatable) and `--databases FILE` (README "Running the agent" and "Databases"). */

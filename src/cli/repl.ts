@@ -27,6 +27,7 @@ export const REPL_HELP = `Commands:
   /clear            start a fresh conversation in this session
   /report [FILE]    write this session as an HTML page (default: report.html in the session directory)
   /approve          approve every tool call for the rest of this session
+  /verify           save the last question and the SQL of its answer as a verified query (asks y/n)
   /exit             leave (Ctrl+D does the same)
 Ctrl+C cancels the running turn; Ctrl+C twice at the prompt exits; Ctrl+D during a turn cancels
 it and exits. Lines typed while a turn runs are queued and run after it, in order.`;
@@ -196,6 +197,11 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
         } catch (error) {
           renderer.note(`report not written: ${(error as Error).message}`);
         }
+        return true;
+      }
+      case 'verify': {
+        const { verifyInRepl } = await import('./verify.js');
+        await verifyInRepl(agent.messages, workspace, (question) => new Promise((answer) => rl.question(question, answer)), renderer.note.bind(renderer));
         return true;
       }
       case 'approve':

@@ -15,6 +15,7 @@ import { checkDatabaseTargets, planRun, setupRecord } from './resume.js';
 import type { RunCommandOptions } from './run.js';
 import { combinePromptWithStdin, readPromptFromStdin, writeAnswerFile } from './run-io.js';
 import { ENGINES } from '../tools/database/types.js';
+import { knowledgePromptSection } from '../tools/knowledge/prompt.js';
 import { DUCKDB_PROMPT_NOTE } from '../tools/database/drivers/duckdb-files.js';
 
 /** Everything a run (one-shot or REPL) is built from. */
@@ -76,6 +77,7 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
       profile: plan.profile,
       ...(workingDir ? { workingDir } : {}),
       ...(plan.configFile ? { configFile: plan.configFile } : {}),
+      ...(options.knowledge ? { knowledge: options.knowledge } : {}),
       databases: plan.databases,
     });
     try {
@@ -89,6 +91,7 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
         automatic: automaticVariables({ profile: workspace.profile, workingDir: workspace.workingDir, databases: describeDatabases(workspace) }),
         cwd,
       });
+      if (workspace.knowledge) built.system += knowledgePromptSection(workspace.knowledge);
       let prompt = options.prompt.join(' ').trim();
       const interactive = !prompt && Boolean(process.stdin.isTTY);
       if (!interactive) {

@@ -16,6 +16,7 @@ export interface RunCommandOptions {
   profileGiven: boolean;
   workingDir: string | undefined;
   configFile: string | undefined;
+  knowledge?: string | undefined;
   model: string | undefined;
   baseUrl: string | undefined;
   db: string[];
@@ -85,6 +86,7 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
         profileGiven: given('--profile', '-p'),
         workingDir: argv['working-dir'],
         configFile: argv.config,
+        knowledge: argv.knowledge,
         model: argv.model,
         baseUrl: argv['base-url'],
         db: strings(argv.db),

@@ -33,6 +33,7 @@ export function registerToolCommand(parser: Argv, setExit: (code: number) => voi
           profile: argv.profile,
           workingDir: argv['working-dir'],
           configFile: argv.config,
+          knowledge: argv.knowledge,
           databases: databaseOptions(argv),
         }),
       );
@@ -57,6 +58,7 @@ interface ToolCommandOptions {
   profile: string;
   workingDir: string | undefined;
   configFile?: string | undefined;
+  knowledge?: string | undefined;
   databases?: { dbFlags: string[]; databasesFile?: string };
 }
 
@@ -94,6 +96,7 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
     profile: options.profile,
     ...(options.workingDir ? { workingDir: options.workingDir } : {}),
     ...(options.configFile ? { configFile: options.configFile } : {}),
+    ...(options.knowledge ? { knowledge: options.knowledge } : {}),
     ...(options.databases ? { databases: options.databases } : {}),
     // MCP servers take time to start: only when this call is for one of their tools.
     mcp: options.name.startsWith(MCP_TOOL_PREFIX),

@@ -28,6 +28,7 @@ export function registerToolsCommand(parser: Argv, setExit: (code: number) => vo
         profile: argv.profile,
         ...(argv['working-dir'] ? { workingDir: argv['working-dir'] } : {}),
         ...(argv.config ? { configFile: argv.config } : {}),
+        ...(argv.knowledge ? { knowledge: argv.knowledge } : {}),
         databases: databaseOptions(argv),
       });
       try {

@@ -2,7 +2,7 @@ import type { ConfigFileLocation } from './home.js';
 import { readYamlMapping, readYamlText } from './yaml.js';
 
 /** The top-level keys of config.yaml (and of a `--databases` file, which may be the same file). */
-export const CONFIG_KEYS = ['databases', 'mcp_servers'] as const;
+export const CONFIG_KEYS = ['databases', 'mcp_servers', 'knowledge'] as const;
 
 /** A config.yaml (or `--databases` file) read and checked: its top-level settings and the file they came from. */
 export interface ConfigDocument {

@@ -9,6 +9,7 @@ import { Approver } from '../agent/approver.js';
 import { automaticVariables, buildSystemPrompt, DEFAULT_SYSTEM_PROMPT } from '../agent/prompts.js';
 import { Session } from '../agent/session.js';
 import { openWorkspace, type Workspace } from '../agent/workspace.js';
+import { knowledgePromptSection } from '../tools/knowledge/prompt.js';
 import { UsageError } from '../errors.js';
 import { createProvider, knownContextWindow, type ModelChoice } from '../model/resolve.js';
 import { retryPolicyFromEnv } from '../model/retry.js';
@@ -60,6 +61,8 @@ export interface EvalRunOptions {
   databases: { dbFlags: string[]; databasesFile?: string };
   configFile?: string;
   systemPromptFile?: string;
+  /** The knowledge folder every run uses (`--knowledge`, config.yaml or .quarry/knowledge/), and its hash for the report. */
+  knowledge?: { dir: string; sha256: string };
   concurrency: number;
   timeoutMs: number;
   vote: number;
@@ -140,6 +143,9 @@ export interface EvalRunConfig {
   model: string;
   profile: string;
   prompt_sha256: string;
+  /** The knowledge folder the runs used and the hash of its files (README "Team knowledge"). */
+  knowledge_dir?: string;
+  knowledge_sha256?: string;
   compare: CompareRule | 'per question';
   vote: number;
   concurrency: number;
@@ -236,6 +242,7 @@ class Databases {
       cwd: this.options.cwd,
       databases: this.options.databases,
       ...(this.options.configFile ? { configFile: this.options.configFile } : {}),
+      ...(this.options.knowledge ? { knowledge: this.options.knowledge.dir } : {}),
       mcp: false,
     });
     return this.configured;
@@ -267,6 +274,7 @@ class Databases {
       cwd: this.options.cwd,
       databases: { dbFlags: [`${question.database}=sqlite:${this.sqlitePath(question.database)}`] },
       ...(this.options.configFile ? { configFile: this.options.configFile } : {}),
+      ...(this.options.knowledge ? { knowledge: this.options.knowledge.dir } : {}),
       mcp: false,
     });
     const config = workspace.databases.find((candidate) => candidate.alias === question.database)!;
@@ -344,6 +352,7 @@ export async function runEval(options: EvalRunOptions, selection: readonly EvalQ
     model: options.choice.label,
     profile: options.profile,
     prompt_sha256: promptHash(options),
+    ...(options.knowledge ? { knowledge_dir: options.knowledge.dir, knowledge_sha256: options.knowledge.sha256 } : {}),
     compare: options.compare ?? (options.suite.format === 'quarry' ? 'per question' : 'set'),
     vote: options.vote,
     concurrency: options.concurrency,
@@ -508,7 +517,7 @@ async function runAttempt(
   };
   const agent = new Agent({
     provider,
-    system: built.system + EVAL_INSTRUCTIONS,
+    system: built.system + (workspace.knowledge ? knowledgePromptSection(workspace.knowledge) : '') + EVAL_INSTRUCTIONS,
     workspace,
     session,
     approver: new Approver({ autoApprove: false }),

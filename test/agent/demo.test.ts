@@ -30,7 +30,8 @@ describe('npm run demo', () => {
     expect(result.code).toBe(0);
     // Every tool call succeeded.
     const rows = result.stderr.split('\n').filter((line) => /^(ok|err|refused) /.test(line));
-    expect(rows.length).toBe(7);
+    expect(rows.length).toBe(8);
+    expect(rows.filter((row) => row.startsWith('ok knowledge'))).toHaveLength(1);
     expect(rows.filter((row) => row.startsWith('ok sqlite'))).toHaveLength(6);
     // The demo ends with a chart and a report of the session.
     expect(rows.filter((row) => row.startsWith('ok chart bar: top5_spend_2024.svg, top5_spend_2024.png, top5_spend_2024.vl.json'))).toHaveLength(1);

@@ -73,7 +73,7 @@ describe('--config, the same for every command', () => {
   it('an unknown key in config.yaml is one line naming it, exit 2', async () => {
     const config = join(work, 'typo.yaml');
     writeFileSync(config, 'mcp_server:\n  files: {type: stdio, command: [x]}\n');
-    await expectSameErrorEverywhere(config, `${config}: unknown key "mcp_server"; allowed keys: databases, mcp_servers`);
+    await expectSameErrorEverywhere(config, `${config}: unknown key "mcp_server"; allowed keys: databases, mcp_servers, knowledge`);
   }, 120_000);
 
   it('the default $QUARRY_HOME/config.yaml is read by every command alike, and may be absent', async () => {

@@ -142,7 +142,7 @@ describe('profiles and approvals', () => {
     for (const args of [['tools'], ['tool', 'read', '--args', '{"path":"app.log"}'], ['db', 'list']]) {
       const result = await run([...args, '--config', config]);
       expect(result.code, args.join(' ')).toBe(2);
-      expect(result.stderr).toBe(`quarry: ${config}: unknown key "mcp_server"; allowed keys: databases, mcp_servers\n`);
+      expect(result.stderr).toBe(`quarry: ${config}: unknown key "mcp_server"; allowed keys: databases, mcp_servers, knowledge\n`);
     }
   });
 });

@@ -83,7 +83,7 @@ mcp_servers:
     expect(errorOf(() => loadMcpServers('sub', { QUARRY_HOME: home }, home))).toBe(`--config ${join(home, 'sub')}: is a folder; expected a YAML file`);
     writeFileSync(join(home, 'typo.yaml'), 'mcp_server: {}\n');
     expect(errorOf(() => loadMcpServers('typo.yaml', {}, home))).toBe(
-      `${join(home, 'typo.yaml')}: unknown key "mcp_server"; allowed keys: databases, mcp_servers`,
+      `${join(home, 'typo.yaml')}: unknown key "mcp_server"; allowed keys: databases, mcp_servers, knowledge`,
     );
     writeFileSync(join(home, 'empty.yaml'), '');
     expect(loadMcpServers('empty.yaml', {}, home)).toEqual([]);
