@@ -7,6 +7,7 @@ import { registerDbCommand } from './db.js';
 import { registerEvalCommand } from './eval.js';
 import { registerMcpCommand } from './mcp.js';
 import { registerProfilesCommand } from './profiles.js';
+import { registerRefreshCommand } from './refresh.js';
 import { registerReportCommand } from './report.js';
 import { registerRunCommand } from './run.js';
 import { registerSessionsCommands } from './sessions.js';
@@ -98,6 +99,7 @@ export async function main(args: string[]): Promise<number> {
   registerDbCommand(parser, setExit);
   registerSessionsCommands(parser, setExit);
   registerReportCommand(parser, setExit);
+  registerRefreshCommand(parser, setExit);
   registerMcpCommand(parser, setExit);
   registerEvalCommand(parser, setExit);
   registerRunCommand(parser, setExit, args);
