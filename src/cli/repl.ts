@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
+import { askPersonAtRepl } from './ask-user-io.js';
 import { parseApprovalAnswer, type ApprovalAnswer } from '../agent/approver.js';
 import { NOTHING_TO_COMPACT } from '../agent/loop.js';
 import { listSessionIds, readSessionMeta, Session } from '../agent/session.js';
@@ -100,6 +101,7 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
     prompt: 'quarry> ',
   });
   approver.setAsk(askWith(rl));
+  setup.questions.setPerson(askPersonAtRepl(rl));
   let running: AbortController | null = null;
   let exitArmed = false;
   renderer.note(
