@@ -54,6 +54,11 @@ export async function refreshCommand(requested: string, flags: RefreshFlags): Pr
   if (!meta.profile_content || !meta.profile_ref) {
     throw new UsageError(`session ${session.id} was saved without its profile's settings, so quarry cannot refresh it under the profile it ran under`);
   }
+  if (!meta.databases) {
+    throw new UsageError(
+      `session ${session.id} was saved without its databases' identities, so quarry cannot make sure a refresh reads the same databases`,
+    );
+  }
   const cwd = process.cwd();
   const { profile } = resolveProfile(meta.profile_ref, cwd);
   const { source: _source, ...content } = profile;
@@ -85,7 +90,7 @@ export async function refreshCommand(requested: string, flags: RefreshFlags): Pr
     mcp: false,
   });
   try {
-    if (meta.databases) checkDatabaseTargets(session.id, meta.databases.targets, workspace);
+    checkDatabaseTargets(session.id, meta.databases.targets, workspace);
     const controller = new AbortController();
     const onSigint = () => controller.abort();
     process.once('SIGINT', onSigint);

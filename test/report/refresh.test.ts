@@ -1,4 +1,4 @@
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -118,5 +118,12 @@ describe('refresh re-runs reads only', () => {
     expect(looser.code).toBe(2);
     expect(looser.stderr).toContain('shell: "restricted" -> "unrestricted"');
     expect(readdirSync(work).sort()).toEqual(['shop.db']);
+    // A session that did not record its databases' identities cannot be refreshed.
+    const sessionDir = join(home, 'sessions', readdirSync(join(home, 'sessions'))[0]!);
+    const { databases: _databases, ...meta } = JSON.parse(readFileSync(join(sessionDir, 'meta.json'), 'utf8'));
+    writeFileSync(join(sessionDir, 'meta.json'), JSON.stringify(meta));
+    const unknown = await runCli(['refresh', 'latest'], { env: cliEnv(home) });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("saved without its databases' identities");
   }, 60_000);
 });
