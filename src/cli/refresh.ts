@@ -55,9 +55,7 @@ export async function refreshCommand(requested: string, flags: RefreshFlags): Pr
     throw new UsageError(`session ${session.id} was saved without its profile's settings, so quarry cannot refresh it under the profile it ran under`);
   }
   if (!meta.databases) {
-    throw new UsageError(
-      `session ${session.id} was saved without its databases' identities, so quarry cannot make sure a refresh reads the same databases`,
-    );
+    throw new UsageError(`session ${session.id} was saved without its databases' identities, so quarry cannot make sure a refresh reads the same databases`);
   }
   const cwd = process.cwd();
   const { profile } = resolveProfile(meta.profile_ref, cwd);
