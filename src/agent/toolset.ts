@@ -3,6 +3,7 @@ import type { SandboxFactory } from '../backends/daytona-sdk.js';
 import { LocalBackend } from '../backends/local.js';
 import type { Backend } from '../backends/types.js';
 import { parseProfile, type Profile } from '../profiles/schema.js';
+import { createAskUserTool } from '../tools/ask-user/tool.js';
 import { createBashTool, type BashToolOptions } from '../tools/bash/tool.js';
 import { createChartTool } from '../tools/chart/tool.js';
 import { createDatabaseTools, type DatabaseToolOptions } from '../tools/database/tool.js';
@@ -94,6 +95,7 @@ export function allBuiltinTools(profile: Profile = DEFAULT_PROFILE): Tool[] {
     createWriteTool(writeToolOptions(profile)),
     createEditTool(editToolOptions(profile)),
     delegateTool,
+    createAskUserTool({ budget: profile.ask_user_budget }),
   ];
 }
 

@@ -8,6 +8,7 @@ import { registerEvalCommand } from './eval.js';
 import { registerKnowledgeCommand } from './knowledge.js';
 import { registerMcpCommand } from './mcp.js';
 import { registerProfilesCommand } from './profiles.js';
+import { registerRefreshCommand } from './refresh.js';
 import { registerReportCommand } from './report.js';
 import { registerRunCommand } from './run.js';
 import { registerSessionsCommands } from './sessions.js';
@@ -99,6 +100,7 @@ export async function main(args: string[]): Promise<number> {
   registerDbCommand(parser, setExit);
   registerSessionsCommands(parser, setExit);
   registerReportCommand(parser, setExit);
+  registerRefreshCommand(parser, setExit);
   registerMcpCommand(parser, setExit);
   registerEvalCommand(parser, setExit);
   registerKnowledgeCommand(parser, setExit);

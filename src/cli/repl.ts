@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
+import { askPersonAtRepl } from './ask-user-io.js';
 import { parseApprovalAnswer, type ApprovalAnswer } from '../agent/approver.js';
 import { NOTHING_TO_COMPACT } from '../agent/loop.js';
 import { listSessionIds, readSessionMeta, Session } from '../agent/session.js';
@@ -100,16 +101,19 @@ export async function runRepl(setup: RunSetup, firstSession: Session, messages: 
     historySize: HISTORY_LINES,
     prompt: 'quarry> ',
   });
-  const ask = askWith(rl);
-  // The live tool line must not draw over the approval question.
-  approver.setAsk(async (question, signal) => {
-    renderer.pauseLive?.(true);
-    try {
-      return await ask(question, signal);
-    } finally {
-      renderer.pauseLive?.(false);
-    }
-  });
+  // The live tool line must not draw over a question to the person (approval or ask_user).
+  const pausingLive =
+    <A extends unknown[], R>(ask: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      renderer.pauseLive?.(true);
+      try {
+        return await ask(...args);
+      } finally {
+        renderer.pauseLive?.(false);
+      }
+    };
+  approver.setAsk(pausingLive(askWith(rl)));
+  setup.questions.setPerson(pausingLive(askPersonAtRepl(rl)));
   let running: AbortController | null = null;
   let exitArmed = false;
   renderer.note(

@@ -46,7 +46,7 @@ function profileContent(profile: Profile): StoredProfile {
  * ran without it; the key's default only ever adds a check (the database query guard, the
  * profile time budget), so its absence there is no difference that could loosen the session.
  */
-const KEYS_ADDED_LATER: ReadonlySet<string> = new Set(['query_guard', 'profile_budget_seconds']);
+const KEYS_ADDED_LATER: ReadonlySet<string> = new Set(['query_guard', 'profile_budget_seconds', 'ask_user_budget']);
 
 /** "database: readonly -> mutations" for each setting that differs. */
 export function profileDifferences(stored: StoredProfile, now: StoredProfile): string[] {

@@ -1,6 +1,8 @@
 import { createInterface } from 'node:readline/promises';
 import { Agent, type AgentOptions } from '../agent/loop.js';
 import { Approver, parseApprovalAnswer, type AskApproval } from '../agent/approver.js';
+import { chainToolContext, UserQuestionChannel } from '../agent/ask-user.js';
+import { askPersonOnTerminal } from './ask-user-io.js';
 import { automaticVariables, buildSystemPrompt, parseVarFlags, readVarsFile } from '../agent/prompts.js';
 import { Session } from '../agent/session.js';
 import { childAgentRunner } from '../agent/delegate.js';
@@ -26,6 +28,8 @@ export interface RunSetup {
   system: string;
   contextWindow: number;
   approver: Approver;
+  /** Who answers ask_user: the terminal in a one-shot run, the REPL's prompt once it runs, else no one. */
+  questions: UserQuestionChannel;
   renderer: Renderer;
   makeAgent(session: Session, messages: Message[]): Agent;
   info(session: Session): RunInfo;
@@ -100,6 +104,7 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
       }
       const canAsk = Boolean(process.stdin.isTTY && process.stderr.isTTY);
       const approver = new Approver({ autoApprove: options.yes, ...(canAsk && !interactive ? { ask: askOnTerminal } : {}) });
+      const questions = new UserQuestionChannel(canAsk && !interactive ? askPersonOnTerminal : undefined);
       // The REPL on a terminal renders the answer's Markdown and shows a live line while tools run.
       const terminal = interactive && process.stdout.isTTY && process.stderr.isTTY ? { markdown: true, liveToolLine: true } : {};
       const renderer = createRenderer(options.format, options.color && Boolean(process.stderr.isTTY), terminal);
@@ -111,6 +116,7 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
         system: built.system,
         contextWindow,
         approver,
+        questions,
         renderer,
         makeAgent: (session, messages) => {
           const agentOptions: AgentOptions = {
@@ -127,7 +133,7 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
             onEvent: (event) => renderer.event(event),
           };
           // delegate: each tool call can run a child agent that shares all of this.
-          agentOptions.extendToolContext = childAgentRunner(agentOptions);
+          agentOptions.extendToolContext = chainToolContext(childAgentRunner(agentOptions), (context, conversation) => questions.extend(context, conversation));
           return new Agent(agentOptions);
         },
         info: (session) => ({ sessionId: session.id, model: provider.label, scripted: provider.scripted, profile: workspace.profile.name }),

@@ -23,6 +23,9 @@ export interface GroupRow {
   mean_turns: number;
   mean_tokens: number;
   mean_seconds: number;
+  /** Attempts that called ask_user, and its calls in all. */
+  ask_user_attempts: number;
+  ask_user_calls: number;
 }
 
 export interface EvalReport {
@@ -124,6 +127,8 @@ function groupRow(group: string, results: readonly QuestionResult[], vote: numbe
     mean_turns: mean(attempts.map((attempt) => attempt.turns)),
     mean_tokens: mean(attempts.map((attempt) => attempt.usage.input_tokens + attempt.usage.output_tokens)),
     mean_seconds: mean(results.map((result) => result.duration_ms / 1000)),
+    ask_user_attempts: attempts.filter((attempt) => attempt.ask_user_calls).length,
+    ask_user_calls: attempts.reduce((sum, attempt) => sum + (attempt.ask_user_calls ?? 0), 0),
   };
   if (vote > 1) {
     const votedCorrect = scored.filter((result) => result.voted?.correct).length;
@@ -195,6 +200,8 @@ export function reportMarkdown(report: EvalReport): string {
           .join(', ') || 'none'
       }.`,
     `Runner overhead: ${report.runner_overhead_ms.toFixed(0)} ms per question (scoring and bookkeeping outside the agent runs).`,
+    `ask_user: called ${report.total.ask_user_calls} time${report.total.ask_user_calls === 1 ? '' : 's'}, in ${report.total.ask_user_attempts} ` +
+      `attempt${report.total.ask_user_attempts === 1 ? '' : 's'} (answered from the questions' clarifications, else told no one can be asked).`,
     '',
     '| setting | value |',
     '|---|---|',

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import type { RunEvent } from '../agent/events.js';
 import { Agent } from '../agent/loop.js';
 import { Approver } from '../agent/approver.js';
+import { UserQuestionChannel, type AskPerson } from '../agent/ask-user.js';
 import { automaticVariables, buildSystemPrompt, DEFAULT_SYSTEM_PROMPT } from '../agent/prompts.js';
 import { Session } from '../agent/session.js';
 import { openWorkspace, type Workspace } from '../agent/workspace.js';
@@ -103,6 +104,8 @@ export interface AttemptResult {
   tool_calls: number;
   /** Database tool calls by operation (operations.ts). */
   operations?: OperationCounts;
+  /** ask_user calls (answered from the question's clarifications, or told no one can be asked). */
+  ask_user_calls?: number;
   usage: { input_tokens: number; output_tokens: number; cached_tokens: number };
   duration_ms: number;
   session_id: string;
@@ -485,6 +488,13 @@ export function vote(attempts: readonly AttemptResult[]): { sql: string | null; 
   return { sql: best[0]!.sql, correct: best[0]!.correct, votes: best.length, groups: groups.size };
 }
 
+/** ask_user answered from the question's clarifications, one per question in order; without them no one can be asked. */
+function clarificationAnswers(clarifications: readonly string[] | undefined): AskPerson | undefined {
+  if (!clarifications?.length) return undefined;
+  let next = 0;
+  return async () => clarifications[next++] ?? null;
+}
+
 async function runAttempt(
   question: EvalQuestion,
   options: EvalRunOptions,
@@ -508,13 +518,16 @@ async function runAttempt(
   const session = Session.create({ profile: workspace.profile.name, model: provider.label, workingDir: workspace.workingDir }, sessionEnv);
   let lastQuery: string | null = null;
   const operations: OperationCounts = {};
+  let askUserCalls = 0;
   const onEvent = (event: RunEvent) => {
+    if (event.type === 'tool_end' && event.name === 'ask_user') askUserCalls++;
     if (event.type !== 'tool_end' || !databaseTools.includes(event.name)) return;
     const args = event.arguments;
     countOperation(operations, args);
     if (!event.ok) return;
     if (args && args.operation === 'query' && typeof args.sql === 'string') lastQuery = args.sql;
   };
+  const questions = new UserQuestionChannel(clarificationAnswers(question.clarifications));
   const agent = new Agent({
     provider,
     system: built.system + (workspace.knowledge ? knowledgePromptSection(workspace.knowledge) : '') + EVAL_INSTRUCTIONS,
@@ -525,6 +538,7 @@ async function runAttempt(
     contextWindow: knownContextWindow(options.choice.model),
     retryPolicy: retryPolicyFromEnv(),
     onEvent,
+    extendToolContext: (context, conversation) => questions.extend(context, conversation),
   });
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const note =
@@ -544,6 +558,7 @@ async function runAttempt(
     turns: result.turns,
     tool_calls: result.toolCalls,
     operations,
+    ...(askUserCalls ? { ask_user_calls: askUserCalls } : {}),
     usage: usageJson(result.usage),
     duration_ms: Date.now() - started,
     session_id: session.id,

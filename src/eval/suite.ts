@@ -32,6 +32,8 @@ export interface EvalQuestion {
   /** quarry YAML only: the per-question comparison (order_matters) and float tolerance. */
   orderMatters?: boolean;
   tolerance?: number;
+  /** The answers ask_user gets, in order (README "quarry eval"); after them, or without them, no one can be asked. */
+  clarifications?: string[];
 }
 
 export interface Suite {
@@ -109,6 +111,7 @@ function birdQuestions(path: string, entries: unknown[]): EvalQuestion[] {
       expected: { kind: 'sql', sql: requireString(path, where, raw, 'SQL') },
       ...(difficulty ? { difficulty } : {}),
       tags: [],
+      ...clarificationsOf(path, where, raw),
     };
   });
 }
@@ -146,7 +149,18 @@ const YAML_KEYS = [
   'tolerance',
   'tags',
   'difficulty',
+  'clarifications',
 ];
+
+/** `clarifications:` one answer, or a list of them (given to ask_user in order). */
+function clarificationsOf(path: string, where: string, raw: Record<string, unknown>): { clarifications?: string[] } {
+  const value = raw.clarifications;
+  if (value === undefined || value === null) return {};
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list) || list.length === 0 || list.some((item) => typeof item !== 'string' || item.trim() === ''))
+    fail(path, where, 'clarifications must be an answer (a string) or a list of answers');
+  return { clarifications: list as string[] };
+}
 
 function quarryQuestions(path: string, raw: unknown): EvalQuestion[] {
   const list = Array.isArray(raw) ? raw : (raw as { questions?: unknown } | null)?.questions;
@@ -201,6 +215,7 @@ function quarryQuestions(path: string, raw: unknown): EvalQuestion[] {
       tags: tags as string[],
       ...(orderMatters !== undefined ? { orderMatters } : {}),
       ...(tolerance !== undefined ? { tolerance: tolerance as number } : {}),
+      ...clarificationsOf(path, where, entry),
     };
   });
 }

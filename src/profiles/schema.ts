@@ -55,6 +55,8 @@ export interface Profile {
   query_guard: QueryGuard | null;
   /** Seconds a database `profile` operation may take in all (default 10). */
   profile_budget_seconds: number;
+  /** Questions the ask_user tool may put to the user in one run (default 3); after them it answers that no one can be asked. */
+  ask_user_budget: number;
   /** Where the profile came from (a built-in name or a file path), for display. */
   source: string;
 }
@@ -67,7 +69,7 @@ type Raw = Record<string, unknown>;
  * (`mcp__SERVER__TOOL`, whose servers are known only at run time). An entry ending in `*` is a
  * prefix and must match one of these or start with `mcp__`.
  */
-export const BUILTIN_TOOL_NAMES = ['read', 'read_excel', 'grep', 'glob', 'list', 'bash', 'write', 'edit', 'delegate'] as const;
+export const BUILTIN_TOOL_NAMES = ['read', 'read_excel', 'grep', 'glob', 'list', 'bash', 'write', 'edit', 'delegate', 'ask_user'] as const;
 export const DATABASE_TOOL_NAMES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
 const MCP_PREFIX = 'mcp__';
 
@@ -102,6 +104,7 @@ const TOP_LEVEL_KEYS = [
   'write_roots',
   'query_guard',
   'profile_budget_seconds',
+  'ask_user_budget',
 ] as const;
 const APPROVAL_KEYS = ['mode', 'tools', 'patterns'] as const;
 
@@ -210,8 +213,18 @@ export function parseProfile(document: unknown, where: string, fallbackName: str
     write_roots: stringList(where, 'write_roots', raw.write_roots) ?? [],
     query_guard: parseQueryGuard(where, raw.query_guard),
     profile_budget_seconds: budget,
+    ask_user_budget: askUserBudget(where, raw.ask_user_budget),
     source: where,
   };
+}
+
+export const DEFAULT_ASK_USER_BUDGET = 3;
+
+function askUserBudget(where: string, value: unknown): number {
+  if (value === undefined || value === null) return DEFAULT_ASK_USER_BUDGET;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 100)
+    throw new ProfileError(`${where}: "ask_user_budget" must be a whole number of questions from 0 to 100, got ${describeValue(value)}`);
+  return value;
 }
 
 /** `query_guard: off`, or a mapping {max_estimated_rows, action}; absent means DEFAULT_QUERY_GUARD. */

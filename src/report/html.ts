@@ -24,7 +24,7 @@ export interface SessionData {
 /** Charts larger than this are listed, not inlined. */
 export const MAX_INLINE_IMAGE_BYTES = 5 * 1024 * 1024;
 
-const DATABASE_TOOLS = new Set(['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb']);
+export const DATABASE_TOOLS = new Set(['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb']);
 
 const markdown = new Marked({
   gfm: true,
@@ -68,7 +68,7 @@ function parseArgs(text: string): Record<string, unknown> {
   }
 }
 
-function inlineImage(path: unknown): string {
+export function inlineImage(path: unknown): string {
   if (typeof path !== 'string' || !path.endsWith('.png')) return '';
   if (!existsSync(path)) return `<p class="note">The chart ${escapeHtml(path)} no longer exists.</p>`;
   const size = statSync(path).size;
@@ -76,7 +76,7 @@ function inlineImage(path: unknown): string {
   return `<img class="chart" alt="chart ${escapeHtml(path)}" src="data:image/png;base64,${readFileSync(path).toString('base64')}">`;
 }
 
-interface ToolStep {
+export interface ToolStep {
   id: string;
   name: string;
   args: Record<string, unknown>;
@@ -87,7 +87,7 @@ interface ToolStep {
   blocked?: string;
 }
 
-interface Run {
+export interface Run {
   prompt: string;
   steps: Array<{ kind: 'text'; text: string } | { kind: 'tool'; step: ToolStep }>;
   answer: string;
@@ -96,7 +96,7 @@ interface Run {
 }
 
 /** Walks the trace into runs: each question, its steps in order, its final answer. */
-function collectRuns(events: readonly TimedTraceEvent[]): Run[] {
+export function collectRuns(events: readonly TimedTraceEvent[]): Run[] {
   const runs: Run[] = [];
   const steps = new Map<string, ToolStep>();
   let run: Run | undefined;
@@ -346,11 +346,9 @@ details > summary { cursor: pointer; color: var(--muted); }
 @media print { details { display: block; } details > summary { display: none; } .step, .answer, img.chart { break-inside: avoid; } a { color: inherit; } }
 `;
 
-export function renderReport(session: SessionData, generatedAt = new Date()): string {
-  const meta = session.meta;
-  const title = `quarry session ${meta.id}`;
-  return (
-    `<!doctype html>
+/** The page's start up to <body>: no scripts, no requests (the Content Security Policy), inline styles only. */
+export function pageHead(title: string, extraStyle = ''): string {
+  return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -358,9 +356,16 @@ export function renderReport(session: SessionData, generatedAt = new Date()): st
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
+<style>${STYLE}${extraStyle}</style>
 </head>
-<body>
+<body>`;
+}
+
+export function renderReport(session: SessionData, generatedAt = new Date()): string {
+  const meta = session.meta;
+  const title = `quarry session ${meta.id}`;
+  return (
+    `${pageHead(title)}
 <main>
 <header class="top">
 <h1>${escapeHtml(meta.first_prompt ? meta.first_prompt.split('\n')[0]!.slice(0, 120) : title)}</h1>

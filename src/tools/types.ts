@@ -48,6 +48,18 @@ export interface ToolContext {
    * `quarry tool` and MCP clients, where what needs approval is refused.
    */
   approve?: (reason: string) => Promise<{ approved: true } | { approved: false; message: string }>;
+  /**
+   * Present in agent runs where someone can answer (the REPL, a terminal, an eval question's
+   * clarifications): ask_user's way to the user (src/agent/ask-user.ts). Absent: no one can be asked.
+   */
+  askUser?: UserQuestions;
+}
+
+/** One question to the user: the answer text, or null when no one answered (cancelled, nothing to say). */
+export interface UserQuestions {
+  /** Counts one more question of this run and returns how many have been asked (this one included). */
+  count(): number;
+  ask(question: string, options: readonly string[], signal: AbortSignal): Promise<string | null>;
 }
 
 export interface ToolProgress {
