@@ -109,6 +109,11 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
           `FILE or databases: in config.yaml (quarry db list shows what is configured)`,
       );
     }
+    if (!tool && options.name === 'knowledge' && !workspace.knowledge) {
+      throw new UsageError(
+        `no knowledge folder, so there is no knowledge tool: create .quarry/knowledge/ in ${workspace.workingDir}, pass --knowledge DIR, or set knowledge: in config.yaml`,
+      );
+    }
     if (!tool) {
       const known = toolAvailability(workspace.profile).find((entry) => entry.tool.name === options.name);
       const why = known?.unavailableReason

@@ -71,10 +71,12 @@ type Raw = Record<string, unknown>;
  */
 export const BUILTIN_TOOL_NAMES = ['read', 'read_excel', 'grep', 'glob', 'list', 'bash', 'write', 'edit', 'delegate', 'ask_user'] as const;
 export const DATABASE_TOOL_NAMES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
+/** Tools that exist when their inputs do: chart (every session), knowledge (with a knowledge folder, README "Team knowledge"). */
+const CONDITIONAL_TOOL_NAMES = ['chart', 'knowledge'] as const;
 const MCP_PREFIX = 'mcp__';
 
 function checkToolNames(where: string, tools: string[]): void {
-  const known: readonly string[] = [...BUILTIN_TOOL_NAMES, ...DATABASE_TOOL_NAMES];
+  const known: readonly string[] = [...BUILTIN_TOOL_NAMES, ...DATABASE_TOOL_NAMES, ...CONDITIONAL_TOOL_NAMES];
   for (const entry of tools) {
     const prefix = entry.endsWith('*') ? entry.slice(0, -1) : undefined;
     const ok =

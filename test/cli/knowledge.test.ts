@@ -117,7 +117,15 @@ describe('the knowledge folder formats', () => {
   it('offers no knowledge tool without a folder', async () => {
     const result = await runQuarry(['tool', 'knowledge', '-w', dir, '--args', '{"query":"x"}'], { env: env(), cwd: dir });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/knowledge/);
+    expect(result.stderr).toMatch(/no knowledge folder, so there is no knowledge tool: create \.quarry\/knowledge\/ in .*, pass --knowledge DIR/);
+    // A profile may name the tool in its allow-list; without it there, the tool is not offered.
+    writeFileSync(join(dir, 'only-read.yaml'), 'tools: [read]\n');
+    writeFileSync(join(dir, 'with-knowledge.yaml'), 'tools: [read, knowledge]\n');
+    const args = ['tool', 'knowledge', '--knowledge', SAMPLE_KNOWLEDGE, '--args', '{"query":"revenue"}'];
+    expect((await runQuarry([...args, '-p', join(dir, 'with-knowledge.yaml')], { env: env() })).code).toBe(0);
+    const left = await runQuarry([...args, '-p', join(dir, 'only-read.yaml')], { env: env() });
+    expect(left.code).toBe(2);
+    expect(left.stderr).toMatch(/unknown tool "knowledge"/);
   });
 });
 
