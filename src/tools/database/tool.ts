@@ -28,7 +28,18 @@ import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type Qu
  * formatting, export files, error text); drivers only talk to their engine.
  */
 
-export const DATABASE_OPERATIONS = ['query', 'list_tables', 'describe', 'export_query', 'search', 'find_values', 'sample', 'profile', 'explain', 'validate'] as const;
+export const DATABASE_OPERATIONS = [
+  'query',
+  'list_tables',
+  'describe',
+  'export_query',
+  'search',
+  'find_values',
+  'sample',
+  'profile',
+  'explain',
+  'validate',
+] as const;
 export type DatabaseOperation = (typeof DATABASE_OPERATIONS)[number];
 /** Operations whose "sql" is the model's statement, checked before anything runs. */
 const STATEMENT_OPERATIONS: ReadonlySet<DatabaseOperation> = new Set(['query', 'export_query', 'explain', 'profile']);
