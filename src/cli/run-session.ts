@@ -96,7 +96,11 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
         if (!prompt) throw new UsageError('no prompt: give the question as arguments or on stdin, or run quarry in a terminal for the interactive REPL');
       }
       const canAsk = Boolean(process.stdin.isTTY && process.stderr.isTTY);
-      const approver = new Approver({ autoApprove: options.yes, ...(canAsk && !interactive ? { ask: askOnTerminal } : {}) });
+      const approver = new Approver({
+        autoApprove: options.yes,
+        allowOutward: options.allowOutward,
+        ...(canAsk && !interactive ? { ask: askOnTerminal } : {}),
+      });
       const renderer = createRenderer(options.format, options.color && Boolean(process.stderr.isTTY));
       const contextWindow = options.contextWindow ?? knownContextWindow(choice.model);
       const setup: RunSetup = {

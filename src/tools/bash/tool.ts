@@ -7,6 +7,7 @@ import { checkRestrictedCommand, staticRefusal, type PolicyEnvironment } from '.
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from './sandbox.js';
 import { success, failure, ToolError, type Tool, type ToolContext } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import { effects, type ToolEffects } from '../effects.js';
 
 /**
  * The bash tool (README "Tools", bash). Restricted mode (README "The restricted shell") runs a command only when the policy allows
@@ -149,6 +150,16 @@ const BASH_PARAMETERS = toolParameters(
 );
 export type BashArgs = ArgsOf<typeof BASH_PARAMETERS>;
 
+/**
+ * The restricted shell runs only inspection commands (README "The restricted shell"): it changes nothing, and
+ * reaches out only as far as its shell_network lets it. Unrestricted, or in a remote sandbox, it can do anything.
+ */
+function bashEffects(options: BashToolOptions): ToolEffects {
+  const outward = !options.restricted || options.network !== 'none' || options.remote === true;
+  if (options.restricted) return effects({ reads: true, runsCommands: true, reachesNetwork: outward, sendsOut: outward });
+  return effects({ reads: true, runsCommands: true, writesFiles: true, destructive: true, changesDatabase: true, reachesNetwork: true, sendsOut: true });
+}
+
 export function createBashTool(options: BashToolOptions): Tool {
   return defineTool({
     name: 'bash',
@@ -157,6 +168,7 @@ export function createBashTool(options: BashToolOptions): Tool {
     },
     parameters: BASH_PARAMETERS,
     readOnly: false,
+    effects: bashEffects(options),
     async run(args, context) {
       const { restricted, network } = options;
       if (restricted) {

@@ -3,6 +3,7 @@ import { lineNumberAt, lineStarts, locateEdit, type MatchStage } from './match.j
 import { applyReplacements, toLf, toTextFile, type TextFile, type ViewReplacement } from './text.js';
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
+import { effects } from '../effects.js';
 import { success, ToolError, type Tool, type ToolResult } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import type { FileWriteMode } from '../write-policy.js';
@@ -105,6 +106,7 @@ export function createEditTool(options: EditToolOptions): Tool {
     description: DESCRIPTION,
     parameters: EDIT_PARAMETERS,
     readOnly: false,
+    effects: effects({ reads: true, writesFiles: mode === 'full', destructive: mode === 'full' }),
     async run(args, context): Promise<ToolResult> {
       if (mode !== 'full') {
         throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${profileName} has ${mode}`, 'refused');

@@ -1,5 +1,6 @@
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
+import { effects } from '../effects.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { checkCreateOnlyTarget, type FileWriteMode } from '../write-policy.js';
@@ -72,6 +73,7 @@ export function createWriteTool(options: WriteToolOptions): Tool {
     description: DESCRIPTION,
     parameters: WRITE_PARAMETERS,
     readOnly: false,
+    effects: effects({ writesFiles: mode !== 'off', destructive: mode === 'full' }),
     async run(args, context): Promise<ToolResult> {
       if (mode !== 'create-only' && mode !== 'full') {
         throw new ToolError(`write is not allowed: file_write is ${mode} in profile ${profileName}`, 'refused');

@@ -1,3 +1,4 @@
+import { READ_ONLY_EFFECTS } from '../effects.js';
 import { basename, dirname, resolve } from 'node:path';
 import type { Backend, ExecResult } from '../../backends/types.js';
 import { GrepOutputParser, type GrepRecord } from './output.js';
@@ -260,6 +261,7 @@ export const grepTool = defineTool({
     `${MAX_LINE_CHARS} characters are cut; the search is stopped after ${GREP_TIMEOUT_MS / 1000} s.`,
   parameters: GREP_PARAMETERS,
   readOnly: true,
+  effects: READ_ONLY_EFFECTS,
   async run(args, context) {
     if (/[\n\r]/.test(args.pattern)) throw new ToolError('pattern must be a single line: grep matches one line at a time', 'bad_pattern');
     const maxMatches = args.max_matches ?? GREP_DEFAULT_MAX_MATCHES;
