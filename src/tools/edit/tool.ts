@@ -1,3 +1,4 @@
+import { refuseQuarryHome } from '../write-policy.js';
 import { describeClosestRegion, numberedLines } from './closest.js';
 import { lineNumberAt, lineStarts, locateEdit, type MatchStage } from './match.js';
 import { applyReplacements, toLf, toTextFile, type TextFile, type ViewReplacement } from './text.js';
@@ -122,6 +123,7 @@ export function createEditTool(options: EditToolOptions): Tool {
       if (oldText === newText) throw new ToolError('old_string and new_string are identical; nothing to change', 'bad_value');
 
       const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
+      await refuseQuarryHome(context.backend, requested);
       const shown = shownPath(context.workingDir, requested);
       const target = await findExistingFile(context, requested, shown);
       if (!target) throw new ToolError(`${shown} does not exist; edit changes existing files (use write to create one)`, 'not_found');

@@ -3,7 +3,7 @@ import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
 import { effects } from '../effects.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
-import { checkCreateOnlyTarget, type FileWriteMode } from '../write-policy.js';
+import { checkCreateOnlyTarget, refuseQuarryHome, type FileWriteMode } from '../write-policy.js';
 
 /**
  * `write {path, content}` (README "Writes"): writes a whole file atomically (temporary file, then
@@ -83,6 +83,7 @@ export function createWriteTool(options: WriteToolOptions): Tool {
       }
       const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
       const data = Buffer.from(args.content, 'utf8');
+      if (mode === 'full') await refuseQuarryHome(context.backend, requested);
       const outcome = mode === 'create-only' ? await createOnly(context, writeRoots, requested, data) : await createOrReplace(context, requested, data);
       await recordWritten(context, [requested, outcome.path]);
 

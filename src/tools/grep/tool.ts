@@ -177,7 +177,7 @@ function dropTrailingStrays(records: GrepRecord[], contextLines: number): GrepRe
 }
 
 async function planSearch(context: ToolContext, args: GrepArgs): Promise<{ plan: SearchPlan; shown: string }> {
-  const { path: target, shown, stat } = await resolveExistingPath(context, args.path ?? '.');
+  const { path: target, shown, stat } = await resolveExistingPath(context, args.path ?? '.', { readsTree: true });
   if (args.glob?.includes('/')) {
     throw new ToolError(
       `glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`,
