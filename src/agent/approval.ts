@@ -1,28 +1,24 @@
-import type { Profile } from '../profiles/schema.js';
-import { isReadOnlyCall, type Tool } from '../tools/types.js';
+import type { ApprovalPolicy } from '../profiles/schema.js';
+import { callChangesNothing, canChange, effectsOf } from '../tools/effects.js';
+import type { Tool } from '../tools/types.js';
 
-/**
- * A call the profile's own guard proves read-only is a read-only call. bash under
- * `shell: restricted` runs only what the restricted-shell policy accepts (inspection commands,
- * no writing option or redirection; README "The restricted shell"), so it cannot change
- * anything. The database tools declare this themselves (callIsReadOnly: a query under
- * `database: readonly` passes the read-only statement check; export_query still writes a file).
- */
-export function isReadOnlyUnderProfile(profile: Profile, tool: Tool, args: Record<string, unknown>): boolean {
-  if (tool.name === 'bash' && profile.shell === 'restricted') return true;
-  return isReadOnlyCall(tool, args);
+/** What approval reads of a profile: its name (for messages) and its approval policy, nothing else. */
+export interface ApprovalRules {
+  name: string;
+  approval: ApprovalPolicy;
 }
 
 /**
  * Whether a call needs the user's approval under a profile (README "Profiles"), and why.
  * - all: every call.
- * - dangerous: every call that may change something (unrestricted bash, write, edit, export_query,
- *   mutating SQL, delegate, MCP tools); calls that the profile's guards prove read-only
- *   (restricted bash, read-only SQL) do not ask.
- * - granular: the profile's listed tools, and any call whose arguments match one of its patterns.
+ * - dangerous: every call that may change something, as the tool's declared effects say (unrestricted
+ *   bash, write, edit, export_query, mutating SQL, delegate, MCP tools); calls that change nothing
+ *   (the restricted shell, read-only SQL) do not ask.
+ * - granular: the profile's listed tools, any call whose arguments match one of its patterns, and
+ *   whatever the list, third-party (MCP) tools that can send data out and delegate to a child that can change things.
  * - none: nothing.
  */
-export function approvalReason(profile: Profile, tool: Tool, args: Record<string, unknown>): string | null {
+export function approvalReason(profile: ApprovalRules, tool: Tool, args: Record<string, unknown>): string | null {
   const { mode, tools, patterns } = profile.approval;
   switch (mode) {
     case 'none':
@@ -30,7 +26,7 @@ export function approvalReason(profile: Profile, tool: Tool, args: Record<string
     case 'all':
       return `profile "${profile.name}" asks before every tool call`;
     case 'dangerous':
-      if (isReadOnlyUnderProfile(profile, tool, args)) return null;
+      if (callChangesNothing(tool, args)) return null;
       // A read that writes its result to a file (export_query, profile with output_path) says so.
       if (typeof args.output_path === 'string' && typeof args.operation === 'string') {
         return `${tool.name} ${args.operation} writes a new file (${args.output_path}), and profile "${profile.name}" asks before such calls`;
@@ -38,6 +34,12 @@ export function approvalReason(profile: Profile, tool: Tool, args: Record<string
       return `${tool.name} can change things, and profile "${profile.name}" asks before such calls`;
     case 'granular': {
       if (tools.includes(tool.name)) return `profile "${profile.name}" asks before every ${tool.name} call`;
+      const declared = effectsOf(tool);
+      // What a list of names cannot foresee: a third party's tool that can send data out (MCP), a child agent that can change things.
+      if (declared.external && declared.sendsOut)
+        return `${tool.name} is a third-party tool that can send data out of this machine, and profile "${profile.name}" asks before such calls`;
+      if (declared.delegates && (declared.sendsOut || canChange(declared)))
+        return `${tool.name} runs a child agent whose tools can change things or send data out, and profile "${profile.name}" asks before such calls`;
       const text = argumentText(args);
       const matched = patterns.find((pattern) => new RegExp(pattern, 'i').test(text));
       return matched ? `the arguments match the approval pattern /${matched}/ of profile "${profile.name}"` : null;

@@ -3,7 +3,9 @@ import type { Tool } from '../tools/types.js';
 /**
  * The interactive half of approval (README "Profiles"); approval.ts holds the rule. On a TTY the user
  * answers yes, no or "always for this tool"; without one, the call is refused with a message
- * about --yes. --yes (or /approve in the REPL) approves everything.
+ * about --yes. --yes (or /approve in the REPL) approves everything the profile asks about, but not
+ * an outward call after untrusted content (src/agent/untrusted.ts): that takes a person at the
+ * terminal, --allow-outward, or a server the user vouched for in config.yaml.
  */
 
 export type ApprovalAnswer = 'yes' | 'no' | 'always';
@@ -30,10 +32,14 @@ export class Approver {
   private queue: Promise<unknown> = Promise.resolve();
 
   private ask: AskApproval | undefined;
+  /** --allow-outward: outward calls after untrusted content are approved too. */
+  private readonly allowOutward: boolean;
+  private readonly alwaysOutward = new Set<string>();
 
-  constructor(options: { autoApprove: boolean; ask?: AskApproval }) {
+  constructor(options: { autoApprove: boolean; ask?: AskApproval; allowOutward?: boolean }) {
     this.approveEverything = options.autoApprove;
     this.ask = options.ask;
+    this.allowOutward = options.allowOutward ?? false;
   }
 
   /** /approve: everything, for the rest of the session. */
@@ -55,16 +61,26 @@ export class Approver {
     return next;
   }
 
-  private async decideNow(tool: Tool, args: Record<string, unknown>, reason: string, signal: AbortSignal): Promise<ApprovalDecision> {
-    if (this.approveEverything || this.alwaysTools.has(tool.name)) return { approved: true };
+  /** An outward call after untrusted content: --yes and /approve do not answer it. */
+  decideOutward(tool: Tool, args: Record<string, unknown>, reason: string, signal: AbortSignal): Promise<ApprovalDecision> {
+    const next = this.queue.then(() => this.decideNow(tool, args, reason, signal, true));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async decideNow(tool: Tool, args: Record<string, unknown>, reason: string, signal: AbortSignal, outward = false): Promise<ApprovalDecision> {
+    const always = outward ? this.alwaysOutward : this.alwaysTools;
+    if ((outward ? this.allowOutward : this.approveEverything) || always.has(tool.name)) return { approved: true };
     if (signal.aborted) return { approved: false, reason: 'cancelled', message: `${tool.name}: cancelled before it started` };
     if (!this.ask) {
       return {
         approved: false,
         reason: 'no_tty',
-        message:
-          `refused: ${reason}, and there is no terminal to ask the user; nothing was run. The user can rerun quarry with --yes (or use /approve in ` +
-          `the REPL) to approve such calls.`,
+        message: outward
+          ? `refused: ${reason}, and there is no terminal to ask the user; nothing was run. --yes does not approve this; the user can rerun ` +
+            'quarry with --allow-outward, or mark the MCP server allow_outward: true in config.yaml. Do not retry; answer from what you have.'
+          : `refused: ${reason}, and there is no terminal to ask the user; nothing was run. The user can rerun quarry with --yes (or use /approve in ` +
+            `the REPL) to approve such calls.`,
       };
     }
     let preview = JSON.stringify(args);
@@ -75,7 +91,7 @@ export class Approver {
     } catch {
       return { approved: false, reason: 'cancelled', message: `${tool.name}: cancelled while waiting for approval` };
     }
-    if (answer === 'always') this.alwaysTools.add(tool.name);
+    if (answer === 'always') always.add(tool.name);
     if (answer === 'no') {
       return {
         approved: false,

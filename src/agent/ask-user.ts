@@ -51,10 +51,10 @@ export class UserQuestionChannel {
 
 /** Chains two context extensions (delegate's child runner, then the question channel). */
 export function chainToolContext(
-  first: ((context: ToolContext, conversation: readonly Message[]) => ToolContext) | undefined,
+  first: ((context: ToolContext, conversation: readonly Message[], untrusted: readonly string[]) => ToolContext) | undefined,
   second: (context: ToolContext, conversation: readonly Message[]) => ToolContext,
-): (context: ToolContext, conversation: readonly Message[]) => ToolContext {
-  return (context, conversation) => second(first ? first(context, conversation) : context, conversation);
+): (context: ToolContext, conversation: readonly Message[], untrusted: readonly string[]) => ToolContext {
+  return (context, conversation, untrusted) => second(first ? first(context, conversation, untrusted) : context, conversation);
 }
 
 /** The question as shown to a person: the question, then the options numbered. */

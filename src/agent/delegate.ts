@@ -9,7 +9,7 @@ import { Agent, type AgentOptions } from './loop.js';
  * registry tools and connections) and approver; its registry has no delegate tool, so it cannot
  * delegate again. Its session is stored under the parent's (sessions/PARENT/children/CHILD) and
  * the parent's trace links it (tool_end metadata child_session). The parent's cancel signal is
- * the child's.
+ * the child's, and so are the parent's untrusted sources (the outward-tool rule, src/agent/untrusted.ts).
  */
 
 export const DELEGATE_TOOL_NAME = 'delegate';
@@ -28,11 +28,11 @@ export function conversationForChild(conversation: readonly Message[]): Message[
 }
 
 /** The extendToolContext of a parent agent: every tool call gets a runChildAgent bound to this run. */
-export function childAgentRunner(parent: AgentOptions): (context: ToolContext, conversation: readonly Message[]) => ToolContext {
+export function childAgentRunner(parent: AgentOptions): (context: ToolContext, conversation: readonly Message[], untrusted: readonly string[]) => ToolContext {
   const childRegistry = parent.workspace.registry.without(DELEGATE_TOOL_NAME);
-  return (context, conversation) => ({
+  return (context, conversation, untrusted) => ({
     ...context,
-    runChildAgent: (request: ChildAgentRequest) => runChild(parent, childRegistry, request, conversation),
+    runChildAgent: (request: ChildAgentRequest) => runChild(parent, childRegistry, request, conversation, untrusted),
   });
 }
 
@@ -41,6 +41,7 @@ async function runChild(
   registry: AgentOptions['workspace']['registry'],
   request: ChildAgentRequest,
   conversation: readonly Message[],
+  untrusted: readonly string[],
 ): Promise<ChildAgentResult> {
   const started = performance.now();
   const session = parent.session.createChild({ profile: parent.workspace.profile.name, model: parent.provider.label, workingDir: parent.workspace.workingDir });
@@ -49,6 +50,8 @@ async function runChild(
     ...shared,
     session,
     workspace: { ...parent.workspace, registry },
+    // The outward-tool rule carries over: the parent's instruction may come from untrusted content.
+    untrustedSources: [...untrusted],
     ...(request.fullContext ? { messages: conversationForChild(conversation) } : {}),
   });
   const result = await child.run(request.instruction, request.signal);

@@ -6,7 +6,6 @@ import { CancelledError, ModelCallFailed, streamWithRetries, type RetryPolicy } 
 import { FileReadLedger } from '../tools/file-read-ledger.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { isReadOnlyCall, type Tool, type ToolContext } from '../tools/types.js';
-import { approvalReason } from './approval.js';
 import type { Approver } from './approver.js';
 import {
   COMPACTION_THRESHOLD,
@@ -21,6 +20,8 @@ import {
 } from './compaction.js';
 import { toolResultMessage, traceSubscriber, type ModelCallPurpose, type RunEvent, type RunEventSubscriber, type ToolEndEvent } from './events.js';
 import type { Session, SessionStatus } from './session.js';
+import { UntrustedSources } from './untrusted.js';
+import { gateCall } from './gate.js';
 
 /**
  * The agent loop (README "Running the agent"): model turn, tool calls, trace, until the model answers without
@@ -71,7 +72,9 @@ export interface AgentOptions {
    * Adds to what each tool call gets (the seam for delegate: the session supplies a function
    * that runs a child agent, so tools/ never imports agent/).
    */
-  extendToolContext?: (context: ToolContext, conversation: readonly Message[]) => ToolContext;
+  extendToolContext?: (context: ToolContext, conversation: readonly Message[], untrusted: readonly string[]) => ToolContext;
+  /** Where untrusted content came from before this agent started (a delegated child inherits its parent's; src/agent/untrusted.ts). */
+  untrustedSources?: readonly string[];
 }
 
 interface ModelTurn {
@@ -126,9 +129,13 @@ export class Agent {
   /** The provider's own count for the conversation at the last call (input + output). */
   private reportedTokens = 0;
   private readonly subscribers: RunEventSubscriber[];
+  /** Where the untrusted content in this conversation came from (the outward-tool rule). */
+  private readonly untrusted: UntrustedSources;
 
   constructor(private readonly options: AgentOptions) {
     this.messages = options.messages ? [...options.messages] : [];
+    this.untrusted = new UntrustedSources(options.untrustedSources);
+    this.untrusted.noteConversation(this.messages, (name) => options.workspace.registry.get(name));
     this.subscribers = [traceSubscriber(options.session), ...(options.onEvent ? [options.onEvent] : [])];
     this.toolSpecs = options.workspace.registry
       .list()
@@ -425,21 +432,19 @@ export class Agent {
     if (item.argsError || !item.args) return finish(false, `${call.name}: ${item.argsError}`, { error: 'invalid_json' });
     if (signal.aborted) return finish(false, `${call.name}: cancelled by the user before it started`, { error: 'cancelled' });
     if (item.tool) {
-      const reason = approvalReason(workspace.profile, item.tool, item.args);
-      if (reason) {
-        const decision = await approver.decide(item.tool, item.args, reason, signal);
-        if (!decision.approved) {
-          this.emit({ type: 'tool_blocked', id: call.id, name: call.name, reason: decision.message });
-          return finish(false, decision.message, { error: decision.reason === 'cancelled' ? 'cancelled' : 'approval_refused' });
-        }
-        started = performance.now();
+      const gate = await gateCall(workspace.profile, approver, item.tool, item.args, this.untrusted.list(), signal);
+      if (gate.blocked) {
+        this.emit({ type: 'tool_blocked', id: call.id, name: call.name, reason: gate.message });
+        return finish(false, gate.message, { error: gate.error });
       }
+      if (gate.asked) started = performance.now();
     }
     const base: ToolContext = { workingDir: workspace.workingDir, backend: workspace.backend, signal, fileReads: this.fileReads };
     const tool = item.tool;
     if (tool) base.approve = (reason) => approver.decide(tool, item.args!, reason, signal);
-    const context = this.options.extendToolContext ? this.options.extendToolContext(base, this.messages) : base;
+    const context = this.options.extendToolContext ? this.options.extendToolContext(base, this.messages, this.untrusted.list()) : base;
     const result = await workspace.registry.run(call.name, item.args, context);
+    this.untrusted.noteResult(item.tool, call.name, item.args);
     return finish(result.ok, result.output, result.metadata);
   }
 }

@@ -17,6 +17,7 @@ import { readTool } from '../tools/files/read.js';
 import { readExcelTool } from '../tools/excel/tool.js';
 import type { Knowledge } from '../tools/knowledge/folder.js';
 import { createKnowledgeTool } from '../tools/knowledge/tool.js';
+import { effectsOf, unionEffects } from '../tools/effects.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { Tool } from '../tools/types.js';
 import { createWriteTool, type WriteToolOptions } from '../tools/files/write.js';
@@ -29,7 +30,13 @@ import { createWriteTool, type WriteToolOptions } from '../tools/files/write.js'
  */
 
 export function bashToolOptions(profile: Profile): BashToolOptions {
-  return { restricted: profile.shell === 'restricted', network: profile.shell_network, timeouts: { defaultSeconds: profile.shell_timeout }, osSandbox: true };
+  return {
+    restricted: profile.shell === 'restricted',
+    network: profile.shell_network,
+    timeouts: { defaultSeconds: profile.shell_timeout },
+    osSandbox: true,
+    remote: profile.backend !== 'local',
+  };
 }
 
 export function writeToolOptions(profile: Profile): WriteToolOptions {
@@ -130,7 +137,18 @@ export function buildToolRegistry(profile: Profile, options: ToolRegistryOptions
   for (const tool of options.mcpTools ?? []) {
     if (profileAllowsTool(profile, tool.name)) registry.register(tool);
   }
-  return registry;
+  return withDelegateEffects(registry);
+}
+
+/** delegate can do whatever its child can, and the child has every other tool: its effects are theirs. */
+function withDelegateEffects(registry: ToolRegistry): ToolRegistry {
+  const delegate = registry.get(delegateTool.name);
+  if (!delegate) return registry;
+  const others = registry.without(delegateTool.name);
+  const declared = { ...unionEffects(others.list().map(effectsOf)), reads: true, delegates: true };
+  const result = new ToolRegistry();
+  for (const tool of registry.list()) result.register(tool === delegate ? { ...delegate, effects: declared } : tool);
+  return result;
 }
 
 /** The profile's backend; a sandbox checks `workingDir` when it starts (src/backends/daytona.ts). */

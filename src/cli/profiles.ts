@@ -19,6 +19,7 @@ function describeProfile(profile: Profile): string {
     `approval:      ${approval}`,
     `shell_timeout: ${profile.shell_timeout} s`,
     `backend:       ${profile.backend}`,
+    `untrusted_data: ${profile.untrusted_data} (outward calls after untrusted content)`,
     `tools:         ${profile.tools ? profile.tools.join(', ') : '(all the modes allow)'}`,
     `write_roots:   ${profile.write_roots.length ? profile.write_roots.join(', ') : '(working dir and temp dir only)'}`,
     `shell_network: ${profile.shell_network}`,

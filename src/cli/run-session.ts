@@ -103,7 +103,11 @@ export async function runAgentCommand(options: RunCommandOptions): Promise<numbe
         if (!prompt) throw new UsageError('no prompt: give the question as arguments or on stdin, or run quarry in a terminal for the interactive REPL');
       }
       const canAsk = Boolean(process.stdin.isTTY && process.stderr.isTTY);
-      const approver = new Approver({ autoApprove: options.yes, ...(canAsk && !interactive ? { ask: askOnTerminal } : {}) });
+      const approver = new Approver({
+        autoApprove: options.yes,
+        allowOutward: options.allowOutward,
+        ...(canAsk && !interactive ? { ask: askOnTerminal } : {}),
+      });
       const questions = new UserQuestionChannel(canAsk && !interactive ? askPersonOnTerminal : undefined);
       // The REPL on a terminal renders the answer's Markdown and shows a live line while tools run.
       const terminal = interactive && process.stdout.isTTY && process.stderr.isTTY ? { markdown: true, liveToolLine: true } : {};

@@ -25,6 +25,8 @@ export interface RunCommandOptions {
   vars: string[];
   varsFile: string | undefined;
   yes: boolean;
+  /** --allow-outward: outward calls after untrusted content are approved (README "Security model"). */
+  allowOutward: boolean;
   resume: string | undefined;
   format: 'text' | 'json' | 'stream-json';
   output: string | undefined;
@@ -66,6 +68,11 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
         .option('var', { type: 'string', describe: 'Template variable NAME=VALUE; repeatable' })
         .option('vars-file', { type: 'string', describe: 'YAML or JSON file of template variables' })
         .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Approve every tool call the profile would ask about' })
+        .option('allow-outward', {
+          type: 'boolean',
+          default: false,
+          describe: 'Also approve calls that can send data out after untrusted content is in the conversation (--yes does not)',
+        })
         .option('resume', { type: 'string', describe: 'Continue a session: its ID or "latest"' })
         .option('format', {
           choices: ['text', 'json', 'stream-json'] as const,
@@ -95,6 +102,7 @@ export function registerRunCommand(parser: Argv, setExit: (code: number) => void
         vars: strings(argv.var),
         varsFile: argv['vars-file'],
         yes: argv.yes,
+        allowOutward: argv['allow-outward'],
         resume: argv.resume,
         format: argv.format,
         output: argv.output,

@@ -21,6 +21,8 @@ interface CommonServerConfig {
   name: string;
   startupTimeoutMs: number;
   toolTimeoutMs: number;
+  /** `allow_outward: true`: the user vouches for this server as a destination, so its tools are not outward tools (README "Security model"). */
+  allowOutward: boolean;
 }
 
 export interface StdioServerConfig extends CommonServerConfig {
@@ -38,7 +40,7 @@ export interface HttpServerConfig extends CommonServerConfig {
 
 export type McpServerConfig = StdioServerConfig | HttpServerConfig;
 
-const COMMON_KEYS = ['type', 'startup_timeout_secs', 'tool_timeout_secs'];
+const COMMON_KEYS = ['type', 'startup_timeout_secs', 'tool_timeout_secs', 'allow_outward'];
 const KEYS_BY_TYPE = {
   stdio: [...COMMON_KEYS, 'command', 'env', 'cwd'],
   http: [...COMMON_KEYS, 'url', 'headers'],
@@ -62,6 +64,12 @@ function seconds(raw: unknown, where: string, fallback: number): number {
   return raw * 1000;
 }
 
+function flag(raw: unknown, where: string): boolean {
+  if (raw === undefined || raw === null) return false;
+  if (typeof raw !== 'boolean') throw new ConfigError(`${where} must be true or false (got ${JSON.stringify(raw)})`);
+  return raw;
+}
+
 function parseServer(name: string, raw: unknown, file: string, env: NodeJS.ProcessEnv): McpServerConfig {
   const where = `${file}: mcp_servers.${name}`;
   if (!isMapping(raw)) throw new ConfigError(`${where} must be a mapping with "type: stdio" or "type: http"`);
@@ -75,6 +83,7 @@ function parseServer(name: string, raw: unknown, file: string, env: NodeJS.Proce
     name,
     startupTimeoutMs: seconds(raw.startup_timeout_secs, `${where}.startup_timeout_secs`, DEFAULT_STARTUP_TIMEOUT_SECS),
     toolTimeoutMs: seconds(raw.tool_timeout_secs, `${where}.tool_timeout_secs`, DEFAULT_TOOL_TIMEOUT_SECS),
+    allowOutward: flag(raw.allow_outward, `${where}.allow_outward`),
   };
   if (type === 'stdio') {
     const command = raw.command;

@@ -10,12 +10,10 @@ import {
   type Tool as McpTool,
   type ToolAnnotations,
 } from '@modelcontextprotocol/sdk/types.js';
-import { approvalReason } from '../agent/approval.js';
+import { approvalReason, type ApprovalRules } from '../agent/approval.js';
 import type { Workspace } from '../agent/workspace.js';
-import type { Profile } from '../profiles/schema.js';
-import { ENGINES } from '../tools/database/types.js';
+import { canChange, effectsOf, readCallEffects, type ToolEffects } from '../tools/effects.js';
 import type { Tool } from '../tools/types.js';
-import { MCP_TOOL_PREFIX } from '../tools/mcp/names.js';
 
 /**
  * `quarry mcp` (README "quarry mcp"): quarry's own tools served to any MCP client. Every call goes
@@ -40,69 +38,50 @@ export interface ServeOptions {
   version: string;
 }
 
-/** Why a tool is not served, or null when it is. */
-export function notServedReason(tool: Tool, profile: Profile, yes: boolean): string | null {
-  if (tool.name === 'delegate') return "delegate runs quarry's own model and is not served over MCP";
-  if (tool.name.startsWith(MCP_TOOL_PREFIX)) return 'tools of MCP servers configured in quarry are not re-served';
+/** Why a tool is not served, or null when it is. Reads the approval policy and the tool's declared effects only. */
+export function notServedReason(tool: Tool, rules: ApprovalRules, yes: boolean): string | null {
+  const declared = effectsOf(tool);
+  if (declared.delegates) return `${tool.name} runs quarry's own model and is not served over MCP`;
+  if (declared.external) return 'tools of MCP servers configured in quarry are not re-served';
   if (yes) return null;
-  const { mode, tools } = profile.approval;
-  if (mode === 'all') return `profile "${profile.name}" asks before every call (start quarry mcp with --yes to serve it)`;
+  const { mode, tools } = rules.approval;
+  if (mode === 'all') return `profile "${rules.name}" asks before every call (start quarry mcp with --yes to serve it)`;
   if (mode === 'granular' && tools.includes(tool.name))
-    return `profile "${profile.name}" asks before every ${tool.name} call (start quarry mcp with --yes to serve it)`;
-  if (mode === 'dangerous' && !canBeRead(tool, profile))
-    return `${tool.name} can change things and profile "${profile.name}" asks before such calls (start quarry mcp with --yes to serve it)`;
+    return `profile "${rules.name}" asks before every ${tool.name} call (start quarry mcp with --yes to serve it)`;
+  if (mode === 'dangerous' && !canBeRead(tool))
+    return `${tool.name} can change things and profile "${rules.name}" asks before such calls (start quarry mcp with --yes to serve it)`;
   return null;
 }
 
-/** Whether some call of the tool is a read under this profile (so `dangerous` approval lets it through). */
-function canBeRead(tool: Tool, profile: Profile): boolean {
-  if (tool.readOnly || tool.callIsReadOnly !== undefined) return true;
-  return readOnlyByGuard(tool, profile);
+/** Whether some call of the tool changes nothing (so `dangerous` approval lets it through). */
+function canBeRead(tool: Tool): boolean {
+  return !canChange(effectsOf(tool)) || tool.readOnly || tool.callIsReadOnly !== undefined;
 }
-
-/** A tool that can write in general but that this profile's own guard keeps to reads. */
-function readOnlyByGuard(tool: Tool, profile: Profile): boolean {
-  if (tool.name === 'bash') return profile.shell === 'restricted';
-  return false;
-}
-
-const isDatabaseTool = (name: string) => (ENGINES as readonly string[]).includes(name);
 
 /**
- * MCP's behaviour hints, true for this profile: a read-only hint is given only where the tool
- * (or the profile's guard) never changes anything; a destructive hint where a call can overwrite
- * or delete; open world where the tool reaches outside the working directory's files.
+ * What a served tool can do as served: without --yes under `dangerous` approval, every call that
+ * would change something is refused, so only the reading calls' effects remain.
  */
-export function toolAnnotations(tool: Tool, profile: Profile): ToolAnnotations {
-  const title = tool.name;
-  if (isDatabaseTool(tool.name)) {
-    const mutations = profile.database === 'mutations';
-    // export_query writes a new CSV (never overwrites): not read-only, not destructive.
-    return { title, readOnlyHint: false, destructiveHint: mutations, idempotentHint: false, openWorldHint: true };
-  }
-  switch (tool.name) {
-    case 'bash': {
-      const restricted = profile.shell === 'restricted';
-      return { title, readOnlyHint: restricted, destructiveHint: !restricted, idempotentHint: restricted, openWorldHint: !restricted };
-    }
-    case 'write':
-      return {
-        title,
-        readOnlyHint: false,
-        destructiveHint: profile.file_write === 'full',
-        idempotentHint: profile.file_write === 'full',
-        openWorldHint: false,
-      };
-    case 'edit':
-      return { title, readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
-    case 'chart':
-      // Reads a database or a CSV and writes new files (never overwrites).
-      return { title, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
-    default:
-      return tool.readOnly
-        ? { title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }
-        : { title, readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
-  }
+export function servedEffects(tool: Tool, rules: ApprovalRules, yes: boolean): ToolEffects {
+  const declared = effectsOf(tool);
+  return !yes && rules.approval.mode === 'dangerous' ? readCallEffects(declared) : declared;
+}
+
+/**
+ * MCP's behaviour hints, true for the tool as served (from its declared effects): read-only where no
+ * served call changes anything; destructive where a call can overwrite, delete or change a database;
+ * open world where it reaches the network or can send data out (the configured databases are not an
+ * open world).
+ */
+export function toolAnnotations(tool: Tool, served: ToolEffects): ToolAnnotations {
+  const readOnly = !canChange(served);
+  return {
+    title: tool.name,
+    readOnlyHint: readOnly,
+    destructiveHint: served.destructive || served.changesDatabase,
+    idempotentHint: readOnly,
+    openWorldHint: served.reachesNetwork || served.sendsOut,
+  };
 }
 
 export function servedTools(workspace: Workspace, yes: boolean): Tool[] {
@@ -143,7 +122,7 @@ export function createQuarryMcpServer(workspace: Workspace, options: ServeOption
         name: tool.name,
         description: tool.description,
         inputSchema: tool.parameters as McpTool['inputSchema'],
-        annotations: toolAnnotations(tool, workspace.profile),
+        annotations: toolAnnotations(tool, servedEffects(tool, workspace.profile, options.yes)),
       }),
     ),
   }));
@@ -190,7 +169,7 @@ export function createQuarryMcpServer(workspace: Workspace, options: ServeOption
     } as CallToolResult;
   });
 
-  const databaseTools = served.filter((tool) => isDatabaseTool(tool.name));
+  const databaseTools = served.filter(listsTables);
   const databaseAliases = (): Array<{ alias: string; tool: Tool }> =>
     databaseTools.flatMap((tool) => {
       const aliases = ((tool.parameters.properties.database as { enum?: string[] } | undefined)?.enum ?? []) as string[];
@@ -225,6 +204,12 @@ export function createQuarryMcpServer(workspace: Workspace, options: ServeOption
   });
 
   return server;
+}
+
+/** A database tool: one with a list_tables operation over configured aliases. */
+function listsTables(tool: Tool): boolean {
+  const operation = tool.parameters.properties.operation as { enum?: unknown[] } | undefined;
+  return operation?.enum?.includes('list_tables') === true;
 }
 
 function errorResult(text: string, metadata: Record<string, unknown> = {}): CallToolResult {

@@ -13,6 +13,8 @@ export const SHELL_MODES = ['restricted', 'unrestricted'] as const;
 export const DATABASE_MODES = ['readonly', 'mutations'] as const;
 export const APPROVAL_MODES = ['all', 'dangerous', 'granular', 'none'] as const;
 export const BACKENDS = ['local', 'daytona'] as const;
+/** The outward-tool rule (README "Security model"): what happens to a call of an outward tool once untrusted content is in the conversation. */
+export const UNTRUSTED_DATA_MODES = ['ask', 'refuse', 'allow'] as const;
 // The vocabularies the tools interpret are theirs; the profile names them.
 export { FILE_WRITE_MODES, QUERY_GUARD_ACTIONS, SHELL_NETWORK_MODES, type FileWriteMode, type QueryGuard, type ShellNetwork };
 export const MAX_SHELL_TIMEOUT_SECONDS = MAX_BASH_TIMEOUT_SECONDS;
@@ -21,6 +23,7 @@ export type ShellMode = (typeof SHELL_MODES)[number];
 export type DatabaseMode = (typeof DATABASE_MODES)[number];
 export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 export type BackendName = (typeof BACKENDS)[number];
+export type UntrustedDataMode = (typeof UNTRUSTED_DATA_MODES)[number];
 
 export interface ApprovalPolicy {
   mode: ApprovalMode;
@@ -57,6 +60,8 @@ export interface Profile {
   profile_budget_seconds: number;
   /** Questions the ask_user tool may put to the user in one run (default 3); after them it answers that no one can be asked. */
   ask_user_budget: number;
+  /** Outward calls after untrusted content: ask (default; --yes does not answer it), refuse, or allow. */
+  untrusted_data: UntrustedDataMode;
   /** Where the profile came from (a built-in name or a file path), for display. */
   source: string;
 }
@@ -107,6 +112,7 @@ const TOP_LEVEL_KEYS = [
   'query_guard',
   'profile_budget_seconds',
   'ask_user_budget',
+  'untrusted_data',
 ] as const;
 const APPROVAL_KEYS = ['mode', 'tools', 'patterns'] as const;
 
@@ -119,6 +125,7 @@ const DEFAULTS = {
   shell_timeout: 120,
   shell_network: 'none',
   backend: 'local',
+  untrusted_data: 'ask',
 } as const;
 
 function describeValue(value: unknown): string {
@@ -216,6 +223,7 @@ export function parseProfile(document: unknown, where: string, fallbackName: str
     query_guard: parseQueryGuard(where, raw.query_guard),
     profile_budget_seconds: budget,
     ask_user_budget: askUserBudget(where, raw.ask_user_budget),
+    untrusted_data: oneOf(where, 'untrusted_data', raw.untrusted_data, UNTRUSTED_DATA_MODES, DEFAULTS.untrusted_data),
     source: where,
   };
 }

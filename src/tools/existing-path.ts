@@ -1,3 +1,4 @@
+import { secretLocationOf, secretLocations, secretRefusal, treeHoldsSecrets } from './secret-files.js';
 import { basename, dirname } from 'node:path';
 import type { Backend, FileStat } from '../backends/types.js';
 import { displayPath, resolveToolPath } from './paths.js';
@@ -76,11 +77,27 @@ export interface ExistingPath {
 }
 
 /** Resolves a tool's path argument and stats it; a missing path is a ToolError with suggestions. */
-export async function resolveExistingPath(context: ToolContext, rawPath: string): Promise<ExistingPath> {
+export async function resolveExistingPath(context: ToolContext, rawPath: string, options: { readsTree?: boolean } = {}): Promise<ExistingPath> {
   const { backend, workingDir } = context;
   const path = await resolveToolPath(backend, workingDir, rawPath);
   const shown = displayPath(workingDir, path);
   const stat = await backend.stat(path);
   if (!stat) throw new ToolError(await describeMissingPath(backend, path, shown), 'not_found');
+  if (backend.name === 'local') await refuseSecrets(path, await backend.realpath(path).catch(() => path), shown, options.readsTree === true);
   return { path, shown, stat };
+}
+
+/** Credential files (src/tools/secret-files.ts) are never read for the model, by their path or through a link. */
+async function refuseSecrets(path: string, real: string, shown: string, readsTree: boolean): Promise<void> {
+  const locations = secretLocations();
+  for (const candidate of new Set([path, real])) {
+    const inside = secretLocationOf(candidate, locations);
+    if (inside) throw new ToolError(secretRefusal(shown, inside), 'refused');
+    const below = readsTree ? treeHoldsSecrets(candidate, locations) : null;
+    if (below)
+      throw new ToolError(
+        `refused: searching ${shown} would read ${below.path}, which holds credentials quarry never shows to the model; search the directories below it instead`,
+        'refused',
+      );
+  }
 }

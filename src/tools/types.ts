@@ -1,4 +1,5 @@
 import type { Backend } from '../backends/types.js';
+import type { ToolEffects } from './effects.js';
 import type { FileReadLedger } from './file-read-ledger.js';
 
 /** A JSON schema for a tool's arguments: always an object schema. */
@@ -103,6 +104,11 @@ export interface Tool<Args = Record<string, unknown>> {
   readOnly: boolean;
   /** May run alongside the other calls of one message even though it is not read-only (delegate). */
   concurrent?: boolean;
+  /**
+   * What the tool can do as built for the profile (src/tools/effects.ts): read by approval, the
+   * outward-tool rule and `quarry mcp`'s annotations. A tool that declares nothing is taken to do everything.
+   */
+  effects?: ToolEffects;
   /** Optional per-call refinement of readOnly (e.g. a database tool's export_query writes a file). */
   callIsReadOnly?(args: Args): boolean;
   run(args: Args, context: ToolContext): Promise<ToolResult>;

@@ -86,6 +86,31 @@ async function resolveExistingPrefix(backend: Backend, path: string): Promise<st
   }
 }
 
+/** quarry's own home on this machine, wherever QUARRY_HOME puts it: config.yaml there starts MCP server commands. */
+async function quarryHomeDirs(backend: Backend): Promise<string[]> {
+  if (backend.name !== 'local') return [];
+  // An unreadable path on the way (a home not ours) leaves the written path to compare.
+  return [quarryHome(), await resolveExistingPrefix(backend, quarryHome()).catch(() => quarryHome())];
+}
+
+function quarryHomeReason(quarryDirs: readonly string[], candidate: string): string | null {
+  const quarryDir = quarryDirs.find((dir) => isInside(dir, candidate));
+  return quarryDir ? `${quarryDir} is quarry's home (QUARRY_HOME: its config.yaml, profiles and sessions are never written)` : null;
+}
+
+/**
+ * Every write mode, full included: a file in $QUARRY_HOME is never written or edited by a tool (its
+ * config.yaml starts MCP server commands at the next start; README "Security model").
+ */
+export async function refuseQuarryHome(backend: Backend, requested: string): Promise<void> {
+  const quarryDirs = await quarryHomeDirs(backend);
+  const resolved = await resolveExistingPrefix(backend, requested).catch(() => requested);
+  for (const candidate of new Set([requested, resolved])) {
+    const reason = quarryHomeReason(quarryDirs, candidate);
+    if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
+  }
+}
+
 function sensitiveReason(path: string, home: string): string | null {
   for (const name of SENSITIVE_IN_HOME) {
     const target = join(home, name);
@@ -123,14 +148,9 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
   const [home, temp] = await Promise.all([backend.homeDir(), backend.tempDir()]);
   const resolved = await resolveExistingPrefix(backend, requested);
   const realHome = await resolveExistingPrefix(backend, home);
-  // quarry's own home on this machine, wherever QUARRY_HOME puts it: config.yaml there starts MCP server commands.
-  const quarryDirs = backend.name === 'local' ? [quarryHome(), await resolveExistingPrefix(backend, quarryHome())] : [];
+  const quarryDirs = await quarryHomeDirs(backend);
   for (const candidate of new Set([requested, resolved])) {
-    const quarryDir = quarryDirs.find((dir) => isInside(dir, candidate));
-    const reason =
-      sensitiveReason(candidate, realHome) ??
-      sensitiveReason(candidate, home) ??
-      (quarryDir ? `${quarryDir} is quarry's home (QUARRY_HOME: its config.yaml, profiles and sessions are never written)` : null);
+    const reason = sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home) ?? quarryHomeReason(quarryDirs, candidate);
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
   // The working directory is a place to write only where it exists: a Daytona session's is the

@@ -168,7 +168,7 @@ describe('delegate', () => {
 
   it('quarry tool delegate explains that it runs only inside an agent run', async () => {
     const home = makeTempDir('quarry-delegate-tool-');
-    const result = await runQuarry(['tool', 'delegate', '--args', '{"instruction":"x"}', '-p', 'developer'], { env: cliEnv(home), timeoutMs: 30_000 });
+    const result = await runQuarry(['tool', 'delegate', '--args', '{"instruction":"x"}', '-p', 'developer', '--yes'], { env: cliEnv(home), timeoutMs: 30_000 });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(
       'delegate is not available here: it runs only in an agent run, and a delegated agent cannot delegate again (one level only)',

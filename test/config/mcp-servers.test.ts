@@ -33,6 +33,7 @@ mcp_servers:
     headers: {Authorization: "Bearer \${SECRET}"}
     startup_timeout_secs: 2.5
     tool_timeout_secs: 120
+    allow_outward: true
 `;
     const servers = parseMcpServers(text, FILE, { DATA_DIR: '/data', SECRET: 's3', HOST: 'example.com' });
     expect(servers).toEqual([
@@ -44,8 +45,17 @@ mcp_servers:
         cwd: undefined,
         startupTimeoutMs: 10_000,
         toolTimeoutMs: 60_000,
+        allowOutward: false,
       },
-      { name: 'search', type: 'http', url: 'https://example.com/mcp', headers: { Authorization: 'Bearer s3' }, startupTimeoutMs: 2500, toolTimeoutMs: 120_000 },
+      {
+        name: 'search',
+        type: 'http',
+        url: 'https://example.com/mcp',
+        headers: { Authorization: 'Bearer s3' },
+        startupTimeoutMs: 2500,
+        toolTimeoutMs: 120_000,
+        allowOutward: true,
+      },
     ]);
   });
 
@@ -56,7 +66,7 @@ mcp_servers:
 
   it('refuses unknown keys, bad types, empty commands, bad URLs and bad timeouts with the allowed values', () => {
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: [x], url: y}}', FILE, {}))).toBe(
-      `${FILE}: mcp_servers.s: unknown key "url"; a stdio server takes type, startup_timeout_secs, tool_timeout_secs, command, env, cwd`,
+      `${FILE}: mcp_servers.s: unknown key "url"; a stdio server takes type, startup_timeout_secs, tool_timeout_secs, allow_outward, command, env, cwd`,
     );
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: sse, url: y}}', FILE, {}))).toBe(
       `${FILE}: mcp_servers.s.type must be stdio or http (got "sse")`,

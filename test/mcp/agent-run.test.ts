@@ -58,10 +58,10 @@ describe('MCP tools in an agent run', () => {
   }
 
   it('starts the servers, skips the broken one with a message, and feeds the tool results to the model', async () => {
-    const result = await runQuarry(['--model', `script:${script}`, '--profile', 'readonly', '--yes', '--format', 'json', '-w', data, 'What is the revenue?'], {
-      env: cliEnv(home, { MCP_RUN_TOKEN: 'run-token' }),
-      timeoutMs: 60_000,
-    });
+    const result = await runQuarry(
+      ['--model', `script:${script}`, '--profile', 'readonly', '--yes', '--allow-outward', '--format', 'json', '-w', data, 'What is the revenue?'],
+      { env: cliEnv(home, { MCP_RUN_TOKEN: 'run-token' }), timeoutMs: 60_000 },
+    );
     expect(result.stderr).toMatch(/MCP server "dead" \(command \["quarry-no-such-mcp-server-xyz"\]\) failed to start and is skipped/);
     expect(result.code).toBe(0);
     const summary = JSON.parse(result.stdout) as { text: string; status: string; session_id?: string; sessionId?: string };
@@ -76,9 +76,10 @@ describe('MCP tools in an agent run', () => {
     expect(http.calls).toEqual(expect.arrayContaining(['who-am-i', 'picture']));
   });
 
-  it('asks before MCP tools under the dangerous approval mode: without a terminal or --yes they are refused', async () => {
+  /** A readonly run of the script with these flags, which reaches the web server not at all: its trace. */
+  async function runWithoutArrivals(flags: string[]): Promise<string> {
     const before = http.calls.length;
-    const result = await runQuarry(['--model', `script:${script}`, '--profile', 'readonly', '--format', 'json', '-w', data, 'What is the revenue?'], {
+    const result = await runQuarry(['--model', `script:${script}`, '--profile', 'readonly', ...flags, '--format', 'json', '-w', data, 'What is the revenue?'], {
       env: cliEnv(home, { MCP_RUN_TOKEN: 'run-token' }),
       timeoutMs: 60_000,
     });
@@ -86,7 +87,22 @@ describe('MCP tools in an agent run', () => {
     expect(http.calls.length).toBe(before);
     const summary = JSON.parse(result.stdout) as { session_id?: string; sessionId?: string };
     const sessions = readdirSync(join(home, 'sessions'));
-    const trace = traceOf(summary.session_id ?? summary.sessionId ?? sessions[sessions.length - 1]!);
+    return traceOf(summary.session_id ?? summary.sessionId ?? sessions[sessions.length - 1]!);
+  }
+
+  it('--yes does not approve an outward MCP call once a file is in the conversation; the refusal names the source', async () => {
+    // Nothing reaches the web server: both its calls come after the file's content.
+    const trace = await runWithoutArrivals(['--yes']);
+    expect(trace).toContain('total revenue: 1234.50');
+    expect(trace).toMatch(
+      /refused: mcp__web__who_am_i can send data out of this machine, and the conversation holds content the user did not write \(from mcp__files__read_text_file/,
+    );
+    expect(trace).toContain('--allow-outward');
+    expect(trace).not.toContain('authorization: Bearer run-token');
+  });
+
+  it('asks before MCP tools under the dangerous approval mode: without a terminal or --yes they are refused', async () => {
+    const trace = await runWithoutArrivals([]);
     expect(trace).toMatch(/--yes/);
     expect(trace).not.toContain('total revenue: 1234.50');
   });

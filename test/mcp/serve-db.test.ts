@@ -105,8 +105,10 @@ describe('quarry mcp over stdio', () => {
     expect(byName.read!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
     // Restricted bash is read-only because of the profile's guard.
     expect(byName.bash!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
-    // A database tool can write a new CSV (export_query): not read-only, never destructive under database: readonly.
-    expect(byName.postgres!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, openWorldHint: true });
+    // Without --yes the readonly profile's export_query is refused (it writes a file): as served, every database tool only
+    // reads, and the configured databases are not an open world.
+    for (const engine of ['sqlite', 'postgres', 'mysql'])
+      expect(byName[engine]!.annotations, engine).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
     expect(byName.sqlite!.inputSchema).toMatchObject({ type: 'object', required: ['operation'] });
     expect(served.client.getInstructions()).toContain('profile "readonly"');
 
@@ -158,6 +160,9 @@ describe('quarry mcp over stdio', () => {
     expect(existsSync(join(work, 'one.csv'))).toBe(false);
 
     const approved = await serve(['--yes', '--db', `pg=${pgUrl}`]);
+    // With --yes export_query is served: the tool can write a new file (never overwrite), still closed-world.
+    const approvedTools = Object.fromEntries((await approved.client.listTools()).tools.map((tool) => [tool.name, tool]));
+    expect(approvedTools.postgres!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, openWorldHint: false });
     const progress: number[] = [];
     const result = await approved.client.callTool(
       {
@@ -221,6 +226,11 @@ describe('quarry mcp over stdio', () => {
     const devNames = (await developer.client.listTools()).tools.map((tool) => tool.name).sort();
     // granular approval lists the database tools: not served without --yes; delegate never.
     expect(devNames).toEqual(['bash', 'chart', 'edit', 'glob', 'grep', 'list', 'read', 'read_excel', 'write']);
+    const devTools = Object.fromEntries((await developer.client.listTools()).tools.map((tool) => [tool.name, tool]));
+    // Unrestricted bash can change anything and reach anywhere; edit overwrites; read only reads.
+    expect(devTools.bash!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
+    expect(devTools.edit!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: false });
+    expect(devTools.read!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
     const wrote = await developer.client.callTool({ name: 'write', arguments: { path: 'made-by-mcp.txt', content: 'written over MCP\n' } });
     expect(wrote.isError, text(wrote)).toBeFalsy();
     expect(readFileSync(join(work, 'made-by-mcp.txt'), 'utf8')).toBe('written over MCP\n');

@@ -19,4 +19,6 @@ export interface BashToolOptions {
   timeouts: { defaultSeconds: number };
   /** Run restricted commands under the OS sandbox where the machine supports it (tests turn it off to check the policy alone). */
   osSandbox: boolean;
+  /** Commands run in a remote sandbox (the daytona backend), which has its own network. */
+  remote?: boolean;
 }

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { secretLocations } from '../secret-files.js';
 import { probeBubblewrap, type BubblewrapSupport } from './bubblewrap-probe.js';
 import type { ShellNetwork } from './bash-options.js';
 
@@ -42,6 +44,12 @@ function sandboxFlags(cwd: string, network: ShellNetwork): string[] {
     '--cap-drop',
     'ALL',
   ];
+  // Credential files (src/tools/secret-files.ts) are hidden: an empty file or directory in their place.
+  for (const location of secretLocations()) {
+    if (!existsSync(location.path)) continue;
+    if (location.directory) flags.push('--tmpfs', location.path);
+    else flags.push('--ro-bind', '/dev/null', location.path);
+  }
   if (network === 'none') flags.push('--unshare-net');
   // As root, keep only the right to read every file (production logs are often root:adm 0640).
   if (process.getuid?.() === 0) flags.push('--cap-add', 'CAP_DAC_READ_SEARCH');

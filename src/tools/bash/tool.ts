@@ -7,6 +7,7 @@ import { checkRestrictedCommand, staticRefusal, type PolicyEnvironment } from '.
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from './sandbox.js';
 import { success, failure, ToolError, type Tool, type ToolContext } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import { effects, type ToolEffects } from '../effects.js';
 
 /**
  * The bash tool (README "Tools", bash). Restricted mode (README "The restricted shell") runs a command only when the policy allows
@@ -155,6 +156,15 @@ export const SANDBOX_NETWORK_NOTE =
   "\n[note: this shell runs in an empty network namespace (the profile's shell_network: none), so ss, ip and netstat show the sandbox's " +
   "network (only lo, no sockets), not this host's: an empty list here does not mean that nothing listens on the host. A profile with " +
   "shell_network: loopback or all shows the host's sockets; lsof -i and /proc/PID/fd show processes' sockets here.]";
+/**
+ * The restricted shell runs only inspection commands (README "The restricted shell"): it changes nothing, and
+ * reaches out only as far as its shell_network lets it. Unrestricted, or in a remote sandbox, it can do anything.
+ */
+function bashEffects(options: BashToolOptions): ToolEffects {
+  const outward = !options.restricted || options.network !== 'none' || options.remote === true;
+  if (options.restricted) return effects({ reads: true, runsCommands: true, reachesNetwork: outward, sendsOut: outward });
+  return effects({ reads: true, runsCommands: true, writesFiles: true, destructive: true, changesDatabase: true, reachesNetwork: true, sendsOut: true });
+}
 
 export function createBashTool(options: BashToolOptions): Tool {
   return defineTool({
@@ -164,6 +174,7 @@ export function createBashTool(options: BashToolOptions): Tool {
     },
     parameters: BASH_PARAMETERS,
     readOnly: false,
+    effects: bashEffects(options),
     async run(args, context) {
       const { restricted, network } = options;
       if (restricted) {

@@ -5,6 +5,7 @@ import type { DatabaseConfig } from '../database/types.js';
 import { plural } from '../file-write-support.js';
 import { formatCount } from '../long-lines.js';
 import { displayPath, formatBytes, resolveToolPath, shownPath } from '../paths.js';
+import { effects } from '../effects.js';
 import { success, ToolError, type ToolContext, type Tool } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
@@ -124,6 +125,7 @@ export function createChartTool(configs: readonly DatabaseConfig[], options: Cha
     parameters: chartParameters(aliases),
     // It writes files: approval and concurrency as for export_query.
     readOnly: false,
+    effects: effects({ reads: true, writesFiles: true }),
     async run(args, context) {
       const started = Date.now();
       const backend = options.exportFiles;

@@ -1,4 +1,5 @@
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
+import { effects } from '../effects.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult, type JsonSchema } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { checkCreateOnlyTarget } from '../write-policy.js';
@@ -121,6 +122,7 @@ export function createDatabaseTool(engine: Engine, configs: readonly DatabaseCon
     validationParameters: databaseValidationParameters(configs.length > 1),
     // Reads never change anything; mutations mode can, and export_query writes a file.
     readOnly,
+    effects: effects({ reads: true, writesFiles: true, changesDatabase: !readOnly }),
     callIsReadOnly: (args) => readOnly && args.operation !== 'export_query' && !(args.operation === 'profile' && args.output_path !== undefined),
     run: async (args, context) => {
       const config = pickDatabase(engine, configs, args.database);

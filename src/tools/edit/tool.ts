@@ -1,8 +1,10 @@
+import { refuseQuarryHome } from '../write-policy.js';
 import { describeClosestRegion, numberedLines } from './closest.js';
 import { lineNumberAt, lineStarts, locateEdit, type MatchStage } from './match.js';
 import { applyReplacements, toLf, toTextFile, type TextFile, type ViewReplacement } from './text.js';
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
+import { effects } from '../effects.js';
 import { success, ToolError, type Tool, type ToolResult } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import type { FileWriteMode } from '../write-policy.js';
@@ -105,6 +107,7 @@ export function createEditTool(options: EditToolOptions): Tool {
     description: DESCRIPTION,
     parameters: EDIT_PARAMETERS,
     readOnly: false,
+    effects: effects({ reads: true, writesFiles: mode === 'full', destructive: mode === 'full' }),
     async run(args, context): Promise<ToolResult> {
       if (mode !== 'full') {
         throw new ToolError(`edit is not allowed: it needs file_write: full, and profile ${profileName} has ${mode}`, 'refused');
@@ -120,6 +123,7 @@ export function createEditTool(options: EditToolOptions): Tool {
       if (oldText === newText) throw new ToolError('old_string and new_string are identical; nothing to change', 'bad_value');
 
       const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
+      await refuseQuarryHome(context.backend, requested);
       const shown = shownPath(context.workingDir, requested);
       const target = await findExistingFile(context, requested, shown);
       if (!target) throw new ToolError(`${shown} does not exist; edit changes existing files (use write to create one)`, 'not_found');

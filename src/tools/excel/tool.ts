@@ -1,3 +1,4 @@
+import { READ_ONLY_EFFECTS } from '../effects.js';
 import { basename, extname } from 'node:path';
 import { WorkbookError } from './errors.js';
 import { loadNumberFormats, MAX_CELL_CHARS } from './cell-values.js';
@@ -208,6 +209,7 @@ export const readExcelTool = defineTool({
     "The footer gives the sheet's row count and the start_row to read on. Large .xlsx files are streamed: reading the first rows is fast. For .csv use read.",
   parameters: READ_EXCEL_PARAMETERS,
   readOnly: true,
+  effects: READ_ONLY_EFFECTS,
   async run(args, context) {
     const { path, shown, stat } = await resolveExistingPath(context, args.path);
     if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; use the list or glob tool to find workbooks in it`, 'is_directory');

@@ -1,3 +1,4 @@
+import { READ_ONLY_EFFECTS } from '../effects.js';
 import { isAbsolute, resolve } from 'node:path';
 import { countOf, formatCount } from '../long-lines.js';
 import { resolveExistingPath } from '../existing-path.js';
@@ -33,6 +34,7 @@ export const globTool = defineTool({
     `${GLOB_DEFAULT_MAX_RESULTS}, at most ${GLOB_MAX_RESULTS_LIMIT}), saying how many matched when cut.`,
   parameters: GLOB_PARAMETERS,
   readOnly: true,
+  effects: READ_ONLY_EFFECTS,
   async run(args, context) {
     const { backend, workingDir } = context;
     if (isAbsolute(args.pattern) || args.pattern.startsWith('~')) {

@@ -1,3 +1,4 @@
+import { READ_ONLY_EFFECTS } from '../effects.js';
 import { basename, join } from 'node:path';
 import type { Backend, DirEntry, FileStat } from '../../backends/types.js';
 import { countOf, formatCount } from '../long-lines.js';
@@ -202,6 +203,7 @@ export const listTool = defineTool({
     'with a count of what was left out. Hidden entries (names starting with ".") only with show_hidden=true.',
   parameters: LIST_PARAMETERS,
   readOnly: true,
+  effects: READ_ONLY_EFFECTS,
   async run(args, context) {
     const { backend } = context;
     const { path, shown, stat } = await resolveExistingPath(context, args.path);

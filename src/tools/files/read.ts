@@ -1,3 +1,4 @@
+import { READ_ONLY_EFFECTS } from '../effects.js';
 import { extname } from 'node:path';
 import type { Backend } from '../../backends/types.js';
 import { LineScanner, type ScannedLine } from './line-scanner.js';
@@ -139,6 +140,7 @@ export const readTool = defineTool({
     '(inspect them with bash: file, xxd | head); for .xlsx/.xlsm/.xls use read_excel; for directories use list.',
   parameters: READ_PARAMETERS,
   readOnly: true,
+  effects: READ_ONLY_EFFECTS,
   async run(args, context) {
     const { backend } = context;
     const { path, shown, stat } = await resolveExistingPath(context, args.path);

@@ -1,8 +1,9 @@
 import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
 import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
+import { effects } from '../effects.js';
 import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
-import { checkCreateOnlyTarget, type FileWriteMode } from '../write-policy.js';
+import { checkCreateOnlyTarget, refuseQuarryHome, type FileWriteMode } from '../write-policy.js';
 
 /**
  * `write {path, content}` (README "Writes"): writes a whole file atomically (temporary file, then
@@ -72,6 +73,7 @@ export function createWriteTool(options: WriteToolOptions): Tool {
     description: DESCRIPTION,
     parameters: WRITE_PARAMETERS,
     readOnly: false,
+    effects: effects({ writesFiles: mode !== 'off', destructive: mode === 'full' }),
     async run(args, context): Promise<ToolResult> {
       if (mode !== 'create-only' && mode !== 'full') {
         throw new ToolError(`write is not allowed: file_write is ${mode} in profile ${profileName}`, 'refused');
@@ -81,6 +83,7 @@ export function createWriteTool(options: WriteToolOptions): Tool {
       }
       const requested = await resolveToolPath(context.backend, context.workingDir, args.path);
       const data = Buffer.from(args.content, 'utf8');
+      if (mode === 'full') await refuseQuarryHome(context.backend, requested);
       const outcome = mode === 'create-only' ? await createOnly(context, writeRoots, requested, data) : await createOrReplace(context, requested, data);
       await recordWritten(context, [requested, outcome.path]);
 

@@ -1,3 +1,4 @@
+import { READ_ONLY_EFFECTS } from '../effects.js';
 import { basename, dirname, resolve } from 'node:path';
 import type { Backend, ExecResult } from '../../backends/types.js';
 import { GrepOutputParser, type GrepRecord } from './output.js';
@@ -176,7 +177,7 @@ function dropTrailingStrays(records: GrepRecord[], contextLines: number): GrepRe
 }
 
 async function planSearch(context: ToolContext, args: GrepArgs): Promise<{ plan: SearchPlan; shown: string }> {
-  const { path: target, shown, stat } = await resolveExistingPath(context, args.path ?? '.');
+  const { path: target, shown, stat } = await resolveExistingPath(context, args.path ?? '.', { readsTree: true });
   if (args.glob?.includes('/')) {
     throw new ToolError(
       `glob "${args.glob}" contains "/": glob matches file names only (e.g. "*.py" or "*.{ts,tsx}"); put the directory in path instead`,
@@ -260,6 +261,7 @@ export const grepTool = defineTool({
     `${MAX_LINE_CHARS} characters are cut; the search is stopped after ${GREP_TIMEOUT_MS / 1000} s.`,
   parameters: GREP_PARAMETERS,
   readOnly: true,
+  effects: READ_ONLY_EFFECTS,
   async run(args, context) {
     if (/[\n\r]/.test(args.pattern)) throw new ToolError('pattern must be a single line: grep matches one line at a time', 'bad_pattern');
     const maxMatches = args.max_matches ?? GREP_DEFAULT_MAX_MATCHES;

@@ -91,7 +91,7 @@ async function startServer(config: McpServerConfig): Promise<Started> {
   try {
     const infos = await withTimeout(connectAndList(), config.startupTimeoutMs, 'starting the server and listing its tools');
     return {
-      tools: infos.map((info) => adaptMcpTool(config.name, client, info, config.toolTimeoutMs)),
+      tools: infos.map((info) => adaptMcpTool(config.name, client, info, config.toolTimeoutMs, config.allowOutward)),
       close: () => closeQuietly(client, transport),
     };
   } catch (error) {

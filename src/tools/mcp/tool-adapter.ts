@@ -3,6 +3,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv } from 'ajv';
 import { formatBytes } from '../paths.js';
 import { mcpToolName } from './names.js';
+import { effects, type ToolEffects } from '../effects.js';
 import { failure, success, ToolError, type Tool, type ToolParameters } from '../types.js';
 
 /** What a server's tools/list gives for one tool (the fields quarry uses). */
@@ -11,7 +12,7 @@ export interface McpToolInfo {
   title?: string | undefined;
   description?: string | undefined;
   inputSchema: Record<string, unknown>;
-  annotations?: { readOnlyHint?: boolean | undefined; title?: string | undefined } | undefined;
+  annotations?: { readOnlyHint?: boolean | undefined; openWorldHint?: boolean | undefined; title?: string | undefined } | undefined;
 }
 
 const schemaChecker = new Ajv({ strict: false });
@@ -70,7 +71,19 @@ export function contentToText(content: readonly ContentBlock[]): string {
 }
 
 /** Wraps one MCP tool as a quarry Tool that calls the server, with the server's call timeout. */
-export function adaptMcpTool(serverName: string, client: Client, info: McpToolInfo, toolTimeoutMs: number): Tool {
+/**
+ * What an MCP tool can do, as far as quarry can tell: whatever the server says (it may change things
+ * there, so approval treats it as a change), and it is an outward tool (it can carry what it is given
+ * to the server and beyond) unless the server marks it read-only and closed-world, or the user vouches
+ * for the server (`allow_outward: true`).
+ */
+export function mcpToolEffects(info: McpToolInfo, allowOutward: boolean): ToolEffects {
+  const closed = info.annotations?.readOnlyHint === true && info.annotations.openWorldHint === false;
+  const outward = !closed && !allowOutward;
+  return effects({ reads: true, external: true, reachesNetwork: info.annotations?.openWorldHint !== false, sendsOut: outward });
+}
+
+export function adaptMcpTool(serverName: string, client: Client, info: McpToolInfo, toolTimeoutMs: number, allowOutward = false): Tool {
   const { parameters, unchecked } = normaliseInputSchema(info.inputSchema);
   const readOnlyNote = info.annotations?.readOnlyHint
     ? ' The server marks it read-only (quarry still asks for approval where the profile asks before MCP tools).'
@@ -85,6 +98,7 @@ export function adaptMcpTool(serverName: string, client: Client, info: McpToolIn
     parameters,
     // Whatever the server's readOnlyHint says: hints come from the server, approval is the user's.
     readOnly: false,
+    effects: mcpToolEffects(info, allowOutward),
     async run(args, context) {
       let result: Awaited<ReturnType<Client['callTool']>>;
       try {

@@ -17,7 +17,17 @@ const FILESYSTEM_SERVER = join(import.meta.dirname, '..', '..', '..', 'node_modu
 /** Processes whose command line contains `marker` (a unique temp path), from ps. */
 
 function stdio(name: string, command: string[], extra: Partial<McpServerConfig> = {}): McpServerConfig {
-  return { name, type: 'stdio', command, env: {}, cwd: undefined, startupTimeoutMs: 10_000, toolTimeoutMs: 60_000, ...extra } as McpServerConfig;
+  return {
+    name,
+    type: 'stdio',
+    command,
+    env: {},
+    cwd: undefined,
+    startupTimeoutMs: 10_000,
+    toolTimeoutMs: 60_000,
+    allowOutward: false,
+    ...extra,
+  } as McpServerConfig;
 }
 
 describe('MCP servers: a real stdio server from npm, an HTTP server, and broken ones', () => {
@@ -35,7 +45,15 @@ describe('MCP servers: a real stdio server from npm, an HTTP server, and broken 
     servers = await startMcpServers(
       [
         stdio('fs', ['node', FILESYSTEM_SERVER, dataDir]),
-        { name: 'my-http', type: 'http', url: http.url, headers: { Authorization: 'Bearer test-token' }, startupTimeoutMs: 10_000, toolTimeoutMs: 1000 },
+        {
+          name: 'my-http',
+          type: 'http',
+          url: http.url,
+          headers: { Authorization: 'Bearer test-token' },
+          startupTimeoutMs: 10_000,
+          toolTimeoutMs: 1000,
+          allowOutward: false,
+        },
         stdio('broken', ['quarry-no-such-mcp-server-xyz']),
         // Starts but never speaks MCP: must be given up after its startup timeout.
         stdio('silent', ['node', '-e', 'setInterval(() => {}, 1000)', dataDir], { startupTimeoutMs: 1000 }),

@@ -1,3 +1,5 @@
+import { secretLocationOf, treeHoldsSecrets } from '../../secret-files.js';
+import { homedir } from 'node:os';
 import { posix } from 'node:path';
 
 /**
@@ -117,6 +119,12 @@ export function resolvedPathRefusal(word: string, resolved: Resolved, use: PathU
       `directories to search`
     );
   }
+  const secret = use === 'tree' ? treeHoldsSecrets(path) : secretLocationOf(path);
+  if (secret) {
+    return use === 'tree'
+      ? `reading everything below ${JSON.stringify(word)} would read ${secret.path}, which holds credentials; name the directories to search`
+      : `the path ${JSON.stringify(word)} leads to ${secret.path}, which holds credentials quarry never shows to the model`;
+  }
   if (!path.startsWith('/proc/')) return null;
   const [entry, file, ...deeper] = path.slice('/proc/'.length).split('/');
   const perProcess = /^(\d+|self|thread-self)$/.test(entry ?? '');
@@ -148,6 +156,12 @@ export function pathCandidates(word: string): string[] {
     for (let i = token.indexOf('/', 1); i > 0; i = token.indexOf('/', i + 1)) found.add(token.slice(i));
   }
   found.delete('');
+  return withHome(found);
+}
+
+/** The shell expands a leading "~" to the home directory: check that path too. */
+function withHome(found: Set<string>): string[] {
+  for (const candidate of [...found]) if (candidate === '~' || candidate.startsWith('~/')) found.add(homedir() + candidate.slice(1));
   return [...found];
 }
 
@@ -158,5 +172,5 @@ export function treeCandidates(word: string): string[] {
   if (eq >= 0) found.add(word.slice(eq + 1));
   if (/^-[^-]/.test(word)) found.add(word.slice(2));
   found.delete('');
-  return [...found];
+  return withHome(found);
 }

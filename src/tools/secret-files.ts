@@ -1,0 +1,57 @@
+import { realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { quarryHome } from '../config/home.js';
+import { isInside } from './paths.js';
+
+/**
+ * Files that hold credentials (README "Security model"): quarry's own config.yaml (MCP tokens,
+ * database URLs) and the usual credential files of the tools a data team uses. The model's file
+ * tools (read, read_excel, grep, glob, list) refuse them, and the restricted shell refuses to open
+ * them or to search a tree that holds them; the sandbox of the restricted shell hides them as well
+ * (src/tools/bash/sandbox.ts).
+ */
+
+/**
+ * Relative to the home directory: a file, or (ending in /) a directory whose whole tree is secret.
+ * Not ~/.kube/config nor ~/.docker/config.json: the restricted shell's kubectl and docker reads need
+ * them, and their policy refuses the commands that would print their credentials.
+ */
+const IN_HOME = ['.pgpass', '.my.cnf', '.netrc', '.git-credentials', '.aws/', '.ssh/', '.config/gcloud/', '.pypirc'];
+
+export interface SecretLocation {
+  path: string;
+  directory: boolean;
+}
+
+/** The secret locations of this machine, by their written path and (where it exists) their real one. */
+export function secretLocations(env: NodeJS.ProcessEnv = process.env, home = homedir()): SecretLocation[] {
+  const written: SecretLocation[] = [
+    { path: join(quarryHome(env), 'config.yaml'), directory: false },
+    ...IN_HOME.map((entry) => ({ path: join(home, entry), directory: entry.endsWith('/') })),
+  ];
+  const all = [...written];
+  for (const location of written) {
+    try {
+      const real = realpathSync(location.path);
+      if (real !== location.path) all.push({ path: real, directory: location.directory });
+    } catch {
+      // Absent: nothing to read there (a later file is caught by its written path).
+    }
+  }
+  return all;
+}
+
+/** The secret location a path is, or lies inside; null when none. */
+export function secretLocationOf(path: string, locations: readonly SecretLocation[] = secretLocations()): SecretLocation | null {
+  return locations.find((location) => (location.directory ? isInside(location.path, path) : location.path === path)) ?? null;
+}
+
+/** Whether reading everything below `path` would read a secret location. */
+export function treeHoldsSecrets(path: string, locations: readonly SecretLocation[] = secretLocations()): SecretLocation | null {
+  return locations.find((location) => isInside(path, location.path)) ?? null;
+}
+
+export function secretRefusal(shown: string, location: SecretLocation): string {
+  return `refused: ${shown} ${location.path === shown ? '' : `(${location.path}) `}holds credentials, which quarry never shows to the model; ask the user for what you need from it`;
+}
