@@ -23,7 +23,7 @@ import { MCP_TOOL_PREFIX } from '../tools/mcp/names.js';
  * the 64 KiB cap), so a client gets exactly the guarantees quarry's own model gets.
  *
  * What is not served:
- * - `delegate` (it needs quarry's own model) and tools of MCP servers configured in quarry's
+ * - `delegate` (it needs quarry's own model), `ask_user` (the client's model asks its own user) and tools of MCP servers configured in quarry's
  *   config (they are not quarry's to re-serve).
  * - Without `--yes`, tools whose every call the profile would ask about (quarry cannot ask its
  *   own question over MCP): approval mode `all`, the tools listed under `granular`, and under
@@ -43,6 +43,7 @@ export interface ServeOptions {
 /** Why a tool is not served, or null when it is. */
 export function notServedReason(tool: Tool, profile: Profile, yes: boolean): string | null {
   if (tool.name === 'delegate') return "delegate runs quarry's own model and is not served over MCP";
+  if (tool.name === 'ask_user') return "ask_user is how quarry's own model asks its user; an MCP client asks its own";
   if (tool.name.startsWith(MCP_TOOL_PREFIX)) return 'tools of MCP servers configured in quarry are not re-served';
   if (yes) return null;
   const { mode, tools } = profile.approval;
