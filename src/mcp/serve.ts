@@ -21,7 +21,7 @@ import type { Tool } from '../tools/types.js';
  * the 64 KiB cap), so a client gets exactly the guarantees quarry's own model gets.
  *
  * What is not served:
- * - `delegate` (it needs quarry's own model) and tools of MCP servers configured in quarry's
+ * - `delegate` (it needs quarry's own model), `ask_user` (the client's model asks its own user) and tools of MCP servers configured in quarry's
  *   config (they are not quarry's to re-serve).
  * - Without `--yes`, tools whose every call the profile would ask about (quarry cannot ask its
  *   own question over MCP): approval mode `all`, the tools listed under `granular`, and under
@@ -42,6 +42,7 @@ export interface ServeOptions {
 export function notServedReason(tool: Tool, rules: ApprovalRules, yes: boolean): string | null {
   const declared = effectsOf(tool);
   if (declared.delegates) return `${tool.name} runs quarry's own model and is not served over MCP`;
+  if (declared.asksPerson) return `${tool.name} is how quarry's own model asks its user; an MCP client asks its own`;
   if (declared.external) return 'tools of MCP servers configured in quarry are not re-served';
   if (yes) return null;
   const { mode, tools } = rules.approval;

@@ -93,7 +93,11 @@ export function renderRefreshReport(session: SessionData, result: RefreshResult)
       : steps.some((step) => step.status === 'changed')
         ? 'the results changed, but no figure the answer states was matched to a changed value: read the steps below'
         : 'no figure the answer states changed';
-    out.push(`<div class="answer"><div class="answer-label">Original answer</div>${html}<p class="note">${escapeHtml(note)}</p></div>`);
+    const failed = steps.filter((step) => step.status === 'failed').length;
+    const unchecked = failed
+      ? `; ${failed} step${failed === 1 ? '' : 's'} now fail${failed === 1 ? 's' : ''}, so the figures from ${failed === 1 ? 'it' : 'them'} could not be checked`
+      : '';
+    out.push(`<div class="answer"><div class="answer-label">Original answer</div>${html}<p class="note">${escapeHtml(note + unchecked)}</p></div>`);
     if (steps.length) out.push(`<details class="work" open><summary>Re-run steps</summary>${steps.map(renderRefreshedStep).join('\n')}</details>`);
     out.push('</section>');
   }

@@ -425,7 +425,7 @@ function formatLike(figure: string, value: number): string {
 /**
  * The figures of an answer that a refreshed result changed: a number in the text equal to an old
  * value (as written, or rounded to the figure's decimals; thousands separators allowed) whose
- * step now gives another, or an old row count that changed.
+ * step now gives another, or an old row count that changed; numbers in code are left alone.
  */
 export function markFigures(text: string, steps: readonly RefreshedStep[]): AnswerFigure[] {
   const changes: Array<{ old: number; new: number; newText: string }> = [];
@@ -436,7 +436,10 @@ export function markFigures(text: string, steps: readonly RefreshedStep[]): Answ
   }
   if (changes.length === 0) return [];
   const figures: AnswerFigure[] = [];
+  // Numbers in code (the SQL shown in fenced blocks, `LIMIT 10`) are no figures of the answer.
+  const code = [...text.matchAll(/```[\s\S]*?(```|$)|`[^`\n]*`/g)].map((block) => [block.index, block.index + block[0].length] as const);
   for (const match of text.matchAll(FIGURE)) {
+    if (code.some(([start, end]) => match.index >= start && match.index < end)) continue;
     const figure = match[0];
     const value = Number(figure.replace(/,/g, ''));
     const decimals = decimalsOf(figure);

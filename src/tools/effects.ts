@@ -25,6 +25,8 @@ export interface ToolEffects {
   external: boolean;
   /** Runs a child agent with the other tools (its effects are theirs). */
   delegates: boolean;
+  /** Puts a question to the person at quarry's own terminal (ask_user): nothing an MCP client could be served. */
+  asksPerson: boolean;
 }
 
 const NONE: ToolEffects = {
@@ -37,6 +39,7 @@ const NONE: ToolEffects = {
   sendsOut: false,
   external: false,
   delegates: false,
+  asksPerson: false,
 };
 
 export function effects(declared: Partial<ToolEffects>): ToolEffects {
@@ -57,6 +60,7 @@ const EVERYTHING: ToolEffects = {
   sendsOut: true,
   external: true,
   delegates: false,
+  asksPerson: false,
 };
 
 export function effectsOf(tool: Tool): ToolEffects {

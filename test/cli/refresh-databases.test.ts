@@ -190,6 +190,7 @@ describe('refreshing a session', () => {
     const html = readFileSync(page, 'utf8');
     expect(html).toContain('<strong>0 tokens</strong>');
     expect(html).toContain('<mark class="changed" title="changed by the refresh"><del>42.5</del> → <ins>54.5</ins></mark>');
+    expect(html).toContain('1 step now fails, so the figures from it could not be checked');
     expect(html).not.toMatch(/<script/i);
     // The originals are untouched; no request reached the model.
     for (const [name, digest] of Object.entries(originals)) if (name !== 'shop.db') expect(hash(join(work, name)), name).toBe(digest);

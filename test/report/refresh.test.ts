@@ -69,6 +69,8 @@ describe('comparing results', () => {
     const text = 'Revenue was 1,234.57 from 3 stores (10 rows); 2024 was a good year; 33 is not a figure here.';
     expect(markFigures(text, [step]).map(({ old, new: next }) => `${old} → ${next}`)).toEqual(['1,234.57 → 1,300.10', '3 → 4', '10 → 12']);
     expect(markFigures(text, [])).toEqual([]);
+    // The SQL shown in the answer keeps its numbers.
+    expect(markFigures('```sql\nSELECT * FROM t LIMIT 10\n```\nGot 10 rows, `WHERE n = 3`.', [step]).map((figure) => figure.old)).toEqual(['10']);
   });
 
   it('names new files beside the old, never one that exists (for charts, none of NAME.svg/.png/.vl.json)', () => {

@@ -1,3 +1,4 @@
+import { effects } from '../effects.js';
 import { defineTool, toolParameters } from '../define.js';
 import { success, type Tool } from '../types.js';
 
@@ -41,6 +42,8 @@ export function createAskUserTool(options: AskUserToolOptions): Tool {
       `${options.budget === 1 ? '' : 's'} per request; when no one can answer, the result says so: then state the assumption you make.`,
     parameters: PARAMETERS,
     readOnly: true,
+    // The answer is the user's own words: trusted, like the prompt (README "Security model").
+    effects: effects({ asksPerson: true }),
     async run(args, context) {
       const asker = context.askUser;
       if (!asker) return success(NO_ONE_TO_ASK, { asked: false, reason: 'no_one' });

@@ -1,3 +1,4 @@
+import { effects } from '../effects.js';
 import { defineTool, toolParameters } from '../define.js';
 import { success, type Tool } from '../types.js';
 import { type Knowledge, metricSql } from './folder.js';
@@ -82,6 +83,8 @@ export function createKnowledgeTool(knowledge: Knowledge): Tool {
     description: DESCRIPTION,
     parameters: PARAMETERS,
     readOnly: true,
+    // The team's own folder, written by people and reviewed like code: trusted, like the prompt (README "Security model").
+    effects: effects({}),
     async run(args) {
       index ??= buildIndex(knowledge);
       const limit = args.limit ?? KNOWLEDGE_DEFAULT_LIMIT;
