@@ -39,31 +39,42 @@ function text(value: unknown): string | null {
   return typeof value === 'string' ? value : valueToText(value as never);
 }
 
-/** One pass over a SQLite table: per column a map of values to counts, dropped once over the limit. */
+/**
+ * One pass over a SQLite table: per column a map of values to counts. A column that goes over the
+ * limit is dropped and the pass starts again without it, so columns of unique values cost only the
+ * rows read until they overflow (the limit plus one distinct values), not a read of every row.
+ */
 function countSqliteTable(path: string, columns: readonly CandidateColumn[], maxDistinct: number): { rows: number; maps: (Map<string, number> | null)[] } {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
     const quote = DIALECTS.sqlite.quote;
     const first = columns[0]!;
-    const statement = db.prepare(
-      `SELECT ${columns.map((column) => quote(column.column)).join(', ')} FROM ${qualifiedTable('sqlite', first.schema, first.table)}`,
-    );
-    const maps: (Map<string, number> | null)[] = columns.map(() => new Map());
-    let rows = 0;
-    for (const row of statement.raw(true).iterate() as Iterable<unknown[]>) {
-      rows++;
-      for (let i = 0; i < row.length; i++) {
-        const map = maps[i];
-        if (!map) continue;
-        const value = row[i];
-        if (value === null) continue;
-        const key = typeof value === 'string' ? value : text(value);
-        if (key === null) continue;
-        map.set(key, (map.get(key) ?? 0) + 1);
-        if (map.size > maxDistinct) maps[i] = null;
+    const from = qualifiedTable('sqlite', first.schema, first.table);
+    const maps: (Map<string, number> | null)[] = columns.map(() => null);
+    let live = columns.map((_, index) => index);
+    for (;;) {
+      for (const index of live) maps[index] = new Map();
+      const list = live.length ? live.map((index) => quote(columns[index]!.column)).join(', ') : '1';
+      let rows = 0;
+      let overflowed = -1;
+      const current = live.map((index) => maps[index]!);
+      for (const row of db.prepare(`SELECT ${list} FROM ${from}`).raw(true).iterate() as Iterable<unknown[]>) {
+        rows++;
+        for (let i = 0; i < current.length; i++) {
+          const value = row[i];
+          if (value === null) continue;
+          const key = typeof value === 'string' ? value : text(value);
+          if (key === null) continue;
+          const map = current[i]!;
+          map.set(key, (map.get(key) ?? 0) + 1);
+          if (map.size > maxDistinct) overflowed = i;
+        }
+        if (overflowed >= 0) break;
       }
+      if (overflowed < 0) return { rows, maps };
+      maps[live[overflowed]!] = null;
+      live = live.filter((_, i) => i !== overflowed);
     }
-    return { rows, maps };
   } finally {
     db.close();
   }
