@@ -384,6 +384,14 @@ describe('postgres', () => {
     expect(nul.output).toMatch(/^No column holds "a\\u0000b"/);
   });
 
+  test('a decimal value against integer and decimal columns: compared as numbers, no error', async () => {
+    const { run } = makeRunner([config], dir);
+    const price = String(sample.rows.products![0]![sample.columns.products!.findIndex((column) => column.name === 'unit_price')]);
+    const found = await run('postgres', { operation: 'find_values', value: price, table_pattern: 'fv\\_products' });
+    expect(found.metadata.skipped).toBe(0);
+    expect(found.metadata.columns).toContain('public.fv_products.unit_price');
+  });
+
   test('a table the user may not read is skipped and said so; nothing in the database changes', async () => {
     const { run } = makeRunner([config], dir);
     const found = await run('postgres', { operation: 'find_values', value: 'Brazil' });
