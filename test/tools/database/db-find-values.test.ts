@@ -390,6 +390,15 @@ describe('postgres', () => {
     const found = await run('postgres', { operation: 'find_values', value: price, table_pattern: 'fv\\_products' });
     expect(found.metadata.skipped).toBe(0);
     expect(found.metadata.columns).toContain('public.fv_products.unit_price');
+    // A day against date, timestamp and time-of-day columns: the day's range where it can be compared, no error.
+    await admin.query(
+      `CREATE TABLE fv_times (d date, ts timestamptz, t time); INSERT INTO fv_times VALUES ('2024-03-05', '2024-03-05 10:00:00+00', '10:00'); ` +
+        'GRANT SELECT ON fv_times TO quarry_test',
+    );
+    const day = await run('postgres', { operation: 'find_values', value: '2024-03-05', table_pattern: 'fv\\_times' });
+    expect(day.metadata.skipped).toBe(0);
+    expect(day.metadata.columns).toEqual(expect.arrayContaining(['public.fv_times.d']));
+    expect(day.metadata.columns).not.toContain('public.fv_times.t');
   });
 
   test('a table the user may not read is skipped and said so; nothing in the database changes', async () => {

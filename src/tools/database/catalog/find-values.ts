@@ -119,7 +119,8 @@ export function candidateKind(engine: Engine, type: string, value: string, match
   if (category === 'text' || (engine === 'sqlite' && category === 'other')) return 'text';
   if (match !== 'exact') return null;
   if (category === 'number' && numberValue(value) !== null) return 'number';
-  if (category === 'temporal' && dateRange(value) !== null && !/year/i.test(type)) return 'temporal';
+  // A time of day (or a year) cannot be compared with a day's range of timestamps.
+  if (category === 'temporal' && dateRange(value) !== null && /date|timestamp/i.test(type)) return 'temporal';
   return null;
 }
 
