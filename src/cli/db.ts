@@ -5,6 +5,7 @@ import { configFileLocation } from '../config/home.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
 import { EXIT_FAILED, EXIT_OK, UsageError } from '../errors.js';
 import { databaseOptions, withDatabaseOptions } from './options.js';
+import { DEFAULT_MAX_DISTINCT } from '../tools/database/values-index/limits.js';
 
 /**
  * `quarry db list` (configured databases, never with passwords) and `quarry db check [ALIAS]`
@@ -68,8 +69,54 @@ async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; tex
   }
 }
 
+/** `quarry db index`: builds the value index, with a progress bar on a terminal. */
+async function indexDatabase(config: DatabaseConfig, tables: string | undefined, maxDistinct: number | undefined): Promise<number> {
+  if (maxDistinct !== undefined && (!Number.isInteger(maxDistinct) || maxDistinct < 1)) throw new UsageError('--max-distinct must be a positive integer');
+  const [{ driverFor, closeAllDatabaseConnections }, { scrubSecrets }, { buildValueIndex }] = await Promise.all([
+    import('../tools/database/connections.js'),
+    import('../tools/database/secrets.js'),
+    import('../tools/database/values-index/build.js'),
+  ]);
+  const tty = Boolean(process.stderr.isTTY);
+  const signal = new AbortController().signal;
+  try {
+    const driver = await driverFor(config, true);
+    await driver.connect(signal);
+    const summary = await buildValueIndex(
+      config,
+      driver,
+      { readOnly: true, signal },
+      {
+        ...(tables !== undefined ? { tablePattern: tables } : {}),
+        ...(maxDistinct !== undefined ? { maxDistinct } : {}),
+        onProgress: (done, total, table) => {
+          if (!tty) return;
+          const width = 30;
+          const filled = Math.round((done / Math.max(1, total)) * width);
+          process.stderr.write(
+            `\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} tables${table ? `  ${table}` : ''}${done === total ? '\n' : ''}`,
+          );
+        },
+      },
+    );
+    process.stdout.write(
+      `Indexed ${config.alias}: ${summary.tables} tables, ${summary.columns} text columns (${summary.overLimit} with more distinct values than the limit, ` +
+        `left to the scan), ${summary.values.toLocaleString('en-US')} values from ${summary.rows.toLocaleString('en-US')} rows in ${summary.seconds.toFixed(1)} s\n` +
+        `${summary.skipped.length ? `not indexed (could not be read): ${summary.skipped.map((table) => `${table.table} (${table.reason})`).join(', ')}\n` : ''}` +
+        `${summary.path}\n`,
+    );
+    return EXIT_OK;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`quarry: db index ${config.alias} failed: ${scrubSecrets(message, config).split('\n')[0]}\n`);
+    return EXIT_FAILED;
+  } finally {
+    await closeAllDatabaseConnections();
+  }
+}
+
 export function registerDbCommand(parser: Argv, setExit: (code: number) => void): void {
-  parser.command('db', 'Configured databases: db list, db check [ALIAS]', (y) =>
+  parser.command('db', 'Configured databases: db list, db check [ALIAS], db index ALIAS', (y) =>
     withDatabaseOptions(y)
       .option('config', { type: 'string', describe: 'Config file with databases: (default: $QUARRY_HOME/config.yaml)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
@@ -105,6 +152,24 @@ export function registerDbCommand(parser: Argv, setExit: (code: number) => void)
           setExit(failed ? EXIT_FAILED : EXIT_OK);
         },
       )
-      .demandCommand(1, 'name a subcommand: quarry db list | quarry db check [ALIAS]'),
+      .command(
+        'index <alias>',
+        'Build the value index that find_values looks values up in (README "Knowing the data")',
+        (c) =>
+          c
+            .positional('alias', { type: 'string', demandOption: true })
+            .option('tables', { type: 'string', describe: 'SQL LIKE pattern of the tables to index (default: all)' })
+            .option('max-distinct', {
+              type: 'number',
+              describe: `Distinct values kept per column; columns with more keep none (default ${DEFAULT_MAX_DISTINCT})`,
+            }),
+        async (argv) => {
+          const configs = loadConfigs(argv as unknown as DbArgv, false);
+          const config = configs.find((candidate) => candidate.alias === argv.alias);
+          if (!config) throw new UsageError(`no database "${argv.alias}"; configured: ${configs.map((c) => c.alias).join(', ') || '(none)'}`);
+          setExit(await indexDatabase(config, argv.tables as string | undefined, argv['max-distinct'] as number | undefined));
+        },
+      )
+      .demandCommand(1, 'name a subcommand: quarry db list | quarry db check [ALIAS] | quarry db index ALIAS'),
   );
 }

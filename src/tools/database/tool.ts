@@ -283,7 +283,7 @@ async function operate(
       return success(found.text, { matches: found.matches });
     }
     case 'find_values':
-      return findValuesOperation(engine, driver, args, options, tool.profileBudgetSeconds);
+      return findValuesOperation(config, driver, args, options, tool.profileBudgetSeconds);
     case 'sample':
       return sampleTable(engine, driver, requireArg(args, 'table_name'), args.row_limit ?? SAMPLE_DEFAULT_ROWS, options);
     case 'profile':

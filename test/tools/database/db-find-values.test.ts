@@ -9,6 +9,9 @@ import { EventEmitter } from 'node:events';
 import type { OracleConnection } from 'oracledb';
 import { loadDatabaseConfigs } from '../../../src/config/databases.js';
 import { findValues, formatFindValues } from '../../../src/tools/database/catalog/find-values.js';
+import { indexLookup } from '../../../src/tools/database/values-index/lookup.js';
+import { buildValueIndex } from '../../../src/tools/database/values-index/build.js';
+import { indexPath } from '../../../src/tools/database/values-index/store.js';
 import { ORACLE_BEGIN_READ_ONLY, OracleDriver } from '../../../src/tools/database/drivers/oracle.js';
 import { VERTICA_BEGIN_READ_ONLY, VerticaDriver } from '../../../src/tools/database/drivers/vertica.js';
 import { driverFor } from '../../../src/tools/database/connections.js';
@@ -155,20 +158,24 @@ interface Accuracy {
   falseNegatives: number;
 }
 
-async function measure(engine: Engine, config: DatabaseConfig, prefix: string): Promise<Record<Mode, Accuracy>> {
+async function measure(engine: Engine, config: DatabaseConfig, prefix: string, withIndex = false): Promise<Record<Mode, Accuracy>> {
   const driver = await driverFor(config, true);
   await driver.connect(new AbortController().signal);
   const accuracy = {} as Record<Mode, Accuracy>;
   for (const question of QUESTIONS) {
+    const options = { readOnly: true, signal: new AbortController().signal };
+    const request = {
+      value: question.value,
+      match: question.mode === 'lower' ? ('exact' as const) : question.mode,
+      limit: 100,
+      ...(engine === 'mysql' ? { tablePattern: 'fv\\_%' } : {}),
+    };
     const result = await findValues(
-      { engine, driver, options: { readOnly: true, signal: new AbortController().signal }, budgetSeconds: 60 },
-      {
-        value: question.value,
-        match: question.mode === 'lower' ? 'exact' : question.mode,
-        limit: 100,
-        ...(engine === 'mysql' ? { tablePattern: 'fv\\_%' } : {}),
-      },
+      { engine, driver, options, budgetSeconds: 60 },
+      request,
+      withIndex ? indexLookup(config, driver, options, request) : undefined,
     );
+    if (withIndex) expect(result.coverage.indexNote).toMatch(/from the value index built/);
     expect(result.coverage.notReached).toEqual([]);
     // fv_secret is the table the PostgreSQL user may not read (tested below); fv_odd holds the awkward values, outside the sample.
     expect(result.coverage.skipped.filter((table) => !table.table.endsWith('fv_secret'))).toEqual([]);
@@ -188,7 +195,7 @@ async function measure(engine: Engine, config: DatabaseConfig, prefix: string): 
       return `${mode} recall ${recall.toFixed(3)} precision ${precision.toFixed(3)}`;
     })
     .join('; ');
-  console.log(`find_values accuracy on ${engine} (seed ${SEED}, ${QUESTIONS.length / 5} values x 5 modes): ${line}`);
+  console.log(`find_values accuracy on ${engine}${withIndex ? ' with the value index' : ''} (seed ${SEED}, ${QUESTIONS.length / 5} values x 5 modes): ${line}`);
   return accuracy;
 }
 
@@ -267,6 +274,42 @@ describe('sqlite', () => {
     expect(result.coverage.notReached.map((table) => table.table).sort()).toEqual(['main.customers', 'main.fv_odd', 'main.orders', 'main.products']);
   });
 
+  test('the value index: built by quarry db index, answers as the scan does (a column over the limit is left to the scan), unused after a schema change', async () => {
+    const home = makeTempDir('quarry-home-');
+    const previous = process.env.QUARRY_HOME;
+    process.env.QUARRY_HOME = home;
+    try {
+      const indexed = join(dir, 'indexed.db');
+      copyFileSync(SAMPLE, indexed);
+      const indexedConfig = configsFor([`s=${indexed}`], dir)[0]!;
+      const built = await runCli(['db', 'index', 's', '--db', `s=${indexed}`, '--max-distinct', '500'], { env: cliEnv(home) });
+      expect(built.code, built.stderr).toBe(0);
+      // The columns with more than 500 distinct values (counted here) keep none; no progress bar without a terminal.
+      const over = TABLES.flatMap((table) =>
+        sample.columns[table]!.filter((column, index) => column.type === 'TEXT' && new Set(sample.rows[table]!.map((row) => row[index])).size > 500),
+      ).length;
+      expect(over).toBeGreaterThan(0);
+      expect(built.stdout).toContain(`Indexed s: 3 tables, 13 text columns (${over} with more distinct values than the limit, left to the scan)`);
+      expect(built.stdout).toMatch(/ values from 4,720 rows in [\d.]+ s\n/);
+      expect(built.stderr).toBe('');
+      const path = indexPath(indexedConfig);
+      expect(built.stdout).toContain(path);
+      const before = directoryFingerprint(dir);
+      expectPerfect(await measure('sqlite', indexedConfig, '', true));
+      expect(directoryFingerprint(dir)).toBe(before);
+      const db = new Database(indexed);
+      db.exec(`ALTER TABLE products ADD COLUMN origin TEXT; UPDATE products SET origin = 'Brazil' WHERE id = 1`);
+      db.close();
+      const { run } = makeRunner([indexedConfig], dir);
+      const after = await run('sqlite', { operation: 'find_values', value: 'Brazil' });
+      expect(after.output).toMatch(/the value index \(built [^)]+\) is out of date: the tables or columns changed since; rebuild it with quarry db index s/);
+      expect(after.metadata.columns).toContain('main.products.origin');
+    } finally {
+      if (previous === undefined) delete process.env.QUARRY_HOME;
+      else process.env.QUARRY_HOME = previous;
+    }
+  });
+
   test('through quarry tool and in an agent run with the scripted model', async () => {
     const home = makeTempDir('quarry-home-');
     const tool = await runCli(['tool', 'sqlite', '--db', path, '--args', JSON.stringify({ operation: 'find_values', value: 'são paulo' })], {
@@ -316,11 +359,46 @@ describe('postgres', () => {
     expectPerfect(await measure('postgres', config, 'fv_'));
   });
 
+  test('the value index built through the driver (GROUP BY per column, read-only) answers as the scan does', async () => {
+    const home = makeTempDir('quarry-home-');
+    const previous = process.env.QUARRY_HOME;
+    process.env.QUARRY_HOME = home;
+    try {
+      const driver = await driverFor(config, true);
+      await driver.connect(new AbortController().signal);
+      const summary = await buildValueIndex(config, driver, { readOnly: true, signal: new AbortController().signal }, { tablePattern: 'fv\\_%' });
+      // fv_secret cannot be read: skipped and named, the rest indexed.
+      expect(summary).toMatchObject({ tables: 5, overLimit: 0, rows: 4720 + ODD.length - 1 });
+      expect(summary.skipped).toEqual([{ table: 'public.fv_secret', reason: 'permission denied for table fv_secret' }]);
+      expectPerfect(await measure('postgres', config, 'fv_', true));
+    } finally {
+      if (previous === undefined) delete process.env.QUARRY_HOME;
+      else process.env.QUARRY_HOME = previous;
+    }
+  });
+
   test('awkward values; a NUL byte (which PostgreSQL text cannot hold) answers without an error', async () => {
     const { run } = makeRunner([config], dir);
     await checkOddValues((args) => run('postgres', args), false);
     const nul = await run('postgres', { operation: 'find_values', value: 'a\0b', table_pattern: 'fv_odd' });
     expect(nul.output).toMatch(/^No column holds "a\\u0000b"/);
+  });
+
+  test('a decimal value against integer and decimal columns: compared as numbers, no error', async () => {
+    const { run } = makeRunner([config], dir);
+    const price = String(sample.rows.products![0]![sample.columns.products!.findIndex((column) => column.name === 'unit_price')]);
+    const found = await run('postgres', { operation: 'find_values', value: price, table_pattern: 'fv\\_products' });
+    expect(found.metadata.skipped).toBe(0);
+    expect(found.metadata.columns).toContain('public.fv_products.unit_price');
+    // A day against date, timestamp and time-of-day columns: the day's range where it can be compared, no error.
+    await admin.query(
+      `CREATE TABLE fv_times (d date, ts timestamptz, t time); INSERT INTO fv_times VALUES ('2024-03-05', '2024-03-05 10:00:00+00', '10:00'); ` +
+        'GRANT SELECT ON fv_times TO quarry_test',
+    );
+    const day = await run('postgres', { operation: 'find_values', value: '2024-03-05', table_pattern: 'fv\\_times' });
+    expect(day.metadata.skipped).toBe(0);
+    expect(day.metadata.columns).toEqual(expect.arrayContaining(['public.fv_times.d']));
+    expect(day.metadata.columns).not.toContain('public.fv_times.t');
   });
 
   test('a table the user may not read is skipped and said so; nothing in the database changes', async () => {

@@ -1,5 +1,6 @@
 import { success, ToolError, type ToolResult } from '../../types.js';
-import type { DatabaseDriver, Engine, RunOptions } from '../types.js';
+import type { DatabaseConfig, DatabaseDriver, RunOptions } from '../types.js';
+import { indexLookup } from '../values-index/lookup.js';
 import {
   checkValue,
   FIND_VALUES_DEFAULT_LIMIT,
@@ -46,14 +47,14 @@ export function findValuesRequest(args: FindValuesArgs): FindValuesRequest {
 }
 
 export async function findValuesOperation(
-  engine: Engine,
+  config: DatabaseConfig,
   driver: DatabaseDriver,
   args: FindValuesArgs,
   options: RunOptions,
   budgetSeconds: number,
 ): Promise<ToolResult> {
   const request = findValuesRequest(args);
-  const result = await findValues({ engine, driver, options, budgetSeconds }, request);
+  const result = await findValues({ engine: config.engine, driver, options, budgetSeconds }, request, indexLookup(config, driver, options, request));
   return success(formatFindValues(result, request, budgetSeconds), {
     matches: result.matches.length,
     columns: result.matches.slice(0, request.limit).map((match) => `${match.schema ? `${match.schema}.` : ''}${match.table}.${match.column}`),

@@ -119,7 +119,8 @@ export function candidateKind(engine: Engine, type: string, value: string, match
   if (category === 'text' || (engine === 'sqlite' && category === 'other')) return 'text';
   if (match !== 'exact') return null;
   if (category === 'number' && numberValue(value) !== null) return 'number';
-  if (category === 'temporal' && dateRange(value) !== null && !/year/i.test(type)) return 'temporal';
+  // A time of day (or a year) cannot be compared with a day's range of timestamps.
+  if (category === 'temporal' && dateRange(value) !== null && /date|timestamp/i.test(type)) return 'temporal';
   return null;
 }
 
@@ -249,6 +250,18 @@ function timestampParam(engine: Engine): string {
   }
 }
 
+/**
+ * A number column equal to the value. PostgreSQL, Vertica and DuckDB would type the parameter as the
+ * column's own type (12.5 against an integer column is an error there), so both sides are compared
+ * as exact decimals (DuckDB: doubles, its decimals being of fixed scale); the others convert.
+ */
+function numberEquals(engine: Engine, quoted: string, value: string): [string, unknown[]] {
+  const text = value.trim();
+  if (engine === 'postgres' || engine === 'vertica') return [`(${quoted})::numeric = (?)::numeric`, [text]];
+  if (engine === 'duckdb') return [`CAST(${quoted} AS DOUBLE) = CAST(? AS DOUBLE)`, [text]];
+  return [`${quoted} = ?`, [numberValue(value)]];
+}
+
 interface ColumnCondition {
   /** SQL true when the row holds the value exactly, and its parameters. */
   exact: [string, unknown[]];
@@ -260,7 +273,7 @@ interface ColumnCondition {
 
 function conditionFor(engine: Engine, column: CandidateColumn, request: FindValuesRequest): ColumnCondition {
   const dialect = DIALECTS[engine];
-  if (column.kind === 'number') return { exact: [`${dialect.quote(column.column)} = ?`, [numberValue(request.value)]], folded: null, partial: null };
+  if (column.kind === 'number') return { exact: numberEquals(engine, dialect.quote(column.column), request.value), folded: null, partial: null };
   if (column.kind === 'temporal') {
     const [start, end] = dateRange(request.value)!;
     const quoted = dialect.quote(column.column);
