@@ -414,7 +414,7 @@ async function suggestionText(engine: Engine, driver: DatabaseDriver, unknown: U
     // ORA-00942 names no table: each name after FROM or JOIN that the catalogue lacks is the unknown one.
     const missing = sql ? tablesAfterFrom(sql, engine).filter((name) => !catalog.tables.some((table) => table.name.toUpperCase() === name.toUpperCase())) : [];
     const found = missing.map((name) => ({ name, names: suggestNames('table', name, catalog) })).filter((entry) => entry.names.length);
-    return found.map((entry) => `; ${entry.name}${didYouMean(entry.names).slice(1)}`).join('');
+    return found.map((entry) => `; ${entry.name}:${didYouMean(entry.names).slice(1)}`).join('');
   }
   return didYouMean(suggestNames(unknown.kind, unknown.name, catalog, inStatement));
 }
