@@ -4,6 +4,7 @@ import mysql from 'mysql2/promise';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { spellerFor } from '../../../src/tools/database/catalog/names.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 import { seededRandom } from '../../support/random.js';
@@ -258,7 +259,9 @@ describe('name suggestions on a generated typo set, through the real engines', (
         }
         asked++;
         const suggestions = suggestionsIn(result.output);
-        const at = suggestions.indexOf(typo.expected);
+        // PostgreSQL needs CamelCase names quoted, and the suggestions say so.
+        const spell = spellerFor(engine);
+        const at = suggestions.indexOf(typo.expected.split('.').map(spell).join('.'));
         const counts = perVariant.get(typo.variant) ?? [0, 0];
         counts[0]++;
         if (at === 0) top1++;
@@ -293,7 +296,7 @@ describe('what the error says', () => {
     const result = await run('postgres', { operation: 'query', sql: 'SELECT t."name" FROM "Track" t' });
     expect(result.ok).toBe(false);
     expect(result.output).toMatch(
-      /^postgres error \(chinook\): column t\.name does not exist; did you mean Track\.Name\?\nHINT: Perhaps you meant to reference the column "t\.Name"\.$/,
+      /^postgres error \(chinook\): column t\.name does not exist; did you mean "Track"\."Name"\?\nHINT: Perhaps you meant to reference the column "t\.Name"\.$/,
     );
   });
 
@@ -317,8 +320,25 @@ describe('what the error says', () => {
       for (const operation of ['describe', 'sample', 'profile']) {
         const missed = await run(engine, { operation, table_name: 'InvoiceLines' });
         expect(missed.ok).toBe(false);
-        expect(missed.output, `${engine} ${operation}`).toMatch(/^no such table or view: InvoiceLines; .*; did you mean InvoiceLine(,| or|\?)/);
+        expect(missed.output, `${engine} ${operation}`).toMatch(/^no such table or view: InvoiceLines; .*; did you mean "?InvoiceLine"?(,| or|\?)/);
       }
+    }
+  });
+});
+
+describe('case on the server engines', () => {
+  test('PostgreSQL folds an unquoted name as its SQL does (a miss suggests the quoted CamelCase table); MariaDB resolves as its lower_case_table_names says', async () => {
+    const pg = engines.find((candidate) => candidate.engine === 'postgres')!;
+    const folded = await pg.runner.run('postgres', { database: 'chinook', operation: 'describe', table_name: 'invoiceline' });
+    expect(folded.output).toMatch(/^no such table or view: invoiceline; .*; did you mean "InvoiceLine"(\?| or)/);
+    const quoted = await pg.runner.run('postgres', { database: 'chinook', operation: 'sample', table_name: '"InvoiceLine"' });
+    expect(quoted.ok, quoted.output).toBe(true);
+    const my = engines.find((candidate) => candidate.engine === 'mysql')!;
+    const [[setting]] = (await myAdmin!.query('SELECT @@lower_case_table_names AS v')) as unknown as [[{ v: number }]];
+    for (const operation of ['describe', 'sample', 'profile']) {
+      const result = await my.runner.run('mysql', { database: 'chinook', operation, table_name: 'invoiceline' });
+      if (setting.v === 0) expect(result.output, operation).toMatch(/^no such table or view: invoiceline; .*; did you mean InvoiceLine(\?| or)/);
+      else expect(result.ok, `${operation}: ${result.output}`).toBe(true);
     }
   });
 });
