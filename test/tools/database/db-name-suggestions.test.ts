@@ -5,6 +5,7 @@ import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { spellerFor } from '../../../src/tools/database/catalog/names.js';
+import { cliEnv, runCli } from '../../support/agent-cli.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 import { seededRandom } from '../../support/random.js';
@@ -340,5 +341,26 @@ describe('case on the server engines', () => {
       if (setting.v === 0) expect(result.output, operation).toMatch(/^no such table or view: invoiceline; .*; did you mean InvoiceLine(\?| or)/);
       else expect(result.ok, `${operation}: ${result.output}`).toBe(true);
     }
+  });
+});
+
+describe('through quarry tool', () => {
+  test('SQLite describe, sample and profile take a table name in any case, as SQLite does; a miss suggests and exits 1', async () => {
+    const home = makeTempDir('quarry-home-');
+    const tool = (args: Record<string, unknown>) =>
+      runCli(['tool', 'sqlite', '--db', join(dir, 'sample.db'), '--args', JSON.stringify(args)], { env: cliEnv(home) });
+    const described = await tool({ operation: 'describe', table_name: 'Order_Items' });
+    expect(described.code, described.stderr).toBe(0);
+    expect(described.stdout).toMatch(/^main\.order_items: 6 columns\n/);
+    const sampled = await tool({ operation: 'sample', table_name: 'MAIN.CUSTOMERS', row_limit: 2 });
+    expect(sampled.code, sampled.stderr).toBe(0);
+    expect(sampled.stdout).toMatch(/\(2 rows: /);
+    const profiled = await tool({ operation: 'profile', table_name: 'Products', columns: ['category'] });
+    expect(profiled.code, profiled.stderr).toBe(0);
+    expect(profiled.stdout).toMatch(/^Profile of main\.products: 1 of 6 columns/);
+    const missed = await tool({ operation: 'describe', table_name: 'OrderItem' });
+    expect(missed.code).toBe(1);
+    expect(missed.stderr).toBe('no such table or view: OrderItem; use operation list_tables to see the tables; did you mean order_items or orders?\n');
+    expect(directoryFingerprint(dir)).toBe(filesBefore);
   });
 });
