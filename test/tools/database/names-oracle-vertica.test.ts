@@ -133,13 +133,20 @@ describe('oracle', () => {
 
   test('validate parses a SELECT as SELECT * FROM (...) WHERE 1 = 0 in the read-only transaction, never EXPLAIN PLAN', async () => {
     const { log, driver, config } = await setup();
-    const valid = await validateStatement({ engine: 'oracle', config, driver, sql: 'SELECT customer_name FROM customers', guard: null, options });
+    const valid = await validateStatement({
+      engine: 'oracle',
+      config,
+      driver,
+      sql: 'SELECT customer_name FROM customers -- a comment',
+      guard: null,
+      options,
+    });
     expect(valid.output).toBe(
       'valid; nothing was run\n- statement check: passed (one read-only statement)\n- engine: Oracle parsed the statement and resolved every name (parsed ' +
         'as SELECT * FROM (…) WHERE 1 = 0, which returns no rows; EXPLAIN PLAN would write PLAN_TABLE; nothing was run)\n- query guard: not applied on ' +
         'Oracle (no cheap row estimate)',
     );
-    expect(log).toEqual([ORACLE_BEGIN_READ_ONLY, 'SELECT * FROM (SELECT customer_name FROM customers) WHERE 1 = 0', 'ROLLBACK']);
+    expect(log).toEqual([ORACLE_BEGIN_READ_ONLY, 'SELECT * FROM (SELECT customer_name FROM customers\n) WHERE 1 = 0', 'ROLLBACK']);
     const wrong = await validateStatement({ engine: 'oracle', config, driver, sql: 'SELECT custmer_name FROM customers', guard: null, options }).catch(
       (error: unknown) => error,
     );
