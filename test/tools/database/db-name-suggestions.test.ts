@@ -4,6 +4,8 @@ import mysql from 'mysql2/promise';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { spellerFor } from '../../../src/tools/database/catalog/names.js';
+import { cliEnv, runCli } from '../../support/agent-cli.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 import { seededRandom } from '../../support/random.js';
@@ -258,7 +260,9 @@ describe('name suggestions on a generated typo set, through the real engines', (
         }
         asked++;
         const suggestions = suggestionsIn(result.output);
-        const at = suggestions.indexOf(typo.expected);
+        // PostgreSQL needs CamelCase names quoted, and the suggestions say so.
+        const spell = spellerFor(engine);
+        const at = suggestions.indexOf(typo.expected.split('.').map(spell).join('.'));
         const counts = perVariant.get(typo.variant) ?? [0, 0];
         counts[0]++;
         if (at === 0) top1++;
@@ -293,7 +297,7 @@ describe('what the error says', () => {
     const result = await run('postgres', { operation: 'query', sql: 'SELECT t."name" FROM "Track" t' });
     expect(result.ok).toBe(false);
     expect(result.output).toMatch(
-      /^postgres error \(chinook\): column t\.name does not exist; did you mean Track\.Name\?\nHINT: Perhaps you meant to reference the column "t\.Name"\.$/,
+      /^postgres error \(chinook\): column t\.name does not exist; did you mean "Track"\."Name"\?\nHINT: Perhaps you meant to reference the column "t\.Name"\.$/,
     );
   });
 
@@ -317,8 +321,46 @@ describe('what the error says', () => {
       for (const operation of ['describe', 'sample', 'profile']) {
         const missed = await run(engine, { operation, table_name: 'InvoiceLines' });
         expect(missed.ok).toBe(false);
-        expect(missed.output, `${engine} ${operation}`).toMatch(/^no such table or view: InvoiceLines; .*; did you mean InvoiceLine(,| or|\?)/);
+        expect(missed.output, `${engine} ${operation}`).toMatch(/^no such table or view: InvoiceLines; .*; did you mean "?InvoiceLine"?(,| or|\?)/);
       }
     }
+  });
+});
+
+describe('case on the server engines', () => {
+  test('PostgreSQL folds an unquoted name as its SQL does (a miss suggests the quoted CamelCase table); MariaDB resolves as its lower_case_table_names says', async () => {
+    const pg = engines.find((candidate) => candidate.engine === 'postgres')!;
+    const folded = await pg.runner.run('postgres', { database: 'chinook', operation: 'describe', table_name: 'invoiceline' });
+    expect(folded.output).toMatch(/^no such table or view: invoiceline; .*; did you mean "InvoiceLine"(\?| or)/);
+    const quoted = await pg.runner.run('postgres', { database: 'chinook', operation: 'sample', table_name: '"InvoiceLine"' });
+    expect(quoted.ok, quoted.output).toBe(true);
+    const my = engines.find((candidate) => candidate.engine === 'mysql')!;
+    const [[setting]] = (await myAdmin!.query('SELECT @@lower_case_table_names AS v')) as unknown as [[{ v: number }]];
+    for (const operation of ['describe', 'sample', 'profile']) {
+      const result = await my.runner.run('mysql', { database: 'chinook', operation, table_name: 'invoiceline' });
+      if (setting.v === 0) expect(result.output, operation).toMatch(/^no such table or view: invoiceline; .*; did you mean InvoiceLine(\?| or)/);
+      else expect(result.ok, `${operation}: ${result.output}`).toBe(true);
+    }
+  });
+});
+
+describe('through quarry tool', () => {
+  test('SQLite describe, sample and profile take a table name in any case, as SQLite does; a miss suggests and exits 1', async () => {
+    const home = makeTempDir('quarry-home-');
+    const tool = (args: Record<string, unknown>) =>
+      runCli(['tool', 'sqlite', '--db', join(dir, 'sample.db'), '--args', JSON.stringify(args)], { env: cliEnv(home) });
+    const described = await tool({ operation: 'describe', table_name: 'Order_Items' });
+    expect(described.code, described.stderr).toBe(0);
+    expect(described.stdout).toMatch(/^main\.order_items: 6 columns\n/);
+    const sampled = await tool({ operation: 'sample', table_name: 'MAIN.CUSTOMERS', row_limit: 2 });
+    expect(sampled.code, sampled.stderr).toBe(0);
+    expect(sampled.stdout).toMatch(/\(2 rows: /);
+    const profiled = await tool({ operation: 'profile', table_name: 'Products', columns: ['category'] });
+    expect(profiled.code, profiled.stderr).toBe(0);
+    expect(profiled.stdout).toMatch(/^Profile of main\.products: 1 of 6 columns/);
+    const missed = await tool({ operation: 'describe', table_name: 'OrderItem' });
+    expect(missed.code).toBe(1);
+    expect(missed.stderr).toBe('no such table or view: OrderItem; use operation list_tables to see the tables; did you mean order_items or orders?\n');
+    expect(directoryFingerprint(dir)).toBe(filesBefore);
   });
 });

@@ -98,7 +98,7 @@ describe('everyday read-only calls', () => {
     const profiled = await run('sqlite', { operation: 'profile', table_name: 'main.events', columns: ['label'] });
     expect(profiled.output).toMatch(/│ label +│ TEXT +│ 0% +│ 1,000 +│ e1 +│ e999 /);
     expect((await run('sqlite', { operation: 'describe', table_name: 'nowhere.events' })).output).toBe(
-      'no such table or view: nowhere.events; use operation list_tables to see the tables',
+      'no such table or view: nowhere.events; use operation list_tables to see the tables; did you mean main.events?',
     );
     expect(directoryFingerprint(dir)).toBe(before);
   });

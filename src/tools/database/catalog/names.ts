@@ -30,6 +30,19 @@ export interface SuggestContext {
   qualifier?: string | null;
   /** Aliases of the statement (lower case) and the table each stands for. */
   aliases?: ReadonlyMap<string, string>;
+  /** How a name is written in the engine's SQL (PostgreSQL's "InvoiceLine"); as it is by default. */
+  spell?: (name: string) => string;
+}
+
+/**
+ * A name as the engine's SQL must write it: PostgreSQL and Vertica fold unquoted names to lower
+ * case and Oracle to upper case, so another case needs double quotes there; SQLite, MySQL/MariaDB
+ * and DuckDB take a plain name in any case.
+ */
+export function spellerFor(engine: Engine): (name: string) => string {
+  const plain = engine === 'postgres' || engine === 'vertica' ? /^[a-z_][a-z0-9_$]*$/ : engine === 'oracle' ? /^[A-Z][A-Z0-9_$#]*$/ : null;
+  if (!plain) return (name) => name;
+  return (name) => (plain.test(name) ? name : `"${name.replace(/"/g, '""')}"`);
 }
 
 export const MAX_SUGGESTIONS = 3;
@@ -113,7 +126,8 @@ export function suggestNames(kind: NameKind, name: string, catalog: NameCatalog,
   const written = qualifier && qualifier.toLowerCase() !== catalog.defaultSchema?.toLowerCase() ? qualifier : null;
   const several = new Set(catalog.tables.map((table) => table.schema)).size > 1;
   const home = catalog.defaultSchema ?? null;
-  const tableShown = (schema: string | null, table: string) => (several && schema && schema !== home ? `${schema}.${table}` : table);
+  const spell = context.spell ?? ((text: string) => text);
+  const tableShown = (schema: string | null, table: string) => (several && schema && schema !== home ? `${spell(schema)}.${spell(table)}` : spell(table));
   // At equal distance, a name in the default schema first.
   const away = (schema: string | null) => (several && schema !== home ? 0.05 : 0);
   switch (kind) {
@@ -125,7 +139,7 @@ export function suggestNames(kind: NameKind, name: string, catalog: NameCatalog,
         if (distance === null && !(written && table.name === bare && table.schema?.toLowerCase() !== written.toLowerCase())) continue;
         const inSchema = !written || table.schema?.toLowerCase() === written.toLowerCase() ? 0 : 1;
         // Qualified as written, the schema is shown (mian.customers: main.customers).
-        const shown = written && table.schema ? `${table.schema}.${table.name}` : tableShown(table.schema, table.name);
+        const shown = written && table.schema ? `${spell(table.schema)}.${spell(table.name)}` : tableShown(table.schema, table.name);
         candidates.push({ shown, distance: (distance ?? 0.2) + away(table.schema), tier: inSchema });
       }
       return pick(candidates);
@@ -141,14 +155,15 @@ export function suggestNames(kind: NameKind, name: string, catalog: NameCatalog,
         const distance = nameDistance(bare, column.name);
         // The right column of another table than the qualifier says (o.customer_name when it is c's).
         if (distance === null && !(qualified && column.name === bare && table !== qualified)) continue;
-        const tier = qualified && table === qualified ? 0 : own.has(table) ? 1 : 2;
-        candidates.push({ shown: `${tableShown(column.schema, column.table)}.${column.name}`, distance: (distance ?? 0.2) + away(column.schema), tier });
+        // The qualifier's table is the one in the default schema (a same-named table elsewhere comes after).
+        const tier = qualified && table === qualified && !away(column.schema) ? 0 : own.has(table) || table === qualified ? 1 : 2;
+        candidates.push({ shown: `${tableShown(column.schema, column.table)}.${spell(column.name)}`, distance: (distance ?? 0.2) + away(column.schema), tier });
       }
       // A table the qualifier names that has a column like it: only its columns.
       return pick(candidates.some((candidate) => candidate.tier === 0) ? candidates.filter((candidate) => candidate.tier === 0) : candidates);
     }
     case 'schema':
-      return pick(candidatesFrom(bare, catalog.schemas));
+      return pick(candidatesFrom(bare, catalog.schemas)).map(spell);
     case 'function':
       return pick(candidatesFrom(bare, catalog.functions));
   }
@@ -413,10 +428,12 @@ async function suggestionText(engine: Engine, driver: DatabaseDriver, unknown: U
   if (unknown.name === null) {
     // ORA-00942 names no table: each name after FROM or JOIN that the catalogue lacks is the unknown one.
     const missing = sql ? tablesAfterFrom(sql, engine).filter((name) => !catalog.tables.some((table) => table.name.toUpperCase() === name.toUpperCase())) : [];
-    const found = missing.map((name) => ({ name, names: suggestNames('table', name, catalog) })).filter((entry) => entry.names.length);
-    return found.map((entry) => `; ${entry.name}${didYouMean(entry.names).slice(1)}`).join('');
+    const found = missing
+      .map((name) => ({ name, names: suggestNames('table', name, catalog, { spell: spellerFor(engine) }) }))
+      .filter((entry) => entry.names.length);
+    return found.map((entry) => `; ${entry.name}:${didYouMean(entry.names).slice(1)}`).join('');
   }
-  return didYouMean(suggestNames(unknown.kind, unknown.name, catalog, inStatement));
+  return didYouMean(suggestNames(unknown.kind, unknown.name, catalog, { ...inStatement, spell: spellerFor(engine) }));
 }
 
 /** Names right after FROM, JOIN or a comma in a FROM list (schema-qualified as written). */

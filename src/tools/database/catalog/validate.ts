@@ -113,7 +113,8 @@ async function engineCheck(
       await driver.query(`${engine === 'sqlite' ? 'EXPLAIN QUERY PLAN' : 'EXPLAIN'} ${sql}`, 1, options);
       break;
     case 'oracle':
-      await driver.query(`SELECT * FROM (${sql}) WHERE 1 = 0`, 1, options);
+      // The newline ends a trailing -- comment of the statement.
+      await driver.query(`SELECT * FROM (${sql}\n) WHERE 1 = 0`, 1, options);
       break;
   }
   return ENGINE_CHECK[engine];
