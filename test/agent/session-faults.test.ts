@@ -8,6 +8,7 @@ import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { hostname } from 'node:os';
+import { seededRandom } from '../support/random.js';
 
 /**
  * Sessions under faults: resuming under exactly the session's profile (with its model and
@@ -87,18 +88,6 @@ function rowCount(path: string): number {
 
 function csvLines(path: string): number {
   return readFileSync(path, 'utf8').split(/\r?\n/).filter(Boolean).length;
-}
-
-/** mulberry32: a small seeded generator of numbers in [0, 1). */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

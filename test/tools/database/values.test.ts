@@ -1,17 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { numberToText, valueToText } from '../../../src/tools/database/values.js';
-
-/** A seeded generator of doubles in [0, 1) (mulberry32), so a failure reproduces. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../support/random.js';
 
 describe('numberToText: the fast path for two-decimal values writes exactly what String() writes', () => {
   test('edge values', () => {
