@@ -5,6 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, collect, spawnCli, waitForOutput } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
+import { runOnPty } from '../support/pty.js';
 
 /**
  * SQLite statements stop at once on Ctrl+C, the statement timeout and the profile budget, even in
@@ -159,5 +160,42 @@ describe('an agent run', () => {
     const [id] = readdirSync(join(home, 'sessions'));
     const meta = JSON.parse(readFileSync(join(home, 'sessions', id!, 'meta.json'), 'utf8')) as { status: string };
     expect(meta.status).toBe('cancelled');
+  }, 60_000);
+});
+
+describe('the REPL', () => {
+  it('Ctrl+C during a SQLite query cancels the turn at once and the prompt comes back', async () => {
+    const home = makeTempDir('quarry-home-');
+    const script = join(dir, 'repl-script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        turns: [
+          { text: 'Counting.', tool_calls: [{ name: 'sqlite', arguments: { operation: 'query', sql: 'SELECT count(*) FROM slow' } }] },
+          { text: 'Second answer.' },
+        ],
+      }),
+    );
+    const started = Date.now();
+    const result = await runOnPty(
+      ['--model', `script:${script}`, '--db', database, '-w', dir],
+      cliEnv(home),
+      [
+        { expect: 'quarry> ' },
+        { send: 'count\r' },
+        { expect: 'Counting\\.' },
+        { sleep: 1.5 },
+        { send: '\u0003' },
+        { expect: 'cancelled' },
+        { expect: 'quarry> ' },
+        { send: '\u0004' },
+      ],
+      40,
+    );
+    console.log(`REPL: the whole exchange took ${Date.now() - started} ms`);
+    expect(result.failed).toBeNull();
+    expect(result.code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(result.transcript).not.toContain('Second answer');
   }, 60_000);
 });
