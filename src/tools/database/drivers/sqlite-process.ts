@@ -281,8 +281,10 @@ export class SqliteProcessDriver implements DatabaseDriver {
     const running = this.running;
     if (!running) return;
     this.running = null;
+    // Idle: it exits on its own when its channel closes. Busy: a statement nobody waits for any more.
+    if (running.pending.size > 0) this.kill(running);
+    else if (!running.exited) running.child.disconnect?.();
     running.dismissWatchdog();
-    if (!running.exited) running.child.disconnect?.();
     running.child.unref();
   }
 }
