@@ -15,10 +15,10 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
  * ATTACH as read-only because it does not change the file). better-sqlite3 prepares exactly
  * one statement, so multiple statements are refused by the driver too.
  *
- * better-sqlite3 is synchronous: rows are read in chunks, yielding to the event loop between
- * them so a cancel or the statement timeout is noticed; a single long step (a big sort before
- * the first row) cannot be interrupted. Exports of ordinary queries run in a worker thread
- * (sqlite-export.ts), so they never hold up this one.
+ * better-sqlite3 is synchronous and this build cannot interrupt a statement, so quarry uses this
+ * class inside a child process of its own (sqlite-child.ts), which it kills to stop a statement
+ * (sqlite-process.ts). Used directly (tests), exports of ordinary queries run in a worker thread
+ * (sqlite-export.ts).
  */
 
 /** Rows read between two checks of the abort signal. */
