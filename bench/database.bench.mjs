@@ -158,7 +158,7 @@ export async function run({ root, workDir, measure }) {
     ratio: sqliteExport.ratio,
     referenceName: 'sqlite3 -csv',
     unit: 'ms',
-    note: 'target <= 1.5x (ratio: median of alternating pairs)',
+    note: 'target <= 1.3x (ratio: median of alternating pairs)',
   });
   rows.push({
     name: 'sqlite export 1M rows (peak memory)',

@@ -248,10 +248,14 @@ for (const name of IMPORT_ONLY) {
 }
 writeFileSync(bundlePath, bundled);
 
-// The SQLite export's worker thread (src/tools/database/drivers/sqlite-export.ts finds it beside the bundle).
+// The SQLite export's worker thread (src/tools/database/drivers/sqlite-export.ts finds it beside the
+// bundle) and the process SQLite runs in (sqlite-process.ts finds it there too).
 await build({
   ...shared,
-  entryPoints: { 'sqlite-export-worker': 'dist/tools/database/drivers/sqlite-export-worker.js' },
+  entryPoints: {
+    'sqlite-export-worker': 'dist/tools/database/drivers/sqlite-export-worker.js',
+    'sqlite-child': 'dist/tools/database/drivers/sqlite-child.js',
+  },
   format: 'esm',
   // CommonJS packages inside an ES module bundle still call require() for Node's own modules.
   banner: { js: "import { createRequire as quarryCreateRequire } from 'node:module'; const require = quarryCreateRequire(import.meta.url);" },

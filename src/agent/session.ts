@@ -301,8 +301,36 @@ export function answerDanglingCalls(messages: Message[], progress: ReadonlyMap<M
 export function effectiveStatus(meta: SessionMeta, dir: string): SessionStatus {
   if (meta.status !== 'running') return meta.status;
   const holder = readLockHolder(dir);
-  if (holder) return holderAlive(holder) ? 'running' : 'interrupted';
-  return isProcessAlive(meta.pid, meta.pid_started) ? 'running' : 'interrupted';
+  const alive = holder ? holderAlive(holder) : isProcessAlive(meta.pid, meta.pid_started);
+  return alive ? 'running' : (endedRun(dir)?.status ?? 'interrupted');
+}
+
+/**
+ * How the trace's last run ended, when its `run_end` is the trace's last word on it (after its
+ * `run_start`): a process killed between writing `run_end` and updating meta.json left the run
+ * ended but marked running. Null when the last run has no end.
+ */
+export function endedRun(dir: string): { status: SessionStatus; error?: string } | null {
+  let text: string;
+  try {
+    text = readFileSync(join(dir, TRACE_FILE), 'utf8');
+  } catch {
+    return null;
+  }
+  const lines = text.split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i]!;
+    if (!line.includes('"run_')) continue;
+    let event: { type?: string; status?: SessionStatus; error?: string };
+    try {
+      event = JSON.parse(line) as typeof event;
+    } catch {
+      continue;
+    }
+    if (event.type === 'run_start') return null;
+    if (event.type === 'run_end' && event.status) return { status: event.status, ...(event.error ? { error: event.error } : {}) };
+  }
+  return null;
 }
 
 export interface NewSessionInfo extends SessionSetupRecord {
@@ -406,7 +434,11 @@ export class Session {
         removed_bytes: removed,
         reason: 'the last line was cut off while being written (the process stopped or the disk was full)',
       });
-    if (this.meta.status === 'running') {
+    const ended = this.meta.status === 'running' ? endedRun(this.dir) : null;
+    if (ended) {
+      // The run ended (its run_end is in the trace) and only meta.json missed it: no second run_end.
+      this.finishRun(ended.status, ended.error);
+    } else if (this.meta.status === 'running') {
       const error = `the run in process ${this.meta.pid} ended without finishing (it was killed or crashed)`;
       this.append({ type: 'run_end', status: 'interrupted', usage: usageJson(emptyUsage()), error });
       this.finishRun('interrupted', error);

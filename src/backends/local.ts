@@ -6,6 +6,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { escapeName, hasNameEscapes, unescapeName } from './names.js';
 import { globFiles, localNameAdapter } from './glob-files.js';
 import { tempPathFor } from './temp-files.js';
+import { watchProcessGroup } from './process-watchdog.js';
 import type { Backend, ByteRange, DirEntry, EntryType, ExecOptions, ExecResult, FileStat, GlobOptions, GlobResult, WriteOptions } from './types.js';
 
 const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -149,6 +150,8 @@ export class LocalBackend implements Backend {
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true, // its own process group, so that a kill reaches every descendant
       });
+      // However quarry ends (kill -9 too), the group ends with it (process-watchdog.ts).
+      const dismissWatchdog = child.pid === undefined ? () => undefined : watchProcessGroup(spawn, child.pid);
       const stdout = new BoundedBuffer(options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
       const stderr = new BoundedBuffer(1024 * 1024);
       let exited = false;
@@ -178,12 +181,14 @@ export class LocalBackend implements Backend {
       child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
       child.on('error', (error) => {
         exited = true;
+        dismissWatchdog();
         if (timer) clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
         rejectPromise(error);
       });
       child.on('close', (code) => {
         exited = true;
+        dismissWatchdog();
         if (timer) clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
         resolvePromise({

@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs';
 import { DATABASE_TOOL_NAMES } from '../profiles/schema.js';
 import { MCP_TOOL_PREFIX } from '../tools/mcp/names.js';
-import { EXIT_FAILED, EXIT_OK, UsageError } from '../errors.js';
+import { EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, UsageError } from '../errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 
 /**
@@ -137,6 +137,8 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
     process.off('SIGINT', onSigint);
     if (result.metadata.error === 'invalid_arguments') throw new UsageError(result.output);
     print(options.format, result.ok, result.output, result.metadata);
+    // Ctrl+C: 130, as for a run (README, "Exit codes").
+    if (controller.signal.aborted && !result.ok) return EXIT_CANCELLED;
     return result.ok ? EXIT_OK : EXIT_FAILED;
   } finally {
     await workspace.close();

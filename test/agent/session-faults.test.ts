@@ -1,13 +1,14 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
 import { REPO_ROOT } from '../support/cli.js';
 import { cliEnv, collect, runCli, spawnCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { hostname } from 'node:os';
+import { seededRandom } from '../support/random.js';
 
 /**
  * Sessions under faults: resuming under exactly the session's profile (with its model and
@@ -457,6 +458,10 @@ describe('crash and resume', () => {
       { text: 'All done.' },
     ];
     const seeds = Number(process.env.QUARRY_CRASH_RUNS ?? 6);
+    // Kill points come from a seeded generator: QUARRY_CRASH_SEED=N replays a failing run.
+    const seed = Number(process.env.QUARRY_CRASH_SEED ?? Math.floor(Date.now() % 2 ** 31));
+    const random = seededRandom(seed);
+    onTestFailed(() => console.log(`kill -9 at random points: seed ${seed} (QUARRY_CRASH_SEED=${seed} replays it)`));
     const seen: string[] = [];
     for (let round = 0; round < seeds; round++) {
       const out = `export-${round}.csv`;
@@ -468,9 +473,9 @@ describe('crash and resume', () => {
       const done = collect(run, 60_000);
       const id = await waitFor('the session', () => sessionIds(home).find((candidate) => !known.has(candidate)));
       // A complete run writes about 30 events; stop after a random number of them, plus a random delay.
-      const stopAfter = 1 + Math.floor(Math.random() * 30);
+      const stopAfter = 1 + Math.floor(random() * 30);
       await waitFor('trace events', () => (traceSoFar(home, id).split('\n').length - 1 >= stopAfter || run.exitCode !== null ? true : undefined), 30_000, 1);
-      await sleep(Math.floor(Math.random() * 40));
+      await sleep(Math.floor(random() * 40));
       run.kill('SIGKILL');
       const killed = await done;
       expect(killed.code === null || killed.code === 0).toBe(true);
@@ -525,6 +530,30 @@ describe('crash and resume', () => {
     }
     expect(seen).toHaveLength(seeds);
     if (process.env.QUARRY_CRASH_LOG) console.log(seen.join(' '));
+  });
+});
+
+describe("a kill between the trace's run_end and meta.json", () => {
+  it('shows the status the trace ended with, and resuming adds no second run_end', async () => {
+    server = await startOpenAIServer(() => ({ text: 'answer' }));
+    const home = makeTempDir('quarry-home-');
+    const env = cliEnv(home);
+    expect((await runCli(['--base-url', server.url, '-m', 'm', 'first'], { env })).code).toBe(0);
+    const [id] = sessionIds(home);
+    // What a kill -9 right after the run_end append leaves: meta.json still says running, for a process now gone.
+    const gone = spawnSync('true').pid!;
+    const path = join(home, 'sessions', id!, 'meta.json');
+    writeFileSync(path, JSON.stringify({ ...meta(home, id!), status: 'running', pid: gone }));
+    expect(validTrace(home, id!).filter((e) => e.type === 'run_end')).toHaveLength(1);
+    const listed = await runCli(['sessions', '--format', 'json'], { env });
+    expect((JSON.parse(listed.stdout) as { id: string; status: string }[]).map((session) => [session.id, session.status])).toEqual([[id, 'completed']]);
+    const resumed = await runCli(['--resume', id!, '--base-url', server.url, '-m', 'm', 'second'], { env });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const runs = validTrace(home, id!)
+      .filter((e) => e.type === 'run_start' || e.type === 'run_end')
+      .map((e) => `${e.type}${e.status ? `:${String(e.status)}` : ''}`);
+    expect(runs).toEqual(['run_start', 'run_end:completed', 'run_start', 'run_end:completed']);
+    expect(meta(home, id!)).toMatchObject({ status: 'completed', runs: 2 });
   });
 });
 

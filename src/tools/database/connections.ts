@@ -14,7 +14,7 @@ const turns = new Map<string, Promise<void>>();
 async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
   switch (config.engine) {
     case 'sqlite':
-      return new (await import('./drivers/sqlite.js')).SqliteDriver(config, readOnly);
+      return new (await import('./drivers/sqlite-process.js')).SqliteProcessDriver(config, readOnly);
     case 'postgres':
       return new (await import('./drivers/postgres.js')).PostgresDriver(config, readOnly);
     case 'mysql':

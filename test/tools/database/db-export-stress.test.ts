@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CsvExportFile } from '../../../src/tools/database/csv.js';
 import { MysqlDriver } from '../../../src/tools/database/drivers/mysql.js';
 import { PostgresDriver } from '../../../src/tools/database/drivers/postgres.js';
-import { SqliteDriver } from '../../../src/tools/database/drivers/sqlite.js';
+import { SqliteProcessDriver } from '../../../src/tools/database/drivers/sqlite-process.js';
 import type { CsvSink, DatabaseConfig, DatabaseDriver } from '../../../src/tools/database/types.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, makeRunner, requireEnv } from './helpers.js';
@@ -247,7 +247,7 @@ describe('sqlite exports are byte-exact under stress', () => {
   for (const sql of ['SELECT * FROM t ORDER BY id', 'SELECT * FROM wide']) {
     test(`${sql}: through a slow consumer and through the tool`, async () => {
       const expected = reference(sql);
-      const slow = await exportSlowly(track(new SqliteDriver(config, true)), sql, dir, 'slow.csv', 5);
+      const slow = await exportSlowly(track(new SqliteProcessDriver(config, true)), sql, dir, 'slow.csv', 5);
       expect(firstDifference(slow, expected)).toBeNull();
       const result = await makeRunner([config], dir).run('sqlite', { operation: 'export_query', sql, output_path: 'tool.csv' });
       expect(result.ok, result.output).toBe(true);

@@ -103,6 +103,8 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
       const [[plan] = []] = await driver.catalog(`EXPLAIN (FORMAT JSON, VERBOSE) ${sql}`, [], options);
       const parsed = typeof plan === 'string' ? JSON.parse(plan) : plan;
       const seqScans: [string, string, string][] = [];
+      const relations = new Map<string, [string, string]>();
+      const joins: PgJoin[] = [];
       // The share of each scan that runs: under a Limit, the Limit's cost over its input's (PostgreSQL's own
       // assumption), so SELECT * FROM big LIMIT 10 is not judged by every row of big; below a node that
       // reads all its input before its first row (a sort, an aggregate, a hash), the scan is whole again.
@@ -113,6 +115,8 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
         // Only table accesses: a join's own estimate is not rows read, and on tables never
         // analysed it can be wildly high (a 200,000-row export estimated at a billion).
         if (relation) consider(Number(node['Plan Rows']) * share, relation);
+        if (relation) relations.set(relation, [schema, String(node['Relation Name'])]);
+        if (JOINS.has(String(node['Node Type']))) joins.push({ node, share });
         if (node['Node Type'] === 'Seq Scan' && relation) {
           seqScans.push([relation, schema, String(node['Relation Name'])]);
           shares.set(relation, Math.max(shares.get(relation) ?? 0, share));
@@ -133,6 +137,20 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
         );
         for (const [name, count] of rows) consider(Number(count) * (shares.get(String(name)) ?? 1), String(name));
       }
+      if (joins.length) {
+        const names = [...relations.keys()];
+        const rows = await driver.catalog(
+          `SELECT s.shown, pg_stat_get_last_analyze_time(c.oid) IS NOT NULL OR pg_stat_get_last_autoanalyze_time(c.oid) IS NOT NULL FROM ` +
+            `unnest(?::text[], ?::text[], ?::text[]) AS s(shown, nsp, rel) JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', s.nsp, s.rel))`,
+          [names, names.map((name) => relations.get(name)![0]), names.map((name) => relations.get(name)![1])],
+          options,
+        );
+        const analysed = new Set(rows.filter((row) => row[1] === true).map((row) => String(row[0])));
+        for (const join of joins) {
+          const estimate = pgJoinEstimate(join.node, analysed);
+          if (estimate) consider(estimate.rows * join.share, estimate.what);
+        }
+      }
       return best;
     }
     case 'mysql': {
@@ -142,6 +160,18 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
         if (!node || typeof node !== 'object') return;
         const record = node as Record<string, unknown>;
         if (typeof record.table_name === 'string') consider(Number(record.rows_examined_per_scan ?? record.rows ?? NaN), record.table_name);
+        // A join's output: the product of each table's rows per scan and filtered share (InnoDB
+        // keeps statistics always, so these are estimates, not guesses); a cross join is the full product.
+        if (Array.isArray(record.nested_loop)) {
+          const tables = (record.nested_loop as unknown[]).map(firstMysqlTable).filter((table) => table !== null);
+          if (tables.length > 1) {
+            const rows = tables.reduce(
+              (product, table) => product * Number(table.rows_examined_per_scan ?? table.rows ?? 1) * (Number(table.filtered ?? 100) / 100),
+              1,
+            );
+            consider(rows, `the join of ${tables.map((table) => String(table.table_name)).join(', ')}`);
+          }
+        }
         for (const value of Object.values(record)) walk(value);
       };
       const parsed = JSON.parse(String(plan)) as unknown;
@@ -160,6 +190,66 @@ export async function estimateRows(engine: Engine, driver: DatabaseDriver, sql: 
     default:
       return null;
   }
+}
+
+const JOINS = new Set(['Nested Loop', 'Hash Join', 'Merge Join']);
+
+interface PgJoin {
+  node: Record<string, unknown>;
+  share: number;
+}
+
+type PgNode = Record<string, unknown>;
+
+function pgChildren(node: PgNode): PgNode[] {
+  return (node.Plans as PgNode[] | undefined) ?? [];
+}
+
+/** The tables a plan node reads, as the walk names them. */
+function pgRelations(node: PgNode): string[] {
+  const own =
+    typeof node['Relation Name'] === 'string'
+      ? [`${typeof node.Schema === 'string' && node.Schema !== 'public' ? `${node.Schema}.` : ''}${node['Relation Name']}`]
+      : [];
+  return [...own, ...pgChildren(node).flatMap(pgRelations)];
+}
+
+/** Whether any node of a subtree has one of these keys (a filter, an index condition). */
+function pgHasAny(node: PgNode, keys: readonly string[]): boolean {
+  return keys.some((key) => key in node) || pgChildren(node).some((child) => pgHasAny(child, keys));
+}
+
+/**
+ * The rows a join outputs, when the estimate can be trusted. With every table under it analysed,
+ * the planner's own estimate. A cartesian product (a nested loop with no join condition, its
+ * inner side not looked up by the outer row) outputs the product of its sides whatever the
+ * statistics: each side counts with its estimate when its tables are analysed or it reads them
+ * whole (a table's size is known without statistics), else as 1 (a filter on a never-analysed
+ * table is a guess, which refused a 200,000-row cross join at a billion).
+ */
+function pgJoinEstimate(node: PgNode, analysed: ReadonlySet<string>): { rows: number; what: string } | null {
+  const tables = [...new Set(pgRelations(node))];
+  const names = tables.join(', ');
+  const [outer, inner] = pgChildren(node);
+  if (node['Node Type'] === 'Nested Loop' && outer && inner && !('Join Filter' in node) && !pgHasAny(inner, ['Index Cond', 'Recheck Cond', 'TID Cond'])) {
+    const side = (child: PgNode): number =>
+      pgRelations(child).every((table) => analysed.has(table)) || !pgHasAny(child, ['Filter', 'Index Cond', 'Recheck Cond']) ? Number(child['Plan Rows']) : 1;
+    return { rows: side(outer) * side(inner), what: `the cartesian product of ${names}` };
+  }
+  if (tables.length > 0 && tables.every((table) => analysed.has(table))) return { rows: Number(node['Plan Rows']), what: `the join of ${names}` };
+  return null;
+}
+
+/** The first table access inside one step of a MySQL/MariaDB nested loop (MariaDB wraps it in block-nl-join and the like). */
+function firstMysqlTable(node: unknown): Record<string, unknown> | null {
+  if (!node || typeof node !== 'object') return null;
+  const record = node as Record<string, unknown>;
+  if (typeof record.table_name === 'string') return record;
+  for (const value of Object.values(record)) {
+    const found = Array.isArray(value) ? null : firstMysqlTable(value);
+    if (found) return found;
+  }
+  return null;
 }
 
 /** A LIMIT at the end of the statement: the rows it needs (offset included), or null. */

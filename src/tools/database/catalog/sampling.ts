@@ -84,8 +84,8 @@ export async function targetFor(engine: Engine, driver: DatabaseDriver, descript
     case 'sqlite': {
       const [type, withoutRowid] = await one(`SELECT type, wr FROM pragma_table_list WHERE schema = ? AND name = ?`, [description.schema, description.name]);
       if (type === 'table' && Number(withoutRowid) === 0) {
-        // The ends of the rowid b-tree: two page reads, whatever the table's size.
-        const [low, high] = await one(`SELECT min(rowid), max(rowid) FROM ${sql}`, []);
+        // The ends of the rowid b-tree: two page reads, whatever the table's size (keyEnds).
+        const [low, high] = await one(keyEnds('rowid', sql), []);
         const range = asNumber(low) === null ? 0 : Number(high) - Number(low) + 1;
         return { description, sql, estimate: range, estimateSource: 'the rowid range', key: 'rowid', isView: false };
       }
@@ -112,9 +112,18 @@ function randomPoints(low: number, high: number, count: number): number[] {
   return [...points].sort((a, b) => a - b);
 }
 
+/**
+ * The lowest and highest key, each in its own subquery: SQLite reads one end of the b-tree for a
+ * lone `min()` or `max()`, but `SELECT min(k), max(k)` in one statement scans the whole table.
+ * (For the engines that sample by key, SQLite and MySQL/MariaDB, a FROM-less SELECT is valid.)
+ */
+function keyEnds(key: string, table: string): string {
+  return `SELECT (SELECT MIN(${key}) FROM ${table}), (SELECT MAX(${key}) FROM ${table})`;
+}
+
 async function keyRange(driver: DatabaseDriver, target: TableTarget, options: RunOptions): Promise<[number, number] | null> {
   const key = target.key === 'rowid' ? 'rowid' : DIALECTS[driver.engine].quote(target.key!);
-  const [low, high] = (await driver.catalog(`SELECT MIN(${key}), MAX(${key}) FROM ${target.sql}`, [], options))[0] ?? [];
+  const [low, high] = (await driver.catalog(keyEnds(key, target.sql), [], options))[0] ?? [];
   const from = asNumber(low);
   const to = asNumber(high);
   return from === null || to === null ? null : [from, to];

@@ -127,7 +127,7 @@ export async function exportInWorker(config: DatabaseConfig, sql: string, column
   });
 }
 
-function stopError(reason: 'cancel' | 'timeout', config: DatabaseConfig): ToolError {
+export function stopError(reason: 'cancel' | 'timeout', config: DatabaseConfig): ToolError {
   return reason === 'timeout'
     ? new ToolError(`the statement ran longer than the statement timeout (${config.statementTimeoutMs / 1000} s) and was stopped`, 'timeout')
     : new ToolError('cancelled: the SQLite statement was stopped', 'cancelled');

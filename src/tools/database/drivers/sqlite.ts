@@ -15,10 +15,10 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
  * ATTACH as read-only because it does not change the file). better-sqlite3 prepares exactly
  * one statement, so multiple statements are refused by the driver too.
  *
- * better-sqlite3 is synchronous: rows are read in chunks, yielding to the event loop between
- * them so a cancel or the statement timeout is noticed; a single long step (a big sort before
- * the first row) cannot be interrupted. Exports of ordinary queries run in a worker thread
- * (sqlite-export.ts), so they never hold up this one.
+ * better-sqlite3 is synchronous and this build cannot interrupt a statement, so quarry uses this
+ * class inside a child process of its own (sqlite-child.ts), which it kills to stop a statement
+ * (sqlite-process.ts). Used directly (tests), exports of ordinary queries run in a worker thread
+ * (sqlite-export.ts).
  */
 
 /** Rows read between two checks of the abort signal. */
@@ -29,6 +29,7 @@ const MAX_SINK_ARGUMENTS = 1000;
 const WRAPPABLE = /^\s*(\(\s*)*(SELECT|WITH|VALUES)\b/i;
 
 type SqliteStatement = Database.Statement<unknown[], unknown>;
+export type WrappedExport = (sql: string, columnCount: number, sink: CsvSink, options: RunOptions, db: Database.Database) => Promise<void>;
 
 export class SqliteDriver implements DatabaseDriver {
   readonly engine = 'sqlite' as const;
@@ -37,6 +38,8 @@ export class SqliteDriver implements DatabaseDriver {
   constructor(
     private readonly config: DatabaseConfig,
     private readonly readOnly: boolean,
+    /** How a wrappable statement is exported (sqlite-child.ts exports in its own thread). */
+    private readonly exportWrapped: WrappedExport = (sql, columnCount, sink, options) => exportInWorker(this.config, sql, columnCount, sink, options),
   ) {}
 
   async connect(): Promise<void> {
@@ -124,7 +127,7 @@ export class SqliteDriver implements DatabaseDriver {
     sink.setColumns(columns);
     const deadline = Date.now() + this.config.statementTimeoutMs;
     if (WRAPPABLE.test(sql) && columns.length > 0 && columns.length <= MAX_SINK_ARGUMENTS) {
-      await exportInWorker(this.config, sql, columns.length, sink, options);
+      await this.exportWrapped(sql, columns.length, sink, options, this.db!);
       return;
     }
     // An export reads each page once, so better-sqlite3's 16 MB page cache only made peak memory
