@@ -103,7 +103,6 @@ class XlsWorkbook implements OpenWorkbook {
 
   async readRows(sheet: SheetSummary, firstRow: number, lastRow: number): Promise<SheetSlice> {
     const all = this.rowsOf(sheet);
-    const declared = sheet.dimension ? this.xlsx.utils.decode_range(sheet.dimension).e.r + 1 : 0;
     const merges = (this.worksheets[sheet.index - 1]!['!merges'] ?? []).map((m) => ({
       firstRow: m.s.r + 1,
       firstColumn: m.s.c + 1,
@@ -116,7 +115,8 @@ class XlsWorkbook implements OpenWorkbook {
         merges,
       ),
       hiddenColumns: this.hiddenColumns(sheet),
-      lastRow: Math.max(declared, all[all.length - 1]?.row ?? 0),
+      // The last row with a value, as get_info counts it (the declared range may cover formatted empty rows).
+      lastRow: all[all.length - 1]?.row ?? 0,
       lastRowSeen: all[all.length - 1]?.row ?? 0,
     };
   }
