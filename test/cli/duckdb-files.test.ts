@@ -1,6 +1,6 @@
 // CSV files through DuckDB in the built CLI: reader options in the config, what describe says DuckDB
 // detected and where the guess is doubtful, and a view defined once with what was detected.
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runQuarry } from '../support/cli.js';
@@ -53,6 +53,16 @@ async function duckdb(args: Record<string, unknown>, config = 'db.yaml') {
   });
 }
 
+async function duckdbQuery(file: string, sql: string): Promise<string> {
+  const result = await runQuarry(['tool', 'duckdb', '--db', file, '--args', JSON.stringify({ operation: 'query', sql }), '-w', dir], {
+    cwd: dir,
+    env: { QUARRY_HOME: home, QUARRY_PROFILE: undefined },
+    timeoutMs: 60_000,
+  });
+  expect(result.code).toBe(0);
+  return result.stdout;
+}
+
 describe('DuckDB file views in the built CLI', () => {
   it('describe warns that day-first dates were read year-first and names the option; with dateformat the dates are right', async () => {
     const guessed = await duckdb({ operation: 'describe', table_name: 'guessed' });
@@ -87,6 +97,32 @@ describe('DuckDB file views in the built CLI', () => {
     expect(views.stdout).toMatch(/│ broken +│ true +│/);
     expect(views.stdout).toMatch(/│ guessed +│ true +│/);
     expect(views.stdout).toMatch(/│ orders +│ true +│/);
+  });
+
+  it('a large file: its dialect found in its head, the types as DuckDB finds them in the whole file, no temporary file left', async () => {
+    // 300 columns x 1,500 rows (about 3 MB, over the 2 MiB sniffed whole), quoted text with commas, a date column.
+    const lines = [['id', 'name', 'when', ...Array.from({ length: 297 }, (_, i) => `v${i}`)].join(',')];
+    for (let r = 0; r < 1500; r++)
+      lines.push(
+        [r, `"Smith, ${r}"`, `2021-${String(1 + (r % 12)).padStart(2, '0')}-15`, ...Array.from({ length: 297 }, (_, i) => ((r * 31 + i * 7) % 1000) / 8)].join(
+          ',',
+        ),
+      );
+    writeFileSync(join(dir, 'large.csv'), `${lines.join('\n')}\n`);
+    const tmp = makeTempDir('quarry-tmp-');
+    const result = await runQuarry(
+      ['tool', 'duckdb', '--db', join(dir, 'large.csv'), '--args', JSON.stringify({ operation: 'describe', table_name: 'large' }), '-w', dir],
+      { cwd: dir, env: { QUARRY_HOME: home, QUARRY_PROFILE: undefined, TMPDIR: tmp }, timeoutMs: 60_000 },
+    );
+    expect(result.code).toBe(0);
+    // What DuckDB's sniff_csv finds in the whole file (checked against it: the same dialect and formats).
+    expect(result.stdout).toContain('detected by DuckDB: delimiter ",", quote "\\"", escape none, header yes, date format %Y-%m-%d');
+    expect(result.stdout).toMatch(/│ name +│ VARCHAR +│/);
+    expect(result.stdout).toMatch(/│ when +│ DATE +│/);
+    expect(result.stdout).toMatch(/│ v0 +│ DOUBLE +│/);
+    expect(readdirSync(tmp)).toEqual([]);
+    const names = await duckdbQuery(join(dir, 'large.csv'), 'SELECT count(*) AS n, count(DISTINCT name) AS names, min(name) AS first FROM large');
+    expect(names).toMatch(/│ 1500 │ 1500 +│ Smith, 0 +│/);
   });
 
   it('an unknown reader option is a one-line error naming it and the allowed ones (exit 2)', async () => {
