@@ -2,6 +2,7 @@ import { existsSync, realpathSync, statSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { parseConfigText, type ConfigDocument } from './config-file.js';
+import type { FileOptionValue } from './duckdb-options.js';
 import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './duckdb.js';
 import { interpolateEnv, isMapping, readYamlText } from './yaml.js';
 
@@ -22,6 +23,8 @@ export interface DatabaseConfig {
   path?: string;
   /** duckdb: views over files, view name -> absolute file path or glob (CSV, Parquet, JSON). */
   files?: Record<string, string>;
+  /** duckdb: view name -> DuckDB reader options of that view (src/config/duckdb-options.ts). */
+  fileOptions?: Record<string, Record<string, FileOptionValue>>;
   host?: string;
   port?: number;
   database?: string;

@@ -2,7 +2,8 @@ import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import type { Draft } from './databases.js';
-import { interpolateEnv } from './yaml.js';
+import { checkFileOptions } from './duckdb-options.js';
+import { interpolateEnv, isMapping } from './yaml.js';
 
 /**
  * How a duckdb database is configured (README "DuckDB: SQL over files"):
@@ -87,13 +88,23 @@ export function duckdbYamlDraft(path: string | undefined, files: unknown, dir: s
   if (path !== undefined) draft.path = databasePath(path, dir, where);
   if (files !== undefined && files !== null) {
     if (typeof files !== 'object' || Array.isArray(files))
-      throw new ConfigError(`${where}.files must be a mapping of view name to file path or glob, e.g. files: {sales: data/sales.csv}`);
+      throw new ConfigError(`${where}.files must be a mapping of view name to file path or glob, e.g. files: {sales: data/sales.csv}, or to {path, options}`);
     draft.files = {};
     for (const [view, value] of Object.entries(files as Record<string, unknown>)) {
       if (!VIEW_NAME.test(view))
         throw new ConfigError(`${where}.files: invalid view name "${view}"; use letters, digits and "_", starting with a letter or "_"`);
-      if (typeof value !== 'string' || value.trim() === '') throw new ConfigError(`${where}.files.${view} must be a file path or glob`);
-      draft.files[view] = dataPath(interpolateEnv(value, env, `${where}.files.${view}`), dir, `${where}.files.${view}`);
+      const entry = `${where}.files.${view}`;
+      // VIEW: FILE_OR_GLOB, or VIEW: {path: FILE_OR_GLOB, options: {DuckDB reader options}}.
+      const spec = isMapping(value) ? value : { path: value };
+      const unknown = Object.keys(spec).find((key) => key !== 'path' && key !== 'options');
+      if (unknown !== undefined) throw new ConfigError(`${entry}: unknown key "${unknown}"; allowed keys: path, options`);
+      if (typeof spec.path !== 'string' || spec.path.trim() === '')
+        throw new ConfigError(`${entry} must be a file path or glob, or {path: FILE_OR_GLOB, options: {...}}`);
+      draft.files[view] = dataPath(interpolateEnv(spec.path, env, entry), dir, entry);
+      if (spec.options !== undefined) {
+        draft.fileOptions ??= {};
+        draft.fileOptions[view] = checkFileOptions(spec.options, duckdbReaderFor(draft.files[view])!, `${entry}.options`);
+      }
     }
   }
   if (draft.path === undefined && !Object.keys(draft.files ?? {}).length) {

@@ -23,6 +23,8 @@ export interface ChartData {
   /** Values as plotted: numbers, ISO date text, or text; null for NULL / empty. */
   rows: Array<Array<number | string | null>>;
   kinds: Record<string, ColumnKind>;
+  /** Columns of years (1960, "2021"): temporal, their values as four-digit text (see yearColumn). */
+  years: string[];
   source: string;
 }
 
@@ -49,20 +51,48 @@ export function columnKind(values: ReadonlyArray<number | string | null>): Colum
   return 'nominal';
 }
 
-function typed(columns: string[], raw: Array<Array<number | string | null>>, source: string): ChartData {
+/** Names that say a column holds years: year, yr, yyyy, fiscal_year, Jahr, año, année. */
+const YEAR_NAME = /year|^(yr|yyyy|fy|jahr|año|anno|ano)$|(^|[^a-z])(yr|jahr|año|année|annee)([^a-z]|$)/i;
+const YEAR_TEXT = /^\s*\d{4}\s*$/;
+
+/**
+ * A column of years: whole numbers from 1000 to 2999, named as years (a number column called
+ * "year" or "yr") or, from a database, held as four-digit text (strftime('%Y', ...)). Plotted as
+ * years, not amounts: no thousands separator, no zero baseline, a time axis or ordered categories.
+ * (A CSV holds only text, so there the name decides.)
+ */
+function yearColumn(name: string, values: ReadonlyArray<number | string | null>, typedText: boolean): boolean {
+  const present = values.filter((value): value is number | string => value !== null);
+  if (present.length === 0) return false;
+  const whole = present.every((value) => {
+    const number = typeof value === 'number' ? value : YEAR_TEXT.test(value) ? Number(value) : Number.NaN;
+    return Number.isInteger(number) && number >= 1000 && number <= 2999;
+  });
+  if (!whole) return false;
+  return YEAR_NAME.test(name) || (typedText && present.every((value) => typeof value === 'string'));
+}
+
+function typed(columns: string[], raw: Array<Array<number | string | null>>, source: string, typedText: boolean): ChartData {
   const kinds: Record<string, ColumnKind> = {};
+  const years: string[] = [];
   columns.forEach((column, index) => {
-    kinds[column] = columnKind(raw.map((row) => row[index] ?? null));
+    const values = raw.map((row) => row[index] ?? null);
+    kinds[column] = columnKind(values);
+    if (yearColumn(column, values, typedText)) {
+      kinds[column] = 'temporal';
+      years.push(column);
+    }
   });
   const rows = raw.map((row) =>
     columns.map((column, index) => {
       const value = row[index] ?? null;
       if (value === null) return null;
+      if (years.includes(column)) return String(Number(value)).padStart(4, '0');
       if (kinds[column] === 'quantitative') return typeof value === 'number' ? value : Number(value.trim());
       return typeof value === 'string' ? value : String(value);
     }),
   );
-  return { columns, rows, kinds, source };
+  return { columns, rows, kinds, years, source };
 }
 
 const TOO_MANY = `a chart takes at most ${formatCount(MAX_CHART_ROWS)} rows`;
@@ -87,6 +117,7 @@ export async function queryData(config: DatabaseConfig, sql: string, readOnly: b
     unique,
     result.rows.map((row) => row.map(plotValue)),
     `${config.alias} (${config.engine})`,
+    true,
   );
 }
 
@@ -104,6 +135,7 @@ export function csvData(text: string, source: string): ChartData {
     columns,
     body.map((row) => columns.map((_, index) => (row[index] === undefined || row[index] === '' ? null : row[index]!))),
     source,
+    false,
   );
 }
 

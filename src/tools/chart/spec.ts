@@ -48,7 +48,7 @@ export function inferType(data: ChartData, x: string, y: string | undefined, col
   const xKind = data.kinds[x];
   const yKind = y ? data.kinds[y] : undefined;
   if (!y) return xKind === 'quantitative' ? { type: 'histogram', why: 'x is a number and there is no y' } : { type: 'bar', why: 'no y: rows counted per x' };
-  if (xKind === 'temporal') return { type: 'line', why: 'x holds dates' };
+  if (xKind === 'temporal') return { type: 'line', why: data.years.includes(x) ? 'x holds years' : 'x holds dates' };
   if (xKind === 'nominal' && yKind === 'nominal') return { type: 'heatmap', why: 'x and y are both categories' };
   if (xKind === 'nominal') return { type: 'bar', why: 'x holds categories' };
   if (yKind === 'quantitative') return { type: color && data.kinds[color] === 'quantitative' ? 'heatmap' : 'point', why: 'x and y are both numbers' };
@@ -58,6 +58,49 @@ export function inferType(data: ChartData, x: string, y: string | undefined, col
 function axisFor(kind: ColumnKind, title: string): Record<string, unknown> {
   // Vega's default number ticks already use thousands separators (d3's ",f" with the step's precision).
   return kind === 'nominal' ? { title, labelLimit: 160 } : { title };
+}
+
+const YEAR_MS = 365.25 * 86_400_000;
+
+/**
+ * A time axis that says the year: years as "1960" (whole years, UTC, a tick every 1, 2, 5, 10...
+ * years), and dates over more than one calendar year as "Feb 2020" (or "2020" over three years
+ * or more); Vega's own labels ("February, June, October") name a year only at its first day.
+ */
+function timeEncoding(data: ChartData, field: string): Record<string, unknown> {
+  const index = data.columns.indexOf(field);
+  const times = data.rows
+    .map((row) => row[index])
+    .filter((value): value is string => typeof value === 'string')
+    .map((value) => Date.parse(data.years.includes(field) ? `${value}-01-01T00:00:00Z` : value))
+    .filter(Number.isFinite);
+  const low = Math.min(...times);
+  const high = Math.max(...times);
+  const span = (high - low) / YEAR_MS;
+  if (data.years.includes(field)) {
+    const step = [1, 2, 5, 10, 20, 25, 50, 100, 200, 500].find((candidate) => span / candidate <= 12) ?? 1000;
+    return {
+      field,
+      type: 'temporal',
+      timeUnit: 'utcyear',
+      scale: { type: 'utc' },
+      axis: { title: field, format: '%Y', tickCount: { interval: 'year', step } },
+    };
+  }
+  const crossesYear = times.length > 0 && new Date(low).getUTCFullYear() !== new Date(high).getUTCFullYear();
+  return { field, type: 'temporal', axis: { title: field, ...(crossesYear ? { format: span >= 3 ? '%Y' : '%b %Y' } : {}) } };
+}
+
+/** Years as ordered categories (bars, heat-map cells): one label per year, in time order. */
+function yearCategories(field: string, labels: number): Record<string, unknown> {
+  return { field, type: 'ordinal', sort: 'ascending', axis: { title: field, labelAngle: labels <= 12 ? 0 : -45, labelOverlap: 'greedy' } };
+}
+
+/** Numbers in the SVG's descriptions and legends as a person reads them (5.94, never 5.9399999999999995). */
+function measureFormat(rows: readonly Row[], field: string): string {
+  const largest = Math.max(0, ...rows.map((row) => Math.abs(Number(row[field] ?? 0))).filter(Number.isFinite));
+  const decimals = largest >= 1 || largest === 0 ? 4 : Math.min(12, 3 - Math.floor(Math.log10(largest)));
+  return `,.${decimals}~f`;
 }
 
 type Row = Record<string, number | string | null>;
@@ -157,6 +200,12 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
   }
 
   const countField = rows.some((row) => '__count' in row);
+  // Vega-Lite leaves out rows whose plotted number or date is empty: counted, and said.
+  let omitted = 0;
+  const leftOut = (fields: string[]) => {
+    omitted = rows.filter((row) => fields.some((field) => row[field] === null)).length;
+    if (omitted) notes.push(`${omitted} row${omitted === 1 ? '' : 's'} with an empty ${fields.join(' or ')} left out (not plotted)`);
+  };
   const title = request.title;
   const encoding: Record<string, unknown> = {};
   let mark: Record<string, unknown>;
@@ -164,7 +213,14 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
   const xOrder = kind(x) === 'nominal' ? categoryOrder(rows, x, type === 'bar' ? measure : undefined) : [];
   // Few categories read best level; many are slanted so their labels fit.
   const xAxis = kind(x) === 'nominal' ? { ...axisFor('nominal', x), labelAngle: xOrder.length <= 8 ? 0 : -45 } : axisFor(kind(x), x);
-  const xEncoding = { field: x, type: kind(x), axis: xAxis, ...(kind(x) === 'nominal' ? { sort: xOrder } : {}) };
+  const years = (field: string) => data.years.includes(field);
+  const distinct = (field: string) => new Set(rows.map((row) => row[field])).size;
+  const xEncoding: Record<string, unknown> =
+    kind(x) === 'temporal'
+      ? years(x) && (type === 'bar' || type === 'heatmap')
+        ? yearCategories(x, distinct(x))
+        : timeEncoding(data, x)
+      : { field: x, type: kind(x), axis: xAxis, ...(kind(x) === 'nominal' ? { sort: xOrder } : {}) };
   switch (type) {
     case 'bar': {
       mark = { type: 'bar' };
@@ -172,10 +228,17 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
       if (y && kind(y) === 'quantitative') {
         const summed = hasDuplicates(rows, keyFields);
         if (summed) notes.push(`${y} summed per ${[x, ...(color ? [color] : [])].join(' and ')} (the data has several rows for one bar)`);
-        encoding.y = { field: y, type: 'quantitative', aggregate: 'sum', scale: { zero: true }, axis: axisFor('quantitative', y) };
+        encoding.y = {
+          field: y,
+          type: 'quantitative',
+          aggregate: 'sum',
+          scale: { zero: true },
+          axis: axisFor('quantitative', y),
+          format: measureFormat(rows, y),
+        };
       } else if (y) {
         // y holds categories: horizontal bars counting rows.
-        encoding.y = { field: y, type: kind(y), axis: axisFor(kind(y), y) };
+        encoding.y = years(y) ? yearCategories(y, distinct(y)) : { field: y, type: kind(y), axis: axisFor(kind(y), y) };
         encoding.x = {
           aggregate: countField ? 'sum' : 'count',
           ...(countField ? { field: '__count' } : {}),
@@ -205,7 +268,8 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
             ? { type: 'line', point: rows.length <= 60 }
             : { type: 'area', opacity: 0.8 };
       encoding.x = { ...xEncoding, ...(kind(x) === 'quantitative' && type !== 'point' ? { scale: { zero: false } } : {}) };
-      encoding.y = { field: y, type: 'quantitative', axis: axisFor('quantitative', y!), scale: { zero: type !== 'point' } };
+      encoding.y = { field: y, type: 'quantitative', axis: axisFor('quantitative', y!), scale: { zero: type !== 'point' }, format: measureFormat(rows, y!) };
+      leftOut([x, y!]);
       if (type === 'line' || type === 'area') {
         if (hasDuplicates(rows, keyFields)) notes.push(`${y} summed per ${[x, ...(color ? [color] : [])].join(' and ')} (several rows share an x)`);
         encoding.y = { ...(encoding.y as object), aggregate: 'sum' };
@@ -217,22 +281,23 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
       encoding.x = { field: x, type: 'quantitative', bin: { maxbins: 30 }, axis: axisFor('quantitative', x) };
       encoding.y = { aggregate: 'count', type: 'quantitative', scale: { zero: true }, axis: axisFor('quantitative', 'count') };
       yTitle = 'count';
+      leftOut([x]);
       break;
     }
     case 'heatmap': {
       mark = { type: 'rect' };
       const yField = requireColumn(data, y, 'y');
-      encoding.x =
-        kind(x) === 'quantitative'
-          ? { field: x, type: 'quantitative', bin: { maxbins: 30 }, axis: axisFor('quantitative', x) }
-          : { field: x, type: kind(x), axis: axisFor(kind(x), x) };
-      encoding.y =
-        kind(yField) === 'quantitative'
-          ? { field: yField, type: 'quantitative', bin: { maxbins: 30 }, axis: axisFor('quantitative', yField) }
-          : { field: yField, type: kind(yField), axis: axisFor(kind(yField), yField) };
+      const cells = (field: string) =>
+        years(field)
+          ? yearCategories(field, distinct(field))
+          : kind(field) === 'quantitative'
+            ? { field, type: 'quantitative', bin: { maxbins: 30 }, axis: axisFor('quantitative', field) }
+            : { field, type: kind(field), axis: axisFor(kind(field), field) };
+      encoding.x = cells(x);
+      encoding.y = cells(yField);
       encoding.color =
         color && kind(color) === 'quantitative'
-          ? { field: color, type: 'quantitative', aggregate: 'sum', legend: { title: color } }
+          ? { field: color, type: 'quantitative', aggregate: 'sum', legend: { title: color }, format: measureFormat(rows, color) }
           : { aggregate: countField ? 'sum' : 'count', ...(countField ? { field: '__count' } : {}), type: 'quantitative', legend: { title: 'count' } };
       yTitle = yField;
       break;
@@ -252,8 +317,9 @@ export function buildChart(data: ChartData, request: ChartRequest): BuiltChart {
     encoding,
     config: { font: 'DejaVu Sans, Liberation Sans, Arial, sans-serif', axis: { labelFontSize: 11, titleFontSize: 12 }, title: { fontSize: 15 } },
   };
-  const series = color ? [...new Set(rows.map((row) => String(row[color])))] : [];
-  return { type, ...(inferred ? { inferred: inferred.why } : {}), spec, points: rows.length, notes, describe: { x, y: yTitle, series } };
+  // Series are the colour's groups; a heat map's colour (or any numeric colour) is a scale, not series.
+  const series = color && type !== 'heatmap' && kind(color) !== 'quantitative' ? [...new Set(rows.map((row) => String(row[color])))] : [];
+  return { type, ...(inferred ? { inferred: inferred.why } : {}), spec, points: rows.length - omitted, notes, describe: { x, y: yTitle, series } };
 }
 
 function numberText(value: number): string {

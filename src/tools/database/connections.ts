@@ -31,7 +31,17 @@ async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<
 function driverKey(config: DatabaseConfig, readOnly: boolean): string {
   // Keyed by what is connected to, not only the alias: two workspaces in one process (tests,
   // delegate children with other settings) may use one alias for different databases.
-  const target = [config.engine, config.path, JSON.stringify(config.files ?? null), config.host, config.port, config.database, config.user, config.dsn]
+  const target = [
+    config.engine,
+    config.path,
+    JSON.stringify(config.files ?? null),
+    JSON.stringify(config.fileOptions ?? null),
+    config.host,
+    config.port,
+    config.database,
+    config.user,
+    config.dsn,
+  ]
     .map((part) => part ?? '')
     .join('\u0000');
   return `${config.alias}\u0000${target}\u0000${readOnly ? 'ro' : 'rw'}`;

@@ -298,6 +298,7 @@ export interface DescribedTable {
   indexes: readonly string[];
   comment?: string | null;
   referencedBy?: readonly string[];
+  notes?: readonly string[];
 }
 
 /** Bytes the keys may take before the column table (they come first, so they are never cut by it). */
@@ -323,6 +324,7 @@ export function formatDescription(description: DescribedTable): string {
   const keys = [
     `${name}: ${plural(description.columns.length, 'column')}`,
     ...(description.comment ? [`comment: ${cellText(description.comment)}`] : []),
+    ...(description.notes ?? []),
     `primary key: ${description.primaryKey.length ? description.primaryKey.join(', ') : '(none)'}`,
     `foreign keys: ${listed(description.foreignKeys)}`,
     ...(description.referencedBy ? [`referenced by: ${listed(description.referencedBy)}`] : []),

@@ -63,6 +63,8 @@ export interface TableDescription {
   comment?: string | null;
   /** Foreign keys in other tables that reference this one (filled in by catalog/describe.ts). */
   referencedBy?: string[];
+  /** Lines about where the rows come from (a DuckDB file view: what was detected, warnings). */
+  notes?: string[];
 }
 
 /**

@@ -136,11 +136,24 @@ export function classifyFormat(code: string, value = 1): FormatKind {
   return kind;
 }
 
-/** A number with binary float noise removed: 0.30000000000000004 → "0.3". */
+/**
+ * A number as Excel shows it in General format: at most 15 significant digits (Excel's
+ * precision), and float noise in the 15th digit removed: 0.30000000000000004 → "0.3", and
+ * 0.311199999999999 (0.3112 less one unit in the 15th digit, what arithmetic leaves) → "0.3112",
+ * as Excel shows the cell; 1/3 stays 0.333333333333333. A value that is a short decimal (at most
+ * 10 significant digits) once its 15th digit is dropped is shown as that decimal.
+ */
 export function cleanNumber(value: number): string {
   if (!Number.isFinite(value)) return String(value);
   if (Number.isInteger(value)) return String(value);
+  const short = Number(value.toPrecision(14));
+  if (significantDigits(short) <= 10) return String(short);
   return String(Number(value.toPrecision(15)));
+}
+
+function significantDigits(value: number): number {
+  const [mantissa = ''] = value.toExponential().split('e');
+  return mantissa.replace(/[-.]/g, '').length;
 }
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');

@@ -1,4 +1,5 @@
 import { formatCount } from '../long-lines.js';
+import { MAX_TOOL_OUTPUT_BYTES, sanitizeOutput } from '../sanitize.js';
 import { displayCellValue } from './cell-values.js';
 import { SHEET_KIND_LABELS, sheetHasCells, type ColumnRange, type SheetInfo, type SheetSlice, type SheetSummary } from './model.js';
 
@@ -122,9 +123,31 @@ export function renderSlice(slice: SheetSlice, request: SliceRequest): RenderedS
       hiddenColumns,
       firstColumn: columnLetters(columns[0] ?? request.firstColumn),
       columnsCut: cutColumns.length,
-      moreHint: `call read_excel with start_row=${firstRow} and a smaller end_row`,
+      moreHint: `call read_excel with start_row=${
+        firstRowPastCap(
+          lines,
+          rows.map((row) => row.row),
+        ) ?? firstRow
+      } to go on`,
     },
   };
+}
+
+/** Room the output cap's own marker takes (its text and the hint). */
+const CUT_MARKER_ROOM = 512;
+
+/**
+ * The first sheet row whose line the output cap (MAX_TOOL_OUTPUT_BYTES) does not show whole, or
+ * null when every row fits: where the next read_sheet call starts. `lines` are the sheet's name,
+ * the column letters, then one line per entry of `rows`.
+ */
+function firstRowPastCap(lines: readonly string[], rows: readonly number[]): number | null {
+  let bytes = 0;
+  for (let i = 0; i < lines.length; i++) {
+    bytes += Buffer.byteLength(sanitizeOutput(lines[i]!), 'utf8') + 1;
+    if (bytes > MAX_TOOL_OUTPUT_BYTES - CUT_MARKER_ROOM) return i < 2 ? (rows[0] ?? null) : (rows[i - 2] ?? null);
+  }
+  return null;
 }
 
 /** The used-range column of list_sheets; other kinds than worksheets are named there. */

@@ -103,7 +103,6 @@ class XlsWorkbook implements OpenWorkbook {
 
   async readRows(sheet: SheetSummary, firstRow: number, lastRow: number): Promise<SheetSlice> {
     const all = this.rowsOf(sheet);
-    const declared = sheet.dimension ? this.xlsx.utils.decode_range(sheet.dimension).e.r + 1 : 0;
     const merges = (this.worksheets[sheet.index - 1]!['!merges'] ?? []).map((m) => ({
       firstRow: m.s.r + 1,
       firstColumn: m.s.c + 1,
@@ -116,7 +115,8 @@ class XlsWorkbook implements OpenWorkbook {
         merges,
       ),
       hiddenColumns: this.hiddenColumns(sheet),
-      lastRow: Math.max(declared, all[all.length - 1]?.row ?? 0),
+      // The last row with a value, as get_info counts it (the declared range may cover formatted empty rows).
+      lastRow: all[all.length - 1]?.row ?? 0,
       lastRowSeen: all[all.length - 1]?.row ?? 0,
     };
   }
@@ -154,8 +154,10 @@ export async function openXls(bytes: Buffer, text: TextWorkbookKind | null = nul
   const xlsx: SheetJs = await import('@e965/xlsx');
   // Code pages: BIFF5 and older store text in the workbook's Windows code page (1251 Cyrillic,
   // 1253 Greek, 1252's "…" and "€"), which SheetJS decodes only with its tables loaded (a 0.1-0.2 s
-  // import). BIFF8, in an OLE2 stream named Workbook, stores Unicode and needs none.
-  if (text !== null || !bytes.includes(BIFF8_STREAM_NAME)) xlsx.set_cptable(await import('@e965/xlsx/dist/cpexcel.full.mjs'));
+  // import). BIFF8, in an OLE2 stream named Workbook, stores Unicode and needs none. The subpath
+  // without an extension is the one the package exports for both import (its .mjs, under tsc and
+  // vitest) and require (its .js, in the bundle, where esbuild turns this import into a require).
+  if (text !== null || !bytes.includes(BIFF8_STREAM_NAME)) xlsx.set_cptable(await import('@e965/xlsx/dist/cpexcel.full'));
   // raw: delimited text and HTML cells stay as written (SheetJS would otherwise guess numbers and dates).
   const read = (cellFormula: boolean) =>
     xlsx.read(bytes, {

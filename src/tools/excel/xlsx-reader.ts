@@ -125,8 +125,11 @@ class XlsxWorkbook implements OpenWorkbook {
       hidden: row.hidden,
       cells: row.cells.map((cell) => ({ column: cell.column, value: resolveCell(cell, strings.strings, styles) })),
     }));
-    const known = declaredLastRow > 0 || !stoppedEarly;
-    return { rows: resolved, hiddenColumns, lastRow: known ? Math.max(declaredLastRow, seenLastRow) : null, lastRowSeen: seenLastRow };
+    // Read to its end, the sheet's last row is its last row with a value, as get_info counts it: the
+    // declared range (<dimension>) also covers formatted empty cells below the data (A1:B476 for
+    // values in rows 1-474). Stopped early, only the declared range says how far the sheet goes.
+    const lastKnown = !stoppedEarly ? seenLastRow : declaredLastRow > 0 ? Math.max(declaredLastRow, seenLastRow) : null;
+    return { rows: resolved, hiddenColumns, lastRow: lastKnown, lastRowSeen: seenLastRow };
   }
 
   async inspect(sheet: SheetSummary): Promise<SheetInfo> {

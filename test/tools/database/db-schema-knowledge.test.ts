@@ -284,7 +284,7 @@ describe('postgres', () => {
       sql: 'SELECT i, md5(i::text) AS h, i * 2 AS d FROM generate_series(1, 3) AS i, pg_sleep(0.7)',
     });
     expect(profiled.ok).toBe(true);
-    expect(profiled.output).toMatch(/Profile of the query: 1 of 3 columns, from all 3 rows; not profiled: 2 columns \(h, d\): the 1 s budget ran out/);
+    expect(profiled.output).toMatch(/Profile of the query: 1 of 3 columns, from all 3 rows; not profiled: 2 columns \(h, d\) not reached in the 1 s budget/);
     // Its figures stand; its top values (one more 0.7 s statement) were cut by the budget.
     expect(profiled.output).toMatch(/│ i +│ number \(from its values\) │ 0% +│ 3 +│ 1 +│ 3 +│ 2 +│ 1 +│ +│ \(the time budget ran out\) │/);
     // The head (0.7 s), one column (0.7 s), then the budget: not the 3.5 s the rest would take.

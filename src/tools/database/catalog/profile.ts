@@ -59,6 +59,8 @@ export interface ProfileResult {
   rowsRead: number;
   columns: ColumnProfile[];
   notReached: string[];
+  /** How many of notReached (the first ones) the time budget left out; the rest are beyond the column limit. */
+  outOfBudget?: number;
   totalColumns: number;
   budgetSeconds: number;
 }
@@ -162,8 +164,18 @@ async function profileColumns(
   }
   // Not one column could be profiled: that is a failed call, not a profile of 0 rows.
   if (firstError !== undefined && profiles.every((profile) => profile.note !== undefined)) throw firstError;
+  const outOfBudget = notReached.length;
   if (chosen.length > limited.length) notReached.push(...chosen.slice(limited.length).map((column) => column.name));
-  return { subject, sampled: source.sampled, rowsRead, columns: profiles, notReached, totalColumns: available.length, budgetSeconds: input.budgetSeconds };
+  return {
+    subject,
+    sampled: source.sampled,
+    rowsRead,
+    columns: profiles,
+    notReached,
+    outOfBudget,
+    totalColumns: available.length,
+    budgetSeconds: input.budgetSeconds,
+  };
 }
 
 function emptyProfile(name: string, type: string, note: string): ColumnProfile {
@@ -318,11 +330,17 @@ function summary(result: ProfileResult): string {
   const from = result.sampled
     ? `SAMPLED: figures are from ${rows} rows: ${result.sampled}; distinct counts and top values are the sample's`
     : `from all ${rows} rows`;
-  const reached = result.notReached.length
-    ? `; not profiled: ${result.notReached.length.toLocaleString('en-US')} column${result.notReached.length === 1 ? '' : 's'} ` +
-      `(${result.notReached.slice(0, 10).join(', ')}${result.notReached.length > 10 ? ', …' : ''}): the ${result.budgetSeconds} s budget ran out or the ` +
-      `call profiles at most ${PROFILE_DEFAULT_COLUMNS} columns unless "columns" names them`
-    : '';
+  const outOfBudget = result.outOfBudget ?? result.notReached.length;
+  const names = (list: string[]) => `${list.slice(0, 10).join(', ')}${list.length > 10 ? ', …' : ''}`;
+  const columns = (n: number) => `${n.toLocaleString('en-US')} column${n === 1 ? '' : 's'}`;
+  const reasons = [
+    outOfBudget > 0 && `${columns(outOfBudget)} (${names(result.notReached.slice(0, outOfBudget))}) not reached in the ${result.budgetSeconds} s budget`,
+    result.notReached.length > outOfBudget &&
+      `${columns(result.notReached.length - outOfBudget)} more beyond the ${PROFILE_DEFAULT_COLUMNS} a call profiles unless "columns" names them`,
+  ].filter(Boolean);
+  const reached = reasons.length ? `; not profiled: ${reasons.join('; ')}` : '';
+  // Nothing finished: no row count to report (a profile of "all 0 rows" would claim an empty table).
+  if (result.columns.length === 0) return `Profile of ${result.subject}: 0 of ${result.totalColumns} columns, no rows read${reached}`;
   return `Profile of ${result.subject}: ${result.columns.length} of ${result.totalColumns} columns, ${from}${reached}`;
 }
 

@@ -4,6 +4,8 @@ import { basename } from 'node:path';
 import { ToolError } from '../../types.js';
 import { duckdbReaderFor, isGlob } from '../../../config/duckdb.js';
 import { sqlIdentifier, sqlString } from './duckdb-files.js';
+import { describeFileView, explicitReadCsv, sniffCsv, type FileView } from './duckdb-sniff.js';
+import { duckdbOptionSql } from '../../../config/duckdb-options.js';
 import { numberedPlaceholders } from './server-support.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';
@@ -37,6 +39,8 @@ export class DuckdbDriver implements DatabaseDriver {
   readonly engine = 'duckdb' as const;
   private instance: DuckDBInstance | null = null;
   private opening: Promise<DuckDBInstance> | null = null;
+  /** The configured file views, by view name, with what was detected (duckdb-sniff.ts). */
+  private readonly fileViews = new Map<string, FileView>();
 
   constructor(
     private readonly config: DatabaseConfig,
@@ -101,8 +105,25 @@ export class DuckdbDriver implements DatabaseDriver {
         if (paths.length === 0) throw new ToolError(`${file}: the glob matches no files, so view ${view} cannot be created`, 'not_found');
       }
       allowed.push(...paths);
-      const source = paths.length === 1 ? sqlString(paths[0]!) : `[${paths.map(sqlString).join(', ')}]`;
-      await run(connection, `CREATE VIEW ${sqlIdentifier(view)} AS SELECT * FROM ${reader}(${source})`, `cannot read ${file} as view ${view}`);
+      const source = sourceSql(paths);
+      const fileView: FileView = { view, file, paths, reader, options: this.config.fileOptions?.[view] ?? {}, sniffed: null };
+      this.fileViews.set(view, fileView);
+      // CSV: sniffed once here, and the view defined with what was found (duckdb-sniff.ts); where
+      // that fails, DuckDB's own detection in every statement, as before.
+      if (reader === 'read_csv') {
+        fileView.sniffed = await sniffCsv(connection, fileView).catch(() => null);
+        if (fileView.sniffed) {
+          try {
+            await connection.run(viewSql(view, explicitReadCsv(source, fileView, fileView.sniffed)));
+            await connection.run(`SELECT * FROM ${sqlIdentifier(view)} LIMIT 0`);
+            continue;
+          } catch {
+            fileView.sniffed = null;
+          }
+        }
+      }
+      const options = Object.entries(fileView.options).map(([name, value]) => duckdbOptionSql(name, value));
+      await run(connection, viewSql(view, `${reader}(${[source, ...options].join(', ')})`), `cannot read ${file} as view ${view}`);
       // Reading the view's columns now reports a bad file when the database is opened, not on first use.
       await run(connection, `SELECT * FROM ${sqlIdentifier(view)} LIMIT 0`, `cannot read ${file} as view ${view}`);
     }
@@ -235,6 +256,8 @@ export class DuckdbDriver implements DatabaseDriver {
       const indexes = (
         await connection.runAndReadAll(`SELECT index_name, is_unique, expressions FROM duckdb_indexes() WHERE ${exact} ORDER BY index_name`, scope)
       ).getRowsJS();
+      const view = database === 'memory' ? this.fileViews.get(name) : undefined;
+      const notes = view ? await describeFileView(connection, view, sourceSql(view.paths)) : undefined;
       const primaryKey = (constraints.find((row) => row[0] === 'PRIMARY KEY')?.[1] as string[] | undefined) ?? [];
       return {
         schema: database === 'memory' ? schemaName : `${database}.${schemaName}`,
@@ -249,6 +272,7 @@ export class DuckdbDriver implements DatabaseDriver {
         primaryKey,
         foreignKeys: constraints.filter((row) => row[0] === 'FOREIGN KEY').map((row) => String(row[2])),
         indexes: indexes.map((row) => `${String(row[0])}${row[1] ? ' UNIQUE' : ''} ${String(row[2])}`),
+        ...(notes ? { notes } : {}),
       };
     });
   }
@@ -273,6 +297,14 @@ export class DuckdbDriver implements DatabaseDriver {
     this.instance?.closeSync();
     this.instance = null;
   }
+}
+
+function sourceSql(paths: readonly string[]): string {
+  return paths.length === 1 ? sqlString(paths[0]!) : `[${paths.map(sqlString).join(', ')}]`;
+}
+
+function viewSql(view: string, from: string): string {
+  return `CREATE OR REPLACE VIEW ${sqlIdentifier(view)} AS SELECT * FROM ${from}`;
 }
 
 /**
