@@ -35,6 +35,8 @@ const EXTERNAL = [
   '@resvg/resvg-js',
   'vega',
   'vega-lite',
+  // SSH tunnels: ssh2 loads its optional native crypto binding when present.
+  'ssh2',
 ];
 
 /**

@@ -51,6 +51,12 @@ function listDatabases(configs: DatabaseConfig[], format: 'text' | 'json'): void
 
 async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; text: string }> {
   const [{ driverFor }, { scrubSecrets }] = await Promise.all([import('../tools/database/connections.js'), import('../tools/database/secrets.js')]);
+  if (config.ssh) {
+    // The tunnel first, on a line of its own: then a failure says which of the two failed.
+    const tunnel = await checkTunnel(config);
+    (tunnel.ok ? process.stdout : process.stderr).write(`${scrubSecrets(tunnel.text, config)}\n`);
+    if (!tunnel.ok) return { ok: false, text: `err ${config.alias}: database not checked (its SSH tunnel failed)` };
+  }
   const started = Date.now();
   const signal = AbortSignal.timeout(config.connectTimeoutMs + config.statementTimeoutMs);
   try {
@@ -61,6 +67,18 @@ async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; tex
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return { ok: false, text: `err ${config.alias}: ${scrubSecrets(message, config)}` };
+  }
+}
+
+async function checkTunnel(config: DatabaseConfig): Promise<{ ok: boolean; text: string }> {
+  const { tunnelFor } = await import('../tools/database/ssh-tunnel.js');
+  const tunnel = tunnelFor(config.ssh!);
+  const started = Date.now();
+  try {
+    await tunnel.open(config.connectTimeoutMs);
+    return { ok: true, text: `ok  ${config.alias}: tunnel ${tunnel.name} (${Date.now() - started} ms)` };
+  } catch (error) {
+    return { ok: false, text: `err ${config.alias}: tunnel: ${error instanceof Error ? error.message : String(error)}` };
   }
 }
 

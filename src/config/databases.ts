@@ -3,6 +3,7 @@ import { basename, extname, join, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { parseConfigText, type ConfigDocument } from './config-file.js';
 import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './duckdb.js';
+import { describeSsh, parseSshBlock, type SshConfig } from './ssh.js';
 import { interpolateEnv, isMapping, readYamlText } from './yaml.js';
 
 /**
@@ -29,6 +30,8 @@ export interface DatabaseConfig {
   password?: string;
   /** oracle: an Easy Connect string or TNS alias (host:port/service). */
   dsn?: string;
+  /** Server engines: reached through this SSH server (README "SSH tunnels"); host and port are as seen from it. */
+  ssh?: SshConfig;
   connectTimeoutMs: number;
   statementTimeoutMs: number;
   /** Where it was configured, for `quarry db list` and error messages. */
@@ -48,7 +51,21 @@ const URL_SCHEMES: Record<string, Engine> = {
   vertica: 'vertica',
 };
 const YAML_TYPES: Record<string, Engine> = { ...URL_SCHEMES, sqlite: 'sqlite', sqlite3: 'sqlite', duckdb: 'duckdb' };
-const YAML_KEYS = ['type', 'url', 'path', 'host', 'port', 'database', 'user', 'password', 'dsn', 'connect_timeout', 'statement_timeout', 'files'] as const;
+const YAML_KEYS = [
+  'type',
+  'url',
+  'path',
+  'host',
+  'port',
+  'database',
+  'user',
+  'password',
+  'dsn',
+  'connect_timeout',
+  'statement_timeout',
+  'files',
+  'ssh',
+] as const;
 
 export interface DatabaseConfigSources {
   /** `--db` values, in order. */
@@ -312,7 +329,7 @@ function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.Proces
       if (key === 'password' && passwordsOptional && /\$\{/.test(value)) continue;
       values[key] = interpolateEnv(value, env, `${where}.${key}`);
     } else if (typeof value === 'number') values[key] = value;
-    else if (key === 'files') continue;
+    else if (key === 'files' || key === 'ssh') continue;
     else if (value !== null && value !== undefined) throw new ConfigError(`${where}.${key} must be a string or a number`);
   }
   const source = `${file} (databases.${alias})`;
@@ -334,6 +351,11 @@ function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.Proces
   }
   if (values.connect_timeout !== undefined) draft.connectTimeoutSeconds = parseSeconds(values.connect_timeout, `${where}.connect_timeout`);
   if (values.statement_timeout !== undefined) draft.statementTimeoutSeconds = parseSeconds(values.statement_timeout, `${where}.statement_timeout`);
+  if (raw.ssh !== undefined && raw.ssh !== null) {
+    if (draft.engine === 'sqlite' || draft.engine === 'duckdb')
+      throw new ConfigError(`${where}.ssh: a ${draft.engine} database is a local file; ssh: is for server engines`);
+    draft.ssh = parseSshBlock(raw.ssh, `${where}.ssh`, dirOf(file), env);
+  }
   return { ...draft, alias };
 }
 
@@ -425,9 +447,10 @@ export function describeDatabase(config: DatabaseConfig): string {
     return `duckdb ${[config.path, views.length ? `views: ${views.join(', ')}` : ''].filter(Boolean).join('; ')}`;
   }
   const user = config.user ? `${config.user}@` : '';
-  if (config.engine === 'oracle') return `oracle ${user}${config.dsn}`;
+  if (config.engine === 'oracle') return `oracle ${user}${config.dsn}${config.ssh ? ` (${describeSsh(config.ssh)})` : ''}`;
   const port = config.port ?? DEFAULT_PORTS[config.engine];
-  return `${config.engine} ${user}${config.host}:${port}${config.database ? `/${config.database}` : ''}`;
+  const via = config.ssh ? ` (${describeSsh(config.ssh)})` : '';
+  return `${config.engine} ${user}${config.host}:${port}${config.database ? `/${config.database}` : ''}${via}`;
 }
 
 export function defaultPort(engine: Engine): number | undefined {

@@ -1,3 +1,4 @@
+import { closeAllTunnels } from './ssh-tunnel.js';
 import type { DatabaseConfig, DatabaseDriver, QueryResult } from './types.js';
 
 /**
@@ -12,6 +13,8 @@ const drivers = new Map<string, Promise<DatabaseDriver>>();
 const turns = new Map<string, Promise<void>>();
 
 async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
+  // Behind an ssh: block, the engine's driver connects to the tunnel's loopback port (README "SSH tunnels").
+  if (config.ssh) return (await import('./drivers/tunneled.js')).tunneledDriver(config, (direct) => createDriver(direct, readOnly));
   switch (config.engine) {
     case 'sqlite':
       return new (await import('./drivers/sqlite.js')).SqliteDriver(config, readOnly);
@@ -31,7 +34,17 @@ async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<
 function driverKey(config: DatabaseConfig, readOnly: boolean): string {
   // Keyed by what is connected to, not only the alias: two workspaces in one process (tests,
   // delegate children with other settings) may use one alias for different databases.
-  const target = [config.engine, config.path, JSON.stringify(config.files ?? null), config.host, config.port, config.database, config.user, config.dsn]
+  const target = [
+    config.engine,
+    config.path,
+    JSON.stringify(config.files ?? null),
+    config.host,
+    config.port,
+    config.database,
+    config.user,
+    config.dsn,
+    JSON.stringify(config.ssh ?? null),
+  ]
     .map((part) => part ?? '')
     .join('\u0000');
   return `${config.alias}\u0000${target}\u0000${readOnly ? 'ro' : 'rw'}`;
@@ -98,6 +111,7 @@ export async function closeAllDatabaseConnections(): Promise<void> {
   const open = [...drivers.values()];
   drivers.clear();
   await Promise.allSettled(open.map(async (driver) => (await driver).close()));
+  await closeAllTunnels();
 }
 
 /**
