@@ -70,6 +70,15 @@ async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; tex
   }
 }
 
+/** Which optional packages (drivers, ssh2, charts) this installation can load (README "Installing"). */
+async function installedPackagesLine(): Promise<string> {
+  const { optionalPackageVersions } = await import('../tools/optional-packages.js');
+  const packages = optionalPackageVersions();
+  const installed = packages.filter((entry) => entry.version !== null).map((entry) => `${entry.name} ${entry.version}`);
+  const missing = packages.filter((entry) => entry.version === null).map((entry) => entry.name);
+  return `packages: ${installed.join(', ') || '(none)'}${missing.length ? `; not installed: ${missing.join(', ')} (npm install -g NAME adds one)` : ''}`;
+}
+
 async function checkTunnel(config: DatabaseConfig): Promise<{ ok: boolean; text: string }> {
   const { tunnelFor } = await import('../tools/database/ssh-tunnel.js');
   const tunnel = tunnelFor(config.ssh!);
@@ -106,6 +115,7 @@ export function registerDbCommand(parser: Argv, setExit: (code: number) => void)
           const selected = alias ? configs.filter((config) => config.alias === alias) : configs;
           if (alias && selected.length === 0) throw new UsageError(`no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ') || '(none)'}`);
           if (selected.length === 0) throw new UsageError('no databases configured (see quarry db list)');
+          process.stdout.write(`${await installedPackagesLine()}\n`);
           let failed = false;
           try {
             for (const config of selected) {

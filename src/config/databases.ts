@@ -12,7 +12,7 @@ import { interpolateEnv, isMapping, readYamlText } from './yaml.js';
  * mistake is a ConfigError that says what to fix; passwords never appear in one.
  */
 
-export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
+export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb', 'clickhouse'] as const;
 export type Engine = (typeof ENGINES)[number];
 
 /** A configured database (README "Databases"). The password is kept apart so it can be scrubbed everywhere. */
@@ -40,7 +40,7 @@ export interface DatabaseConfig {
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
 export const DEFAULT_STATEMENT_TIMEOUT_SECONDS = 120;
-const DEFAULT_PORTS: Partial<Record<Engine, number>> = { postgres: 5432, mysql: 3306, vertica: 5433, oracle: 1521 };
+const DEFAULT_PORTS: Partial<Record<Engine, number>> = { postgres: 5432, mysql: 3306, vertica: 5433, oracle: 1521, clickhouse: 8123 };
 const ALIAS_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]*$/;
 const URL_SCHEMES: Record<string, Engine> = {
   postgres: 'postgres',
@@ -49,6 +49,7 @@ const URL_SCHEMES: Record<string, Engine> = {
   mariadb: 'mysql',
   oracle: 'oracle',
   vertica: 'vertica',
+  clickhouse: 'clickhouse',
 };
 const YAML_TYPES: Record<string, Engine> = { ...URL_SCHEMES, sqlite: 'sqlite', sqlite3: 'sqlite', duckdb: 'duckdb' };
 const YAML_KEYS = [
@@ -228,7 +229,7 @@ function parseTarget(target: string, cwd: string, where: string | ((shown: strin
     const engine = URL_SCHEMES[scheme];
     if (!engine) {
       throw new ConfigError(
-        `${sourceFor(redactUrl(target))}: unsupported database URL scheme "${scheme}://"; use postgres://, mysql://, oracle://, vertica://, sqlite:PATH or ` +
+        `${sourceFor(redactUrl(target))}: unsupported database URL scheme "${scheme}://"; use postgres://, mysql://, oracle://, vertica://, clickhouse://, sqlite:PATH or ` +
           `the path of a SQLite file`,
       );
     }

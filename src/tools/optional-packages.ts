@@ -41,18 +41,21 @@ export function missingPackageMessage(name: string): string {
   return `${purpose} need${purpose.endsWith('s') ? '' : 's'} the optional package ${name}, which is not installed; install it with: npm install -g ${spec} (or npm install ${spec} beside a local quarry)`;
 }
 
-function isMissing(error: unknown, name: string): boolean {
+/** Which of the packages a failed import did not find (Node: "Cannot find module 'pg'", "Cannot find package 'vega'"). */
+function missingOne(error: unknown, names: readonly string[]): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
+  if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') return undefined;
   const message = error instanceof Error ? error.message : '';
-  return (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && message.includes(`'${name}`);
+  return names.find((name) => message.includes(`'${name}'`) || message.includes(`'${name}/`));
 }
 
-/** Imports an optional package; a missing one becomes the one-line ToolError above. */
-export async function importOptional<T>(name: string, load: () => Promise<T>): Promise<T> {
+/** Imports what needs optional packages; one of them missing becomes the one-line ToolError above. */
+export async function importOptional<T>(names: readonly string[], load: () => Promise<T>): Promise<T> {
   try {
     return await load();
   } catch (error) {
-    if (isMissing(error, name)) throw new ToolError(missingPackageMessage(name), 'missing_package');
+    const missing = missingOne(error, names);
+    if (missing) throw new ToolError(missingPackageMessage(missing), 'missing_package');
     throw error;
   }
 }

@@ -115,7 +115,7 @@ describe('database configuration', () => {
     const yaml = join(dir, 'bad.yaml');
     writeFileSync(yaml, 'databases:\n  a:\n    type: nosql\n');
     expect(() => loadDatabaseConfigs({ databasesFile: yaml, env: {}, cwd: dir })).toThrow(
-      'databases.a.type must be one of sqlite, postgres, mysql, oracle, vertica, duckdb (got "nosql")',
+      'databases.a.type must be one of sqlite, postgres, mysql, oracle, vertica, duckdb, clickhouse (got "nosql")',
     );
   });
 });

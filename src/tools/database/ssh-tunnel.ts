@@ -79,7 +79,7 @@ export class SshTunnel {
   }
 
   private async connectChain(timeoutMs: number): Promise<Client[]> {
-    const ssh2 = await importOptional('ssh2', async () => {
+    const ssh2 = await importOptional(['ssh2'], async () => {
       const module = (await import('ssh2')) as Ssh2 & { default?: Ssh2 };
       return module.default ?? module;
     });

@@ -38,6 +38,7 @@ const ENGINE_TITLES: Record<Engine, string> = {
   oracle: 'Oracle',
   vertica: 'Vertica',
   duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)',
+  clickhouse: 'ClickHouse',
 };
 
 function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOnly: boolean, guard: QueryGuard | null): string {
