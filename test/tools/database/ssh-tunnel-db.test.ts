@@ -125,6 +125,15 @@ describe('ssh tunnel', () => {
     await closeAllDatabaseConnections();
   });
 
+  test.skipIf(!process.env.QUARRY_TEST_CLICKHOUSE_URL)('ClickHouse over HTTP through the tunnel', async () => {
+    const chUrl = new URL(process.env.QUARRY_TEST_CLICKHOUSE_URL!);
+    const runner = makeRunner(configs({ ch: { url: chUrl, ssh: viaSshd() } }), dir);
+    const result = await runner.run('clickhouse', { operation: 'query', sql: 'SELECT 6 * 7 AS answer' });
+    expect(result.output).toContain('│ 42     │');
+    expect(forwardsTo(sshd, chUrl.port)).toBeGreaterThan(0);
+    await closeAllDatabaseConnections();
+  });
+
   test('a jump host: both servers log their hop', async () => {
     const ssh = viaSshd({ jump: [{ host: '127.0.0.1', port: jump.port, user: jump.user, identity_file: clientKey.privatePath }] });
     const runner = makeRunner(configs({ pgjump: { url: pgUrl, ssh } }), dir);
