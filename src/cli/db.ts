@@ -39,7 +39,7 @@ function listDatabases(configs: DatabaseConfig[], format: 'text' | 'json'): void
   }
   if (configs.length === 0) {
     process.stdout.write(
-      'No databases configured. Use --db [ALIAS=]TARGET, --databases FILE, SQLITE_DB/POSTGRES_*/MYSQL_*/ORACLE_*/VERTICA_* or databases: in config.yaml.\n',
+      'No databases configured. Use --db [ALIAS=]TARGET, --databases FILE, SQLITE_DB/POSTGRES_*/MYSQL_*/ORACLE_*/VERTICA_*/CLICKHOUSE_* or databases: in config.yaml.\n',
     );
     return;
   }

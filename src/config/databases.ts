@@ -390,9 +390,10 @@ const DATABASE_NAME_VARIABLES: Record<string, string[]> = {
   POSTGRES: ['POSTGRES_DATABASE', 'POSTGRES_DB'],
   MYSQL: ['MYSQL_DATABASE'],
   VERTICA: ['VERTICA_DATABASE', 'VERTICA_DB'],
+  CLICKHOUSE: ['CLICKHOUSE_DATABASE', 'CLICKHOUSE_DB'],
 };
 
-/** SQLITE_DB (comma-separated), POSTGRES_*, MYSQL_*, ORACLE_*, VERTICA_*. */
+/** SQLITE_DB (comma-separated), POSTGRES_*, MYSQL_*, ORACLE_*, VERTICA_*, CLICKHOUSE_*. */
 export function databasesFromEnv(env: NodeJS.ProcessEnv, cwd: string): Draft[] {
   const drafts: Draft[] = [];
   for (const path of (env.SQLITE_DB ?? '')
@@ -405,6 +406,7 @@ export function databasesFromEnv(env: NodeJS.ProcessEnv, cwd: string): Draft[] {
     ['postgres', 'POSTGRES'],
     ['mysql', 'MYSQL'],
     ['vertica', 'VERTICA'],
+    ['clickhouse', 'CLICKHOUSE'],
   ] as const) {
     const nameVariables = (DATABASE_NAME_VARIABLES[prefix] ?? []).filter((name) => env[name]);
     const names = new Set(nameVariables.map((name) => env[name]));
