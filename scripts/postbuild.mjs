@@ -9,12 +9,17 @@
 // native code, wasm or files read at run time stay outside the bundle and load from node_modules.
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const root = new URL('..', import.meta.url).pathname;
 const EXTERNAL = [
   'better-sqlite3',
+  // Optional packages (README "Installing"): loaded from node_modules when installed.
+  'pg',
+  'pg-cursor',
+  '@duckdb/node-api',
+  '@clickhouse/client',
   '@duckdb/node-bindings',
   'oracledb',
   'mysql2',
@@ -23,7 +28,6 @@ const EXTERNAL = [
   'vertica-nodejs',
   '@vscode/ripgrep',
   'web-tree-sitter',
-  'tree-sitter-bash',
   '@e965/xlsx',
   'yauzl',
   'saxes',
@@ -35,29 +39,12 @@ const EXTERNAL = [
   '@resvg/resvg-js',
   'vega',
   'vega-lite',
+  // SSH tunnels: ssh2 loads its optional native crypto binding when present.
+  'ssh2',
 ];
 
-/**
- * pg asks at load time whether it runs on Cloudflare Workers. Without a global `navigator`
- * (Node 20 has none) it constructs a `Response`, which makes Node load its whole fetch
- * implementation (undici): about 35 ms on every PostgreSQL use, for a question whose answer
- * here is always no. The bundled copy answers it directly. If pg's code changes and the
- * function is not found, the build says so and bundles pg unchanged.
- */
-const nodeOnlyPg = {
-  name: 'pg-node-only',
-  setup(bundle) {
-    bundle.onLoad({ filter: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/ }, async ({ path }) => {
-      const source = readFileSync(path, 'utf8');
-      const marker = 'function isCloudflareRuntime() {';
-      if (!source.includes(marker)) {
-        console.warn(`postbuild: ${path} has no isCloudflareRuntime(); pg is bundled unchanged`);
-        return { contents: source, loader: 'js' };
-      }
-      return { contents: source.replace(marker, `${marker}\n  return false; // quarry runs on Node.js (scripts/postbuild.mjs)`), loader: 'js' };
-    });
-  },
-};
+// pg is external (an optional package); src/tools/database/connections.ts answers its Cloudflare
+// question with a momentary `navigator` when it loads it.
 
 /**
  * string-width (ours, and yargs' newer copy) creates an `Intl.Segmenter` when it is loaded, which
@@ -190,6 +177,11 @@ function precompileBuiltinProfiles() {
 }
 
 precompileBuiltinProfiles();
+
+// The restricted shell's bash grammar: only tree-sitter-bash's wasm is needed at run time, so the
+// package (a devDependency, with a native build) is not installed with quarry; the wasm ships in
+// dist/ (src/tools/bash/policy/grammar.ts loads it from there).
+copyFileSync(createRequire(import.meta.url).resolve('tree-sitter-bash/tree-sitter-bash.wasm'), `${root}dist/tree-sitter-bash.wasm`);
 /**
  * Packages that can only be imported (ES modules without a CommonJS entry). Every other package
  * is loaded through require() by the bundle below, statically or for a dynamic import(), so each
@@ -208,7 +200,7 @@ const shared = {
   external: EXTERNAL.flatMap((name) => [name, `${name}/*`]),
   legalComments: 'none',
   logLevel: 'warning',
-  plugins: [nodeOnlyPg, lazySegmenter, lazyAssertForYargs],
+  plugins: [lazySegmenter, lazyAssertForYargs],
 };
 
 /**

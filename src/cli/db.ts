@@ -40,7 +40,7 @@ function listDatabases(configs: DatabaseConfig[], format: 'text' | 'json'): void
   }
   if (configs.length === 0) {
     process.stdout.write(
-      'No databases configured. Use --db [ALIAS=]TARGET, --databases FILE, SQLITE_DB/POSTGRES_*/MYSQL_*/ORACLE_*/VERTICA_* or databases: in config.yaml.\n',
+      'No databases configured. Use --db [ALIAS=]TARGET, --databases FILE, SQLITE_DB/POSTGRES_*/MYSQL_*/ORACLE_*/VERTICA_*/CLICKHOUSE_* or databases: in config.yaml.\n',
     );
     return;
   }
@@ -56,6 +56,12 @@ async function checkDatabase(config: DatabaseConfig): Promise<{ ok: boolean; tex
     import('../tools/database/secrets.js'),
     import('../tools/database/connection-errors.js'),
   ]);
+  if (config.ssh) {
+    // The tunnel first, on a line of its own: then a failure says which of the two failed.
+    const tunnel = await checkTunnel(config);
+    (tunnel.ok ? process.stdout : process.stderr).write(`${scrubSecrets(tunnel.text, config)}\n`);
+    if (!tunnel.ok) return { ok: false, text: `err ${config.alias}: database not checked (its SSH tunnel failed)` };
+  }
   const started = Date.now();
   const signal = AbortSignal.timeout(config.connectTimeoutMs + config.statementTimeoutMs);
   try {
@@ -115,6 +121,27 @@ async function indexDatabase(config: DatabaseConfig, tables: string | undefined,
   }
 }
 
+/** Which optional packages (drivers, ssh2, charts) this installation can load (README "Installing"). */
+async function installedPackagesLine(): Promise<string> {
+  const { optionalPackageVersions } = await import('../tools/optional-packages.js');
+  const packages = optionalPackageVersions();
+  const installed = packages.filter((entry) => entry.version !== null).map((entry) => `${entry.name} ${entry.version}`);
+  const missing = packages.filter((entry) => entry.version === null).map((entry) => entry.name);
+  return `packages: ${installed.join(', ') || '(none)'}${missing.length ? `; not installed: ${missing.join(', ')} (npm install -g NAME adds one)` : ''}`;
+}
+
+async function checkTunnel(config: DatabaseConfig): Promise<{ ok: boolean; text: string }> {
+  const { tunnelFor } = await import('../tools/database/ssh-tunnel.js');
+  const tunnel = tunnelFor(config.ssh!);
+  const started = Date.now();
+  try {
+    await tunnel.open(config.connectTimeoutMs);
+    return { ok: true, text: `ok  ${config.alias}: tunnel ${tunnel.name} (${Date.now() - started} ms)` };
+  } catch (error) {
+    return { ok: false, text: `err ${config.alias}: tunnel: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
 export function registerDbCommand(parser: Argv, setExit: (code: number) => void): void {
   parser.command('db', 'Configured databases: db list, db check [ALIAS], db index ALIAS', (y) =>
     withDatabaseOptions(y)
@@ -139,6 +166,7 @@ export function registerDbCommand(parser: Argv, setExit: (code: number) => void)
           const selected = alias ? configs.filter((config) => config.alias === alias) : configs;
           if (alias && selected.length === 0) throw new UsageError(`no database "${alias}"; configured: ${configs.map((c) => c.alias).join(', ') || '(none)'}`);
           if (selected.length === 0) throw new UsageError('no databases configured (see quarry db list)');
+          process.stdout.write(`${await installedPackagesLine()}\n`);
           let failed = false;
           try {
             for (const config of selected) {

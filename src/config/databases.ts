@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.js';
 import { parseConfigText, type ConfigDocument } from './config-file.js';
 import type { FileOptionValue } from './duckdb-options.js';
 import { duckdbDraft, duckdbYamlDraft, isDuckdbTarget, renameSingleView } from './duckdb.js';
+import { describeSsh, parseSshBlock, type SshConfig } from './ssh.js';
 import { interpolateEnv, isMapping, readYamlText } from './yaml.js';
 
 /**
@@ -12,7 +13,7 @@ import { interpolateEnv, isMapping, readYamlText } from './yaml.js';
  * mistake is a ConfigError that says what to fix; passwords never appear in one.
  */
 
-export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
+export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb', 'clickhouse'] as const;
 export type Engine = (typeof ENGINES)[number];
 
 /** A configured database (README "Databases"). The password is kept apart so it can be scrubbed everywhere. */
@@ -32,6 +33,8 @@ export interface DatabaseConfig {
   password?: string;
   /** oracle: an Easy Connect string or TNS alias (host:port/service). */
   dsn?: string;
+  /** Server engines: reached through this SSH server (README "SSH tunnels"); host and port are as seen from it. */
+  ssh?: SshConfig;
   connectTimeoutMs: number;
   statementTimeoutMs: number;
   /** Where it was configured, for `quarry db list` and error messages. */
@@ -40,7 +43,7 @@ export interface DatabaseConfig {
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
 export const DEFAULT_STATEMENT_TIMEOUT_SECONDS = 120;
-const DEFAULT_PORTS: Partial<Record<Engine, number>> = { postgres: 5432, mysql: 3306, vertica: 5433, oracle: 1521 };
+const DEFAULT_PORTS: Partial<Record<Engine, number>> = { postgres: 5432, mysql: 3306, vertica: 5433, oracle: 1521, clickhouse: 8123 };
 const ALIAS_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]*$/;
 const URL_SCHEMES: Record<string, Engine> = {
   postgres: 'postgres',
@@ -49,9 +52,24 @@ const URL_SCHEMES: Record<string, Engine> = {
   mariadb: 'mysql',
   oracle: 'oracle',
   vertica: 'vertica',
+  clickhouse: 'clickhouse',
 };
 const YAML_TYPES: Record<string, Engine> = { ...URL_SCHEMES, sqlite: 'sqlite', sqlite3: 'sqlite', duckdb: 'duckdb' };
-const YAML_KEYS = ['type', 'url', 'path', 'host', 'port', 'database', 'user', 'password', 'dsn', 'connect_timeout', 'statement_timeout', 'files'] as const;
+const YAML_KEYS = [
+  'type',
+  'url',
+  'path',
+  'host',
+  'port',
+  'database',
+  'user',
+  'password',
+  'dsn',
+  'connect_timeout',
+  'statement_timeout',
+  'files',
+  'ssh',
+] as const;
 
 export interface DatabaseConfigSources {
   /** `--db` values, in order. */
@@ -214,7 +232,7 @@ function parseTarget(target: string, cwd: string, where: string | ((shown: strin
     const engine = URL_SCHEMES[scheme];
     if (!engine) {
       throw new ConfigError(
-        `${sourceFor(redactUrl(target))}: unsupported database URL scheme "${scheme}://"; use postgres://, mysql://, oracle://, vertica://, sqlite:PATH or ` +
+        `${sourceFor(redactUrl(target))}: unsupported database URL scheme "${scheme}://"; use postgres://, mysql://, oracle://, vertica://, clickhouse://, sqlite:PATH or ` +
           `the path of a SQLite file`,
       );
     }
@@ -315,7 +333,7 @@ function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.Proces
       if (key === 'password' && passwordsOptional && /\$\{/.test(value)) continue;
       values[key] = interpolateEnv(value, env, `${where}.${key}`);
     } else if (typeof value === 'number') values[key] = value;
-    else if (key === 'files') continue;
+    else if (key === 'files' || key === 'ssh') continue;
     else if (value !== null && value !== undefined) throw new ConfigError(`${where}.${key} must be a string or a number`);
   }
   const source = `${file} (databases.${alias})`;
@@ -337,6 +355,11 @@ function yamlEntry(alias: string, raw: unknown, file: string, env: NodeJS.Proces
   }
   if (values.connect_timeout !== undefined) draft.connectTimeoutSeconds = parseSeconds(values.connect_timeout, `${where}.connect_timeout`);
   if (values.statement_timeout !== undefined) draft.statementTimeoutSeconds = parseSeconds(values.statement_timeout, `${where}.statement_timeout`);
+  if (raw.ssh !== undefined && raw.ssh !== null) {
+    if (draft.engine === 'sqlite' || draft.engine === 'duckdb')
+      throw new ConfigError(`${where}.ssh: a ${draft.engine} database is a local file; ssh: is for server engines`);
+    draft.ssh = parseSshBlock(raw.ssh, `${where}.ssh`, dirOf(file), env);
+  }
   return { ...draft, alias };
 }
 
@@ -370,9 +393,10 @@ const DATABASE_NAME_VARIABLES: Record<string, string[]> = {
   POSTGRES: ['POSTGRES_DATABASE', 'POSTGRES_DB'],
   MYSQL: ['MYSQL_DATABASE'],
   VERTICA: ['VERTICA_DATABASE', 'VERTICA_DB'],
+  CLICKHOUSE: ['CLICKHOUSE_DATABASE', 'CLICKHOUSE_DB'],
 };
 
-/** SQLITE_DB (comma-separated), POSTGRES_*, MYSQL_*, ORACLE_*, VERTICA_*. */
+/** SQLITE_DB (comma-separated), POSTGRES_*, MYSQL_*, ORACLE_*, VERTICA_*, CLICKHOUSE_*. */
 export function databasesFromEnv(env: NodeJS.ProcessEnv, cwd: string): Draft[] {
   const drafts: Draft[] = [];
   for (const path of (env.SQLITE_DB ?? '')
@@ -385,6 +409,7 @@ export function databasesFromEnv(env: NodeJS.ProcessEnv, cwd: string): Draft[] {
     ['postgres', 'POSTGRES'],
     ['mysql', 'MYSQL'],
     ['vertica', 'VERTICA'],
+    ['clickhouse', 'CLICKHOUSE'],
   ] as const) {
     const nameVariables = (DATABASE_NAME_VARIABLES[prefix] ?? []).filter((name) => env[name]);
     const names = new Set(nameVariables.map((name) => env[name]));
@@ -428,9 +453,10 @@ export function describeDatabase(config: DatabaseConfig): string {
     return `duckdb ${[config.path, views.length ? `views: ${views.join(', ')}` : ''].filter(Boolean).join('; ')}`;
   }
   const user = config.user ? `${config.user}@` : '';
-  if (config.engine === 'oracle') return `oracle ${user}${config.dsn}`;
+  if (config.engine === 'oracle') return `oracle ${user}${config.dsn}${config.ssh ? ` (${describeSsh(config.ssh)})` : ''}`;
   const port = config.port ?? DEFAULT_PORTS[config.engine];
-  return `${config.engine} ${user}${config.host}:${port}${config.database ? `/${config.database}` : ''}`;
+  const via = config.ssh ? ` (${describeSsh(config.ssh)})` : '';
+  return `${config.engine} ${user}${config.host}:${port}${config.database ? `/${config.database}` : ''}${via}`;
 }
 
 export function defaultPort(engine: Engine): number | undefined {

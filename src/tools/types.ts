@@ -171,6 +171,11 @@ export type ToolErrorKind =
   | 'mcp_call_failed'
   | 'delegate_unavailable'
   | 'bad_configuration'
+  // SSH tunnels (database/ssh-tunnel.ts) and optional packages not installed (optional-packages.ts).
+  | 'ssh_tunnel'
+  | 'ssh_host_key'
+  | 'ssh_login'
+  | 'missing_package'
   // A file write failed with this errno (file-write-support.ts).
   | WriteErrno;
 

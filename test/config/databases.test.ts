@@ -74,6 +74,20 @@ describe('database configuration', () => {
       ['shop', 'postgres', 'shop'],
       ['shop_mysql', 'mysql', 'shop'],
     ]);
+    const [clickhouse] = loadDatabaseConfigs({
+      env: { CLICKHOUSE_HOST: 'ch', CLICKHOUSE_DB: 'events', CLICKHOUSE_USER: 'u', CLICKHOUSE_PASSWORD: 'p' },
+      cwd: dir,
+    });
+    expect(clickhouse).toMatchObject({
+      alias: 'events',
+      engine: 'clickhouse',
+      host: 'ch',
+      database: 'events',
+      user: 'u',
+      password: 'p',
+      source: 'env CLICKHOUSE_*',
+    });
+    expect(describeDatabase(clickhouse!)).toBe('clickhouse u@ch:8123/events');
     expect(() => loadDatabaseConfigs({ env: { POSTGRES_DB: 'a', POSTGRES_DATABASE: 'b' }, cwd: dir })).toThrow(
       'POSTGRES_DATABASE and POSTGRES_DB are both set, to different databases; set one of them',
     );
@@ -115,7 +129,7 @@ describe('database configuration', () => {
     const yaml = join(dir, 'bad.yaml');
     writeFileSync(yaml, 'databases:\n  a:\n    type: nosql\n');
     expect(() => loadDatabaseConfigs({ databasesFile: yaml, env: {}, cwd: dir })).toThrow(
-      'databases.a.type must be one of sqlite, postgres, mysql, oracle, vertica, duckdb (got "nosql")',
+      'databases.a.type must be one of sqlite, postgres, mysql, oracle, vertica, duckdb, clickhouse (got "nosql")',
     );
   });
 });

@@ -1,3 +1,4 @@
+import { clickhouseInstalled, startClickhouse } from './clickhouse.js';
 import { startMariadb, startPostgres, type RunningServer } from './servers.js';
 
 /**
@@ -29,6 +30,13 @@ export default async function setup(): Promise<() => Promise<void>> {
     started.push(mariadb);
     process.env.QUARRY_TEST_MYSQL_URL = mariadb.url;
     process.env.QUARRY_TEST_MYSQL_ADMIN_URL = mariadb.adminUrl;
+    // ClickHouse where Debian's clickhouse-server is installed (.ci/run installs it); its tests say when it is not.
+    if (clickhouseInstalled()) {
+      const clickhouse = await startClickhouse();
+      started.push(clickhouse);
+      process.env.QUARRY_TEST_CLICKHOUSE_URL = clickhouse.url;
+      process.env.QUARRY_TEST_CLICKHOUSE_ADMIN_URL = clickhouse.adminUrl;
+    }
   } catch (error) {
     await Promise.allSettled(started.map((server) => server.stop()));
     throw new Error(`could not start the test database servers: ${(error as Error).message}`);

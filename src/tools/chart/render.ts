@@ -1,3 +1,5 @@
+import { importOptional } from '../optional-packages.js';
+
 /**
  * Vega-Lite specification → SVG (vega, headless: no browser, no canvas) → PNG (resvg, a
  * prebuilt Rust rasteriser shipped as an npm package). Both load only when a chart is drawn.
@@ -14,7 +16,9 @@ export interface RenderedChart {
 }
 
 export async function renderChart(spec: Record<string, unknown>): Promise<RenderedChart> {
-  const [vega, vegaLite, { Resvg }] = await Promise.all([import('vega'), import('vega-lite'), import('@resvg/resvg-js')]);
+  const [vega, vegaLite, { Resvg }] = await importOptional(['vega', 'vega-lite', '@resvg/resvg-js'], () =>
+    Promise.all([import('vega'), import('vega-lite'), import('@resvg/resvg-js')]),
+  );
   const compiled = vegaLite.compile(spec as never).spec;
   // No loader: a chart's data is inline, and a spec must never make vega fetch or read anything.
   const loader = vega.loader({ mode: 'http' });

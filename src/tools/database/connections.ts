@@ -1,10 +1,14 @@
+import { importOptional } from '../optional-packages.js';
+import { closeAllTunnels } from './ssh-tunnel.js';
 import type { DatabaseConfig, DatabaseDriver, QueryResult } from './types.js';
 
 /**
  * Open database connections, shared by every database tool of the process (and by delegate
  * children): opened lazily on first use, reused, and closed by closeAllDatabaseConnections(),
  * which the CLI calls at exit. Driver modules are imported only when a database of that engine
- * is first used, so start-up never loads pg, mysql2, oracledb or better-sqlite3.
+ * is first used, so start-up never loads pg, mysql2, oracledb or better-sqlite3; every driver but
+ * SQLite's is an optional package (README "Installing"), and a missing one is one line saying how
+ * to install it.
  */
 
 const drivers = new Map<string, Promise<DatabaseDriver>>();
@@ -12,19 +16,38 @@ const drivers = new Map<string, Promise<DatabaseDriver>>();
 const turns = new Map<string, Promise<void>>();
 
 async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
+  // Behind an ssh: block, the engine's driver connects to the tunnel's loopback port (README "SSH tunnels").
+  if (config.ssh) return (await import('./drivers/tunneled.js')).tunneledDriver(config, (direct) => createDriver(direct, readOnly));
   switch (config.engine) {
     case 'sqlite':
       return new (await import('./drivers/sqlite-process.js')).SqliteProcessDriver(config, readOnly);
     case 'postgres':
-      return new (await import('./drivers/postgres.js')).PostgresDriver(config, readOnly);
+      return new (await importOptional(['pg', 'pg-cursor'], loadPostgresDriver)).PostgresDriver(config, readOnly);
     case 'mysql':
-      return new (await import('./drivers/mysql.js')).MysqlDriver(config, readOnly);
+      return new (await importOptional(['mysql2'], () => import('./drivers/mysql.js'))).MysqlDriver(config, readOnly);
     case 'oracle':
-      return new (await import('./drivers/oracle.js')).OracleDriver(config, readOnly);
+      return new (await importOptional(['oracledb'], () => import('./drivers/oracle.js'))).OracleDriver(config, readOnly);
     case 'vertica':
-      return new (await import('./drivers/vertica.js')).VerticaDriver(config, readOnly);
+      return new (await importOptional(['vertica-nodejs'], () => import('./drivers/vertica.js'))).VerticaDriver(config, readOnly);
     case 'duckdb':
-      return new (await import('./drivers/duckdb.js')).DuckdbDriver(config, readOnly);
+      return new (await importOptional(['@duckdb/node-api', '@duckdb/node-bindings'], () => import('./drivers/duckdb.js'))).DuckdbDriver(config, readOnly);
+    case 'clickhouse':
+      return new (await importOptional(['@clickhouse/client'], () => import('./drivers/clickhouse.js'))).ClickhouseDriver(config, readOnly);
+  }
+}
+
+/**
+ * pg asks when it is loaded whether it runs on Cloudflare Workers; without a global `navigator`
+ * (Node 20 has none) it constructs a `Response`, which loads Node's whole fetch implementation
+ * (about 35 ms). A `navigator` that says Node.js, for the moment pg loads, answers it directly.
+ */
+async function loadPostgresDriver(): Promise<typeof import('./drivers/postgres.js')> {
+  if ('navigator' in globalThis) return import('./drivers/postgres.js');
+  Object.defineProperty(globalThis, 'navigator', { value: { userAgent: `Node.js/${process.versions.node}` }, configurable: true });
+  try {
+    return await import('./drivers/postgres.js');
+  } finally {
+    delete (globalThis as { navigator?: unknown }).navigator;
   }
 }
 
@@ -41,6 +64,7 @@ function driverKey(config: DatabaseConfig, readOnly: boolean): string {
     config.database,
     config.user,
     config.dsn,
+    JSON.stringify(config.ssh ?? null),
   ]
     .map((part) => part ?? '')
     .join('\u0000');
@@ -108,6 +132,7 @@ export async function closeAllDatabaseConnections(): Promise<void> {
   const open = [...drivers.values()];
   drivers.clear();
   await Promise.allSettled(open.map(async (driver) => (await driver).close()));
+  await closeAllTunnels();
 }
 
 /**

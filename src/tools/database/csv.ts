@@ -90,6 +90,31 @@ export function firstRecordEnd(text: string): number {
   return -1;
 }
 
+/**
+ * An engine's own CSV (header record first, records ended by CRLF) into the sink: the header is
+ * handed over with its column names, the rest as it comes. Returns whether a header was seen.
+ */
+export async function writeEngineCsv(chunks: AsyncIterable<Buffer>, sink: CsvSink): Promise<boolean> {
+  // Bytes until the header's end is seen: a chunk may end inside a multi-byte character.
+  let head = Buffer.alloc(0);
+  let headerDone = false;
+  for await (const chunk of chunks) {
+    if (headerDone) {
+      await sink.writeEncoded(chunk, 0);
+      continue;
+    }
+    head = Buffer.concat([head, chunk]);
+    // Latin-1 maps bytes to characters one to one, and `"` and LF are single bytes in UTF-8.
+    const end = firstRecordEnd(head.toString('latin1'));
+    if (end < 0) continue;
+    const header = head.subarray(0, end - 2).toString('utf8');
+    sink.setColumns(parseCsvRecords(`${header}\n`, 1)[0] ?? [], `${header}\r\n`);
+    headerDone = true;
+    if (end < head.length) await sink.writeEncoded(head.subarray(end), 0);
+  }
+  return headerDone;
+}
+
 /** An export refused before it started (the target exists or another export is writing it). */
 export class ExportRefused extends Error {}
 

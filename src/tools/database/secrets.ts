@@ -1,4 +1,5 @@
 import { redactUrl } from '../../config/databases.js';
+import { sshSecrets } from '../../config/ssh.js';
 import type { DatabaseConfig } from './types.js';
 
 /**
@@ -10,11 +11,10 @@ import type { DatabaseConfig } from './types.js';
  * password equal to the user name must not hide the user where the text names the user.
  * A password of fewer than 4 characters is replaced only where it stands as a credential.
  */
-export function scrubSecrets(text: string, config: Pick<DatabaseConfig, 'password'> & Partial<Pick<DatabaseConfig, 'user'>>): string {
+export function scrubSecrets(text: string, config: Pick<DatabaseConfig, 'password'> & Partial<Pick<DatabaseConfig, 'user' | 'ssh'>>): string {
   let scrubbed = redactUrl(text);
-  const password = config.password;
-  if (!password) return scrubbed;
-  for (const form of new Set([password, encodeURIComponent(password)])) {
+  const secrets = [config.password, ...sshSecrets(config.ssh)].filter((secret): secret is string => Boolean(secret));
+  for (const form of new Set(secrets.flatMap((secret) => [secret, encodeURIComponent(secret)]))) {
     const value = escapeRegExp(form);
     // key=value and key: value in connection strings and JSON, quoted or not.
     scrubbed = scrubbed.replace(new RegExp(`(\\b(?:password|passwd|pwd|pass)\\b["']?\\s*[=:]\\s*["']?)${value}(?=["';,\\s)}]|$)`, 'gi'), '$1***');

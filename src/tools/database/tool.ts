@@ -54,6 +54,7 @@ const ENGINE_TITLES: Record<Engine, string> = {
   oracle: 'Oracle',
   vertica: 'Vertica',
   duckdb: 'DuckDB (SQL over CSV, Parquet and JSON files)',
+  clickhouse: 'ClickHouse',
 };
 
 function describeTool(engine: Engine, configs: readonly DatabaseConfig[], readOnly: boolean, guard: QueryGuard | null): string {

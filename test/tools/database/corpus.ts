@@ -70,6 +70,27 @@ const GENERIC_MUTATIONS = [
 ];
 
 const SPECIFIC_MUTATIONS: Record<Engine, string[]> = {
+  clickhouse: [
+    "INSERT INTO FUNCTION file('x.csv', 'CSV', 'a String') VALUES ('a')",
+    'ALTER TABLE customers DELETE WHERE id = 1',
+    "ALTER TABLE customers UPDATE name = 'x' WHERE 1",
+    'OPTIMIZE TABLE customers FINAL',
+    'SYSTEM DROP MARK CACHE',
+    'KILL QUERY WHERE 1',
+    'SET readonly = 0',
+    "SELECT * FROM customers INTO OUTFILE '/tmp/x.csv'",
+    "SELECT * FROM file('/etc/passwd', 'CSV', 'a String')",
+    "SELECT * FROM url('http://127.0.0.1:1/', 'CSV', 'a String')",
+    "SELECT * FROM remote('127.0.0.1', system.one)",
+    "SELECT * FROM s3Cluster('c', 'http://x/y', 'CSV', 'a String')",
+    "SELECT * FROM executable('x.sh', 'CSV', 'a String')",
+    'SELECT * FROM customers SETTINGS readonly = 0',
+    'SELECT * FROM customers FORMAT JSON',
+    // Backslash escapes in quoted names: the name never ends, so nothing after it hides.
+    'SELECT "a\\"; DROP TABLE customers',
+    "DESCRIBE TABLE file('/etc/passwd')",
+    'EXPLAIN PIPELINE INSERT INTO customers SELECT * FROM customers',
+  ],
   sqlite: [
     "ATTACH DATABASE 'evil.db' AS evil",
     "VACUUM INTO 'copy.db'",
@@ -360,6 +381,14 @@ const GENERIC_BENIGN = [
 ];
 
 const SPECIFIC_BENIGN: Record<Engine, string[]> = {
+  clickhouse: [
+    'SELECT `name` FROM customers',
+    'SHOW TABLES',
+    'DESCRIBE TABLE customers',
+    'EXISTS TABLE customers',
+    'SELECT truncate(1.5) AS t FROM customers',
+    "SELECT name FROM customers WHERE note = 'it\\'s; DROP TABLE customers'",
+  ],
   sqlite: [
     'SELECT [name] FROM customers',
     'PRAGMA table_info(customers)',

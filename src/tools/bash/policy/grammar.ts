@@ -1,4 +1,7 @@
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { packageRoot } from '../../../config/home.js';
 import type { Node as SyntaxNode, Parser as ParserType } from 'web-tree-sitter';
 import { WordRefusal, wordValue, type WordValue } from './words.js';
 
@@ -39,7 +42,9 @@ function loadParser(): Promise<ParserType> {
     const started = performance.now();
     const { Parser, Language } = await import('web-tree-sitter');
     await Parser.init();
-    const wasmPath = createRequire(import.meta.url).resolve('tree-sitter-bash/tree-sitter-bash.wasm');
+    // Built quarry: dist/tree-sitter-bash.wasm (scripts/postbuild.mjs); the sources in a checkout: the devDependency's.
+    const built = join(packageRoot(), 'dist', 'tree-sitter-bash.wasm');
+    const wasmPath = existsSync(built) ? built : createRequire(import.meta.url).resolve('tree-sitter-bash/tree-sitter-bash.wasm');
     const language = await Language.load(wasmPath);
     const parser = new Parser();
     parser.setLanguage(language);

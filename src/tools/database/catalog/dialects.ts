@@ -203,4 +203,29 @@ const duckdb: Dialect = {
   stddev: (expression) => `STDDEV_SAMP(${expression})`,
 };
 
-export const DIALECTS: Record<Engine, Dialect> = { sqlite, postgres, mysql, oracle, vertica, duckdb };
+/**
+ * ClickHouse (18.16 and newer): system.tables has no row count or comment column before 20.x, so
+ * row estimates come from the active parts of MergeTree tables (system.parts); old servers join
+ * only with USING and ANY/ALL.
+ */
+const CLICKHOUSE_SYSTEM = `('system', 'INFORMATION_SCHEMA', 'information_schema')`;
+const clickhouse: Dialect = {
+  quote: (name) => `\`${name.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``,
+  contains: (haystack, needle) => `positionCaseInsensitiveUTF8(${haystack}, ${needle}) > 0`,
+  startsWith: (haystack, needle) => `positionCaseInsensitiveUTF8(${haystack}, ${needle}) = 1`,
+  limit: limitClause,
+  objects: `SELECT if(engine LIKE '%View', 'view', 'table') AS kind, database AS schema_name, name AS table_name,
+      CAST(NULL AS Nullable(String)) AS column_name, CAST(NULL AS Nullable(String)) AS data_type, CAST(NULL AS Nullable(String)) AS comment_text FROM system.tables WHERE database NOT IN ${CLICKHOUSE_SYSTEM}
+    UNION ALL
+    SELECT 'column', database, table, toNullable(name), toNullable(type), if(comment = '', NULL, toNullable(comment)) FROM system.columns WHERE database NOT IN ${CLICKHOUSE_SYSTEM}`,
+  tables: () => `SELECT database AS schema_name, table AS table_name, if(engine LIKE '%View', 'view', 'table') AS kind,
+      if(engine LIKE '%MergeTree', est_rows, NULL) AS est_rows, NULL AS comment_text
+    FROM (SELECT database, name AS table, engine FROM system.tables WHERE database NOT IN ${CLICKHOUSE_SYSTEM})
+    ANY LEFT JOIN (SELECT database, table, sum(rows) AS est_rows FROM system.parts WHERE active GROUP BY database, table) USING (database, table)`,
+  asText: (expression) => `toString(${expression})`,
+  length: (expression) => `lengthUTF8(toString(${expression}))`,
+  asDouble: (expression) => `toFloat64(${expression})`,
+  random: 'rand()',
+  stddev: (expression) => `stddevSamp(${expression})`,
+};
+export const DIALECTS: Record<Engine, Dialect> = { sqlite, postgres, mysql, oracle, vertica, duckdb, clickhouse };

@@ -17,6 +17,7 @@ const EXPLAIN_PREFIX: Record<Engine, string> = {
   oracle: "EXPLAIN PLAN SET STATEMENT_ID = 'quarry' FOR ",
   vertica: 'EXPLAIN ',
   duckdb: 'EXPLAIN ',
+  clickhouse: 'EXPLAIN ',
 };
 
 export const ORACLE_EXPLAIN_READ_ONLY =

@@ -206,6 +206,15 @@ const ORACLE_RULES: Rule[] = [
   [/ORA-01918: user '([^']+)' does not exist/, (m) => ({ kind: 'schema', name: m[1]! })],
 ];
 
+/** ClickHouse names the unknown identifier in its message (codes 47 UNKNOWN_IDENTIFIER, 60 UNKNOWN_TABLE, 81 UNKNOWN_DATABASE, 46 UNKNOWN_FUNCTION). */
+const CLICKHOUSE_RULES: Rule[] = [
+  [/Missing columns: '([^']+)'/, (m) => ({ kind: 'column', name: m[1]! })],
+  [/Unknown (?:expression )?identifier[: ]+[`']?([^`'\s]+)/i, (m) => ({ kind: 'column', name: m[1]! })],
+  [/Table (\S+) doesn't exist/, (m) => ({ kind: 'table', name: unquote(m[1]!).split('.').pop()! })],
+  [/Database (\S+) doesn't exist/, (m) => ({ kind: 'schema', name: unquote(m[1]!) })],
+  [/Unknown (?:aggregate )?function (\S+?)[.,:\s]/i, (m) => ({ kind: 'function', name: unquote(m[1]!) })],
+];
+
 const DUCKDB_RULES: Rule[] = [
   [/Referenced column "([^"]+)" not found/, (m) => ({ kind: 'column', name: m[1]! })],
   [/(?:Values list|Table) "([^"]+)" does not have a column named "([^"]+)"/, (m) => ({ kind: 'column', name: `${m[1]}.${m[2]}` })],
@@ -251,6 +260,8 @@ export function unknownNameIn(engine: Engine, error: unknown): UnknownName | nul
       return firstMatch(message, ORACLE_RULES);
     case 'duckdb':
       return firstMatch(message, DUCKDB_RULES);
+    case 'clickhouse':
+      return firstMatch(message, CLICKHOUSE_RULES);
   }
 }
 
@@ -336,6 +347,7 @@ const DEFAULT_SCHEMA: Record<Engine, string> = {
   duckdb: 'SELECT current_schema()',
   oracle: `SELECT SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA') FROM dual`,
   vertica: 'SELECT CURRENT_SCHEMA()',
+  clickhouse: 'SELECT currentDatabase()',
 };
 
 const SCHEMAS: Partial<Record<Engine, string>> = {

@@ -97,6 +97,13 @@ export async function targetFor(engine: Engine, driver: DatabaseDriver, descript
       const [count] = await one(`SELECT COUNT(*) FROM ${sql}`, []);
       return { description, sql, estimate: asNumber(count), estimateSource: 'COUNT(*)', key: null, isView: false };
     }
+    case 'clickhouse': {
+      const [engineName] = await one(`SELECT engine FROM system.tables WHERE database = ? AND name = ?`, [description.schema, description.name]);
+      if (/View$/.test(String(engineName ?? ''))) return { description, sql, estimate: null, estimateSource: 'unknown', key: null, isView: true };
+      // count() of a MergeTree table is read from its parts' metadata, not from its rows.
+      const [count] = await one(`SELECT count() FROM ${sql}`, []);
+      return { description, sql, estimate: asNumber(count), estimateSource: 'count()', key: null, isView: false };
+    }
     case 'duckdb': {
       const [count] = await one(`SELECT COUNT(*) FROM ${sql}`, []);
       return { description, sql, estimate: asNumber(count), estimateSource: 'COUNT(*)', key: null, isView: false };

@@ -132,6 +132,8 @@ function estimateNote(engine: Engine): string {
       return 'row counts are from sqlite_stat1 where ANALYZE has run, blank otherwise';
     case 'vertica':
       return 'Vertica keeps no cheap row estimate: use COUNT(*)';
+    case 'clickhouse':
+      return 'row counts are those of the active parts of MergeTree tables (system.parts); blank for other table engines';
     case 'duckdb':
       return "row counts are DuckDB's estimates for tables; views over files have none";
   }
@@ -171,6 +173,8 @@ function detailsParams(engine: Engine, description: TableDescription): unknown[]
       return [name];
     case 'duckdb':
       return [name, schema];
+    case 'clickhouse':
+      return [schema, name];
     case 'vertica':
       return [schema, name, schema, name];
     default:
@@ -210,6 +214,9 @@ function detailsSql(engine: Engine): string {
       return `SELECT 'referenced_by', t.name, '(' || group_concat(f."from", ', ') || ') -> (' || group_concat(COALESCE(f."to", 'primary key'), ', ') || ')'
         FROM pragma_table_list AS t JOIN pragma_foreign_key_list(t.name, t.schema) AS f
         WHERE t.type = 'table' AND f."table" = ? COLLATE NOCASE GROUP BY t.schema, t.name, f.id`;
+    case 'clickhouse':
+      // ClickHouse has no foreign keys; comments of columns (a table's comment is 20.x+ and not read here).
+      return `SELECT 'column', name, comment FROM system.columns WHERE database = ? AND table = ?`;
     case 'duckdb':
       // describe names a schema "schema" in the current database and "database.schema" elsewhere.
       return (

@@ -21,6 +21,7 @@ const TITLES: Record<Engine, string> = {
   oracle: 'Oracle',
   vertica: 'Vertica',
   duckdb: 'DuckDB',
+  clickhouse: 'ClickHouse',
 };
 
 /** Statements the engine can check without running them (EXPLAIN, or Oracle's wrapped SELECT). */
@@ -92,6 +93,7 @@ const ENGINE_CHECK: Record<Engine, string> = {
   vertica: 'EXPLAIN',
   duckdb: 'EXPLAIN without ANALYZE',
   oracle: 'parsed as SELECT * FROM (…) WHERE 1 = 0, which returns no rows; EXPLAIN PLAN would write PLAN_TABLE',
+  clickhouse: 'parsed and its names resolved as SELECT * FROM (…) LIMIT 0, which reads no rows (older servers have no EXPLAIN)',
 };
 
 /** The engine's own check; on the guarded engines the same EXPLAIN gives the row estimate. */
@@ -115,6 +117,9 @@ async function engineCheck(
     case 'oracle':
       // The newline ends a trailing -- comment of the statement.
       await driver.query(`SELECT * FROM (${sql}\n) WHERE 1 = 0`, 1, options);
+      break;
+    case 'clickhouse':
+      await driver.query(`SELECT * FROM (${sql}\n) LIMIT 0`, 1, options);
       break;
   }
   return ENGINE_CHECK[engine];

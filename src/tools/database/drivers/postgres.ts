@@ -1,7 +1,7 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { ToolError } from '../../types.js';
-import { firstRecordEnd, parseCsvRecords } from '../csv.js';
+import { writeEngineCsv } from '../csv.js';
 import { ExtendedCopyOut } from './pg-copy-out.js';
 import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, numberedPlaceholders, runCancellable, serverLogin } from './server-support.js';
 import { cutForDisplay } from '../values.js';
@@ -155,25 +155,8 @@ export class PostgresDriver implements DatabaseDriver {
       // On lines of its own, so that a trailing "--" comment the check misread could not hide the ")".
       // COPY ends records with LF; every export ends them with CRLF (README, "CSV exports"): the stream converts each row's end.
       const stream = client.query(new ExtendedCopyOut(`COPY (\n${sql}\n) TO STDOUT WITH (FORMAT csv, HEADER true)`, { crlf: true }));
-      // Bytes until the header's end is seen: a chunk may end inside a multi-byte character.
-      let head = Buffer.alloc(0);
-      let headerDone = false;
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
-        if (headerDone) {
-          await sink.writeEncoded(chunk, 0);
-          continue;
-        }
-        // The header is the first CSV record; quarry writes it through the sink with the column names.
-        head = Buffer.concat([head, chunk]);
-        // Latin-1 maps bytes to characters one to one, and `"` and LF are single bytes in UTF-8.
-        const end = firstRecordEnd(head.toString('latin1'));
-        if (end < 0) continue;
-        const header = head.subarray(0, end - 2).toString('utf8');
-        sink.setColumns(parseCsvRecords(header + '\n', 1)[0] ?? [], `${header}\r\n`);
-        headerDone = true;
-        if (end < head.length) await sink.writeEncoded(head.subarray(end), 0);
-      }
-      if (!headerDone) throw new ToolError('PostgreSQL returned no header for the export', 'database_error');
+      // The header is the first CSV record; quarry writes it through the sink with the column names.
+      if (!(await writeEngineCsv(stream as AsyncIterable<Buffer>, sink))) throw new ToolError('PostgreSQL returned no header for the export', 'database_error');
       sink.setRowCount(stream.rowCount);
     });
   }

@@ -49,6 +49,8 @@ interface DialectRules {
   lineCommentEnd: 'newline' | 'newline-or-cr' | 'unsure';
   /** U&"..." identifiers with escapes (PostgreSQL, Vertica): refused, since they can spell any name. */
   unicodeIdentifiers: boolean;
+  /** Backslash escapes inside "..." and `...` identifiers too (ClickHouse). */
+  backslashInIdentifiers?: boolean;
 }
 
 const POSTGRES_RULES: DialectRules = {
@@ -127,6 +129,23 @@ const RULES: Record<Engine, DialectRules> = {
   },
   // DuckDB's parser is PostgreSQL's (libpg_query): nested comments, $$ strings, E'' strings, U&"" names.
   duckdb: POSTGRES_RULES,
+  // ClickHouse: backslash escapes in strings and quoted names alike; `#` comments (newer servers);
+  // heredoc ($$...$$) strings are refused rather than guessed.
+  clickhouse: {
+    backslashInStrings: true,
+    doubleQuoteIsString: false,
+    backtickIdentifiers: true,
+    bracketIdentifiers: false,
+    hashComments: true,
+    dashCommentNeedsSpace: false,
+    nestedComments: false,
+    dollarQuotes: false,
+    escapeStrings: false,
+    qQuotes: false,
+    lineCommentEnd: 'newline',
+    unicodeIdentifiers: false,
+    backslashInIdentifiers: true,
+  },
 };
 
 /**
@@ -269,7 +288,7 @@ export function tokenize(sql: string, engine: Engine): Token[] {
         push('string', readQuoted('"', rules.backslashInStrings, 'string'), start);
         continue;
       }
-      const value = readQuoted('"', false, 'quoted identifier');
+      const value = readQuoted('"', rules.backslashInIdentifiers ?? false, 'quoted identifier');
       if (rules.unicodeIdentifiers && value.includes('\\') && /U&$/i.test(sql.slice(Math.max(0, start - 2), start))) {
         throw new SqlLexError(`a U&"..." identifier with escapes (character ${start - 1}) can spell any name; write the name plainly`);
       }
@@ -277,7 +296,7 @@ export function tokenize(sql: string, engine: Engine): Token[] {
       continue;
     }
     if (ch === '`' && rules.backtickIdentifiers) {
-      push('quoted', readQuoted('`', false, 'quoted identifier'), start);
+      push('quoted', readQuoted('`', rules.backslashInIdentifiers ?? false, 'quoted identifier'), start);
       continue;
     }
     if (ch === '[' && rules.bracketIdentifiers) {

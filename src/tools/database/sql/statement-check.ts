@@ -2,6 +2,7 @@ import { SqlLexError, tokenize, type Token } from './lexer.js';
 import type { Engine } from '../types.js';
 import { checkDuckdbCall, checkDuckdbPragma, DUCKDB_SIDE_EFFECT_FUNCTIONS } from './duckdb-check.js';
 import { ReadOnlyViolation } from './read-only-violation.js';
+import { CLICKHOUSE_SIDE_EFFECT_FUNCTIONS, checkClickhouseStatement } from './clickhouse-check.js';
 
 /**
  * The first read-only layer (README, Databases: read-only): exactly one statement, a read as its leading keyword,
@@ -122,6 +123,8 @@ const READ_KEYWORDS: Record<Engine, readonly string[]> = {
   vertica: ['SELECT', 'WITH', 'VALUES', 'EXPLAIN', 'SHOW'],
   // FROM-first (`FROM t`), DESCRIBE/SHOW/SUMMARIZE; PRAGMA and CALL only for reads (duckdb-check.ts).
   duckdb: ['SELECT', 'WITH', 'VALUES', 'TABLE', 'FROM', 'EXPLAIN', 'DESCRIBE', 'SHOW', 'SUMMARIZE', 'PRAGMA', 'CALL'],
+  // ClickHouse (clickhouse-check.ts): EXISTS [TABLE] name; EXPLAIN only on servers that have it (19.17+).
+  clickhouse: ['SELECT', 'WITH', 'SHOW', 'DESCRIBE', 'DESC', 'EXISTS', 'EXPLAIN'],
 };
 
 /** Leading keywords of a query: what EXPLAIN (with or without ANALYZE) may explain. */
@@ -132,6 +135,7 @@ const QUERY_KEYWORDS: Record<Engine, readonly string[]> = {
   oracle: ['SELECT', 'WITH'],
   vertica: ['SELECT', 'WITH', 'VALUES'],
   duckdb: ['SELECT', 'WITH', 'VALUES', 'TABLE', 'FROM'],
+  clickhouse: ['SELECT', 'WITH'],
 };
 
 /**
@@ -198,6 +202,8 @@ const FUNCTION_WORDS: Record<Engine, ReadonlySet<string>> = {
   oracle: new Set(),
   vertica: new Set(),
   duckdb: new Set(),
+  // ClickHouse's truncate(x) rounds toward zero; no statement can start inside its queries.
+  clickhouse: new Set(['TRUNCATE']),
 };
 
 /** Words after FOR that make a locking clause (FOR SHARE, FOR KEY SHARE, FOR NO KEY UPDATE). */
@@ -384,6 +390,12 @@ const SIDE_EFFECT_FUNCTIONS: Record<Engine, FunctionRules> = {
     packages: NONE,
   },
   duckdb: { exact: new Set(DUCKDB_SIDE_EFFECT_FUNCTIONS), prefixes: [], exceptions: new Set(), packages: NONE },
+  clickhouse: {
+    exact: new Set(CLICKHOUSE_SIDE_EFFECT_FUNCTIONS),
+    prefixes: ['iceberg', 'deltalake', 'hudi', 'azureblob', 's3', 'hdfs'],
+    exceptions: new Set(),
+    packages: NONE,
+  },
 };
 
 /** PRAGMAs that only read; the first group also takes a table or index name in parentheses. */
@@ -463,7 +475,8 @@ export function checkReadOnlyStatement(sql: string, engine: Engine): CheckedStat
     if (leading === 'EXPLAIN') checkExplain(statement, engine);
     // CALL itself is a write word elsewhere; DuckDB's CALL of a read-only table function was checked above.
     else checkHiddenWrites(leading === 'CALL' ? statement.slice(1) : statement, engine);
-  } else checkByGrammar(statement, leading, engine);
+  } else if (engine === 'clickhouse') checkClickhouseStatement(statement, leading, (tokens) => checkHiddenWrites(tokens, engine));
+  else checkByGrammar(statement, leading, engine);
   const first = statement[0]!;
   const last = statement[statement.length - 1]!;
   return { sql: sql.slice(first.start, last.end), leadingKeyword: leading };

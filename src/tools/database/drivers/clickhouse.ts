@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ToolError } from '../../types.js';
+import { writeEngineCsv } from '../csv.js';
+import { runCancellable, splitQualifiedName } from './server-support.js';
+import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';
+
+/**
+ * ClickHouse over HTTP through @clickhouse/client (README "ClickHouse"). Read-only mode's second
+ * layer is ClickHouse's own `readonly=1`, sent with every request; the statement timeout is
+ * `max_execution_time`. Every statement has a query id: cancelling sends `KILL QUERY WHERE
+ * query_id = ...` (servers before 21.x keep running a query whose HTTP connection closed) and
+ * closes the request. Values arrive as text (TabSeparated), so decimals and 64-bit integers stay
+ * exact; exports are ClickHouse's own CSVWithNames with records ended by CRLF and NULL (`\N`)
+ * written as an empty field, quarry's CSV conventions.
+ */
+
+const QUERY_FORMAT = 'TabSeparatedWithNamesAndTypes';
+const LIMITABLE = /^\s*(\(\s*)*(SELECT|WITH)\b/i;
+/** The last column of catalog/search.ts's statements: each row's share of the total. */
+const WINDOW_COUNT = /,\s*COUNT\(\*\) OVER \(\) AS \w+(?=\s+FROM)/;
+
+export class ClickhouseDriver implements DatabaseDriver {
+  readonly engine = 'clickhouse' as const;
+  private client: ClickHouseClient | null = null;
+
+  constructor(
+    private readonly config: DatabaseConfig,
+    private readonly readOnly: boolean,
+  ) {}
+
+  /** Settings sent with every request; readonly last, so that the ones before it are still allowed. */
+  private settings(): Record<string, string | number> {
+    const settings: Record<string, string | number> = { max_execution_time: Math.max(1, Math.ceil(this.config.statementTimeoutMs / 1000)) };
+    if (this.readOnly) settings.readonly = '1';
+    return settings;
+  }
+
+  async connect(signal: AbortSignal): Promise<void> {
+    if (this.client) return;
+    const client = createClient({
+      url: `http://${this.config.host ?? 'localhost'}:${this.config.port ?? 8123}`,
+      username: this.config.user ?? 'default',
+      password: this.config.password ?? '',
+      database: this.config.database ?? 'default',
+      application: 'quarry',
+      request_timeout: this.config.statementTimeoutMs + this.config.connectTimeoutMs,
+      log: { level: ClickHouseLogLevel.OFF },
+      // The server's gzip of a large result costs it more time than the bytes cost the network (bench/clickhouse.bench.mjs).
+      compression: { response: false, request: false },
+    });
+    try {
+      await this.text(client, 'SELECT 1', randomUUID(), AbortSignal.any([signal, AbortSignal.timeout(this.config.connectTimeoutMs)]));
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      if ((error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError') {
+        if (signal.aborted) throw error;
+        throw new ToolError(
+          `could not connect to clickhouse at ${this.config.host}:${this.config.port ?? 8123}: no answer within ${this.config.connectTimeoutMs / 1000} s ` +
+            '(connect_timeout)',
+          'connect_timeout',
+        );
+      }
+      throw error;
+    }
+    this.client = client;
+  }
+
+  private connected(): ClickHouseClient {
+    if (!this.client) throw new Error('not connected');
+    return this.client;
+  }
+
+  /** One request's whole answer as text, with the read-only settings, cancellable by query id. */
+  private async text(client: ClickHouseClient, sql: string, queryId: string, signal: AbortSignal): Promise<string> {
+    const result = await client.exec({
+      query: `${sql}\nFORMAT ${QUERY_FORMAT}`,
+      query_id: queryId,
+      abort_signal: signal,
+      clickhouse_settings: this.settings(),
+    });
+    const chunks: Buffer[] = [];
+    for await (const chunk of result.stream as Readable) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  /** Runs work with cancellation: an abort kills the query on the server by its id (and closes the request). */
+  private run<T>(options: RunOptions, work: (queryId: string) => Promise<T>): Promise<T> {
+    const client = this.connected();
+    const queryId = randomUUID();
+    return runCancellable(
+      options.signal,
+      () => this.kill(client, queryId),
+      () => work(queryId),
+    );
+  }
+
+  private async kill(client: ClickHouseClient, queryId: string): Promise<void> {
+    await client.command({ query: `KILL QUERY WHERE query_id = ${literal(queryId)}`, clickhouse_settings: this.settings() });
+  }
+
+  async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
+    // The limit is pushed down to the server: it stops reading after limit+1 rows.
+    const statement = LIMITABLE.test(sql) ? `SELECT * FROM (\n${sql}\n)\nLIMIT ${limit + 1}` : sql;
+    const table = await this.run(options, (queryId) => this.text(this.connected(), statement, queryId, options.signal)).catch((error: unknown) => {
+      // Servers before 20.6 have no EXPLAIN: their parser fails on its first word.
+      if (/^\s*EXPLAIN\b/i.test(sql) && /Syntax error: failed at position 1\b/.test((error as Error).message ?? ''))
+        throw new ToolError('explain: this ClickHouse server has no EXPLAIN (it needs 20.6 or newer); count or sample rows instead', 'unsupported');
+      throw error;
+    });
+    const { columns, rows } = parseTsv(table);
+    return { columns, rows: rows.slice(0, limit), more: rows.length > limit };
+  }
+
+  async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
+    await this.run(options, async (queryId) => {
+      const result = await this.connected().exec({
+        query: `${sql}\nFORMAT CSVWithNames`,
+        query_id: queryId,
+        abort_signal: options.signal,
+        clickhouse_settings: this.settings(),
+      });
+      const csv = new ClickhouseCsv();
+      async function* converted(): AsyncGenerator<Buffer> {
+        for await (const chunk of result.stream as Readable) yield csv.convert(chunk as Buffer);
+      }
+      if (!(await writeEngineCsv(converted(), sink))) throw new ToolError('ClickHouse returned no header for the export', 'database_error');
+      sink.setRowCount(csv.records - 1);
+    });
+  }
+
+  async describe(table: string, options: RunOptions): Promise<TableDescription> {
+    const { schema, table: name } = splitQualifiedName(table.replace(/`/g, '"'));
+    const database = schema ?? this.config.database ?? 'default';
+    const rows = await this.catalog(
+      'SELECT name, type, default_kind, default_expression, is_in_primary_key FROM system.columns WHERE database = ? AND table = ?',
+      [database, name],
+      options,
+    );
+    if (rows.length === 0) throw new ToolError(`clickhouse: no table "${table}" in database ${database}; use list_tables or search`, 'not_found');
+    const columns = rows.map(([column, type, kind, expression, primary]) => ({
+      name: String(column),
+      type: String(type),
+      nullable: String(type).startsWith('Nullable('),
+      default: kind ? `${String(kind)} ${String(expression)}` : null,
+      primaryKey: String(primary) === '1',
+    }));
+    const primaryKey = columns.filter((column) => column.primaryKey).map((column) => column.name);
+    return { schema: database, name, columns, primaryKey, foreignKeys: [], indexes: [] };
+  }
+
+  async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
+    // Servers before 19.x have no query parameters: quarry's own values are spliced as escaped literals.
+    let index = 0;
+    const statement = sql.replace(/\?/g, () => literal(params[index++]));
+    // Servers before 21.x have no window functions: the total that search and list_tables add to
+    // every row (COUNT(*) OVER ()) is counted by a query of its own.
+    const windowCount = WINDOW_COUNT.exec(statement);
+    if (windowCount) {
+      const plain = statement.replace(WINDOW_COUNT, '');
+      const [[total] = []] = await this.catalogRows(`SELECT count() FROM (\n${plain.replace(/\s+LIMIT \d+\s*$/, '')}\n)`, options);
+      return (await this.catalogRows(plain, options)).map((row) => [...row, total]);
+    }
+    return this.catalogRows(statement, options);
+  }
+
+  private async catalogRows(statement: string, options: RunOptions): Promise<CellValue[][]> {
+    const table = await this.run(options, (queryId) => this.text(this.connected(), statement, queryId, options.signal));
+    return parseTsv(table).rows;
+  }
+
+  async ping(options: RunOptions): Promise<string> {
+    const [row] = await this.catalog('SELECT version()', [], options);
+    return `ClickHouse ${String(row?.[0] ?? '')}`;
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    await client?.close();
+  }
+}
+
+/** A ClickHouse string literal (or NULL, or a number). */
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
+  return `'${String(value).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+const TSV_ESCAPES: Record<string, string> = { b: '\b', f: '\f', r: '\r', n: '\n', t: '\t', '0': '\0', "'": "'", '\\': '\\', N: '' };
+
+/** TabSeparatedWithNamesAndTypes: names, types, then rows; `\N` alone is NULL. */
+function parseTsv(text: string): { columns: string[]; rows: CellValue[][] } {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  const field = (raw: string): CellValue => (raw === '\\N' ? null : raw.replace(/\\(.)/g, (_, ch: string) => TSV_ESCAPES[ch] ?? ch));
+  const split = (line: string) => (line === '' ? [''] : line.split('\t'));
+  const columns = lines.length ? split(lines[0]!).map((name) => String(field(name))) : [];
+  return { columns, rows: lines.slice(2).map((line) => split(line).map(field)) };
+}
+
+/**
+ * ClickHouse's CSV as quarry writes CSV: records end with CRLF (a newline inside a quoted field
+ * stays as it is) and NULL, which ClickHouse writes as an unquoted `\N`, is an empty field.
+ * Byte by byte across chunk boundaries.
+ */
+export class ClickhouseCsv {
+  private quoted = false;
+  private fieldStart = true;
+  /** 1: a `\` at a field's start; 2: `\N` at a field's start, not yet ended. */
+  private pendingNull = 0;
+  records = 0;
+
+  convert(chunk: Buffer): Buffer {
+    const out = Buffer.allocUnsafe(chunk.length * 2 + 4);
+    let length = 0;
+    const flushPending = () => {
+      if (this.pendingNull >= 1) out[length++] = 0x5c;
+      if (this.pendingNull === 2) out[length++] = 0x4e;
+      this.pendingNull = 0;
+    };
+    for (let index = 0; index < chunk.length; index++) {
+      const byte = chunk[index]!;
+      if (this.quoted) {
+        out[length++] = byte;
+        // A doubled quote inside a field closes and reopens it: the state comes out the same.
+        if (byte === 0x22) this.quoted = false;
+        continue;
+      }
+      if (this.pendingNull === 1) {
+        if (byte === 0x4e) {
+          this.pendingNull = 2;
+          continue;
+        }
+        flushPending();
+      } else if (this.pendingNull === 2) {
+        // `\N` followed by the field's end: NULL, written as nothing.
+        if (byte === 0x2c || byte === 0x0a) this.pendingNull = 0;
+        else flushPending();
+      }
+      if (this.fieldStart && byte === 0x5c) {
+        this.pendingNull = 1;
+        this.fieldStart = false;
+        continue;
+      }
+      if (byte === 0x22) this.quoted = true;
+      if (byte === 0x0a) {
+        out[length++] = 0x0d;
+        this.records++;
+      }
+      out[length++] = byte;
+      this.fieldStart = byte === 0x2c || byte === 0x0a;
+    }
+    return out.subarray(0, length);
+  }
+}
