@@ -1,3 +1,4 @@
+import { knownSecretValues, redactSecrets } from './redact.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Marked, type Tokens } from 'marked';
@@ -350,7 +351,11 @@ details > summary { cursor: pointer; color: var(--muted); }
 @media print { details { display: block; } details > summary { display: none; } .step, .answer, img.chart { break-inside: avoid; } a { color: inherit; } }
 `;
 
-export function renderReport(session: SessionData, generatedAt = new Date()): string {
+export function renderReport(session: SessionData, generatedAt = new Date(), secrets: readonly string[] = knownSecretValues()): string {
+  return redactSecrets(reportPage(session, generatedAt), secrets);
+}
+
+function reportPage(session: SessionData, generatedAt: Date): string {
   const meta = session.meta;
   const title = `quarry session ${meta.id}`;
   return (
