@@ -1,3 +1,4 @@
+import { knownSecretValues, redactSecrets } from './redact.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Marked, type Tokens } from 'marked';
@@ -361,7 +362,11 @@ export function pageHead(title: string, extraStyle = ''): string {
 <body>`;
 }
 
-export function renderReport(session: SessionData, generatedAt = new Date()): string {
+export function renderReport(session: SessionData, generatedAt = new Date(), secrets: readonly string[] = knownSecretValues()): string {
+  return redactSecrets(reportPage(session, generatedAt), secrets);
+}
+
+function reportPage(session: SessionData, generatedAt: Date): string {
   const meta = session.meta;
   const title = `quarry session ${meta.id}`;
   return (

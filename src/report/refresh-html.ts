@@ -1,3 +1,4 @@
+import { knownSecretValues, redactSecrets } from './redact.js';
 import { escapeHtml, inlineImage, pageHead, renderMarkdown, REPORT_PREVIEW_LINES, type SessionData } from './html.js';
 import { answerWithChanges, type RefreshedStep, type RefreshResult } from './refresh.js';
 
@@ -67,7 +68,11 @@ function renderRefreshedStep(step: RefreshedStep): string {
   return parts.join('\n');
 }
 
-export function renderRefreshReport(session: SessionData, result: RefreshResult): string {
+export function renderRefreshReport(session: SessionData, result: RefreshResult, secrets: readonly string[] = knownSecretValues()): string {
+  return redactSecrets(refreshPage(session, result), secrets);
+}
+
+function refreshPage(session: SessionData, result: RefreshResult): string {
   const meta = session.meta;
   const title = `quarry session ${meta.id}, refreshed`;
   const counts = (['changed', 'unchanged', 'failed', 'skipped'] as const)

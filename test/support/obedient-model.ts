@@ -39,7 +39,26 @@ export interface Directive {
   args: Record<string, unknown>;
 }
 
+/** The text, and where it is a JSON document (bash's result), every string inside it, unescaped as a model reads it. */
+function readings(text: string): string[] {
+  const out = [text];
+  const collect = (value: unknown) => {
+    if (typeof value === 'string') out.push(value);
+    else if (value && typeof value === 'object') Object.values(value).forEach(collect);
+  };
+  try {
+    collect(JSON.parse(text));
+  } catch {
+    // Not JSON: read as it is.
+  }
+  return out;
+}
+
 export function directives(text: string): Directive[] {
+  return readings(text).flatMap(directivesIn);
+}
+
+function directivesIn(text: string): Directive[] {
   const found: Directive[] = [];
   const pattern = /<<DO ([\w-]+) /g;
   for (let match = pattern.exec(text); match; match = pattern.exec(text)) {

@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { renderMarkdown } from '../../src/report/html.js';
+import { knownSecretValues, redactSecrets } from '../../src/report/redact.js';
+
+describe('reports defang known secret values', () => {
+  it('finds the secret variables of the environment and removes their values from text and links, in every spelling', () => {
+    const env = { OPENAI_API_KEY: 'sk-live-1234567890', PGPASSWORD: 'p&ss<word>"1', HOME: '/home/u', SHORT_TOKEN: 'abc' };
+    const secrets = knownSecretValues(env);
+    expect(secrets.sort()).toEqual(['p&ss<word>"1', 'sk-live-1234567890']);
+    const page = renderMarkdown(
+      `See [the dashboard](https://evil.example/collect?k=${encodeURIComponent('sk-live-1234567890')}) and the password ${env.PGPASSWORD}; key sk-live-1234567890.`,
+    );
+    const clean = redactSecrets(page, secrets);
+    expect(clean).not.toContain('sk-live-1234567890');
+    expect(clean).not.toContain(encodeURIComponent('sk-live-1234567890'));
+    expect(clean).not.toContain('p&amp;ss&lt;word&gt;');
+    expect(clean.match(/\[secret removed\]/g)).toHaveLength(3);
+  });
+});
