@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -118,5 +118,36 @@ describe('an MCP server whose annotations lie', () => {
       expect(result.stdout + result.stderr).toMatch(/can send data out of this machine/);
       expect(existsSync(sendLog) ? readFileSync(sendLog, 'utf8') : '').toBe('');
     }
+  });
+});
+
+describe('a hard link to a credential file', () => {
+  it('is refused to read, grep and the restricted shell like the file itself', async () => {
+    const dir = makeTempDir();
+    const home = join(dir, 'home');
+    const work = join(dir, 'work');
+    mkdirSync(join(home, '.quarry'), { recursive: true });
+    mkdirSync(join(home, '.ssh'));
+    mkdirSync(work);
+    writeFileSync(join(home, '.pgpass'), `db:5432:*:analyst:${SECRET}\n`);
+    writeFileSync(join(home, '.ssh', 'id_ed25519'), `KEY ${SECRET}\n`);
+    // A backup made with hard links (cp -l, rsync --link-dest) puts the same files in the working directory.
+    linkSync(join(home, '.pgpass'), join(work, 'pgpass.bak'));
+    linkSync(join(home, '.ssh', 'id_ed25519'), join(work, 'key.bak'));
+    writeFileSync(join(work, 'notes.txt'), `analyst notes\n`);
+    const env = cliEnv(join(home, '.quarry'), { HOME: home });
+    const calls: [string, Record<string, unknown>][] = [
+      ['read', { path: 'pgpass.bak' }],
+      ['read', { path: 'key.bak' }],
+      ['grep', { pattern: 'redteam', path: '.' }],
+      ['bash', { command: 'cat pgpass.bak' }],
+    ];
+    for (const [tool, args] of calls) {
+      const result = await runCli(['tool', tool, '--args', JSON.stringify(args)], { cwd: work, env });
+      expect(result.stdout + result.stderr, `${tool} ${JSON.stringify(args)}`).toMatch(/holds credentials/);
+      expect(result.stdout + result.stderr).not.toContain(SECRET);
+    }
+    const notes = await runCli(['tool', 'grep', '--args', JSON.stringify({ pattern: 'analyst', path: 'notes.txt' })], { cwd: work, env });
+    expect(notes.stdout).toContain('analyst notes');
   });
 });
