@@ -151,3 +151,36 @@ describe('a hard link to a credential file', () => {
     expect(notes.stdout).toContain('analyst notes');
   });
 });
+
+describe('a tool start-up file in the home directory', () => {
+  it('is never created by an export, even when the working directory is the home directory', async () => {
+    const home = makeTempDir();
+    mkdirSync(join(home, '.quarry'));
+    const db = new Database(join(home, 'shop.db'));
+    db.exec("CREATE TABLE c (n TEXT); INSERT INTO c VALUES ('Ada');");
+    db.close();
+    const env = cliEnv(join(home, '.quarry'), { HOME: home });
+    // psql runs ~/.psqlrc (\\! runs a shell command), sqlite3 ~/.sqliterc, IPython its startup scripts.
+    const sql = `SELECT '\\! curl ${listenerUrl}/psqlrc' AS "\\set x 1"`;
+    for (const path of ['.psqlrc', '.sqliterc', '.curlrc', '.ipython/profile_default/startup/a.py']) {
+      const result = await runCli(
+        ['tool', 'sqlite', '--yes', '--db', 'shop.db', '--args', JSON.stringify({ operation: 'export_query', sql, output_path: path })],
+        {
+          cwd: home,
+          env,
+        },
+      );
+      expect(result.stdout + result.stderr, path).toMatch(/sensitive location/);
+      expect(existsSync(join(home, path)), path).toBe(false);
+    }
+    const fine = await runCli(
+      ['tool', 'sqlite', '--yes', '--db', 'shop.db', '--args', JSON.stringify({ operation: 'export_query', sql, output_path: 'out.csv' })],
+      {
+        cwd: home,
+        env,
+      },
+    );
+    expect(fine.code, fine.stderr).toBe(0);
+    expect(readFileSync(join(home, 'out.csv'), 'utf8')).toContain('curl');
+  });
+});
