@@ -31,6 +31,7 @@ export function registerReportCommand(parser: Argv, setExit: (code: number) => v
 export async function writeSessionReport(requested: string, output: string | undefined, force: boolean): Promise<string> {
   const id = resolveSessionId(requested);
   const { loadSessionDir, renderReport } = await import('../report/html.js');
+  const { redactSecrets } = await import('../report/secrets.js');
   const session = loadSessionDir(join(sessionsDir(), id));
   if (!session) throw new UsageError(`session ${id} has no readable meta.json`);
   const target = output ? resolve(process.cwd(), output) : join(session.dir, 'report.html');
@@ -40,7 +41,7 @@ export async function writeSessionReport(requested: string, output: string | und
   if (existsSync(target) && statSync(target).isDirectory()) throw new UsageError(`-o ${output}: it is a directory; name the HTML file to write`);
   const temp = `${target}.quarry-${process.pid}.tmp`;
   try {
-    writeFileSync(temp, renderReport(session));
+    writeFileSync(temp, redactSecrets(renderReport(session)));
     renameSync(temp, target);
   } catch (error) {
     rmSync(temp, { force: true });

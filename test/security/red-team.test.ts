@@ -184,3 +184,23 @@ describe('a tool start-up file in the home directory', () => {
     expect(readFileSync(join(home, 'out.csv'), 'utf8')).toContain('curl');
   });
 });
+
+describe('a report of a session whose answer carries a secret', () => {
+  it('keeps no link or text with the value of a credential variable', async () => {
+    const dir = makeTempDir();
+    const home = join(dir, 'home');
+    mkdirSync(home);
+    writeFileSync(
+      join(dir, 'script.json'),
+      JSON.stringify({ turns: [{ text: `Done. [details](${listenerUrl}/r?k=${SECRET}) and ${listenerUrl}/bare/${SECRET} key ${SECRET}` }] }),
+    );
+    const env = cliEnv(home, { OPENAI_API_KEY: SECRET });
+    const run = await runCli(['-p', 'readonly', '-m', 'script:script.json', 'hi'], { cwd: dir, env });
+    expect(run.code, run.stderr).toBe(0);
+    const report = await runCli(['report', 'latest', '-o', 'r.html'], { cwd: dir, env });
+    expect(report.code, report.stderr).toBe(0);
+    const html = readFileSync(join(dir, 'r.html'), 'utf8');
+    expect(html).not.toContain(SECRET);
+    expect(html).toContain('[secret removed]');
+  });
+});
