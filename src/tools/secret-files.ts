@@ -94,9 +94,28 @@ export function secretLinkOf(path: string | Buffer, locations: readonly SecretLo
   return id && id.links > 1 ? (secretIdentities(locations).get(id.key) ?? null) : null;
 }
 
-/** Whether reading everything below `path` would read a secret location. */
+/**
+ * Whether reading everything below `path` would read a secret location: one lies below it, or a
+ * secret file has a hard link somewhere (its other names can be anywhere, so no tree is known free of it).
+ */
 export function treeHoldsSecrets(path: string, locations: readonly SecretLocation[] = secretLocations()): SecretLocation | null {
-  return locations.find((location) => isInside(path, location.path)) ?? null;
+  return locations.find((location) => isInside(path, location.path)) ?? (isDirectory(path) ? hardLinkedSecret(locations) : null);
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function hardLinkedSecret(locations: readonly SecretLocation[]): SecretLocation | null {
+  for (const location of locations) {
+    const files = location.directory ? filesBelow(location.path) : [location.path];
+    if (files.some((file) => (identity(file)?.links ?? 0) > 1)) return location;
+  }
+  return null;
 }
 
 export function secretRefusal(shown: string, location: SecretLocation): string {

@@ -141,6 +141,7 @@ describe('a hard link to a credential file', () => {
       ['read', { path: 'key.bak' }],
       ['grep', { pattern: 'redteam', path: '.' }],
       ['bash', { command: 'cat pgpass.bak' }],
+      ['bash', { command: 'grep -r redteam .' }],
     ];
     for (const [tool, args] of calls) {
       const result = await runCli(['tool', tool, '--args', JSON.stringify(args)], { cwd: work, env });
