@@ -205,3 +205,21 @@ describe('a report of a session whose answer carries a secret', () => {
     expect(html).toContain('[secret removed]');
   });
 });
+
+describe('the chart tool', () => {
+  it('refuses a credential file as csv_path instead of naming its first line as the columns', async () => {
+    const dir = makeTempDir();
+    const home = join(dir, 'home');
+    mkdirSync(join(home, '.quarry'), { recursive: true });
+    writeFileSync(join(home, '.pgpass'), `db:5432:*:analyst:${SECRET}\nother:5432:*:x:y\n`);
+    writeFileSync(join(home, '.quarry', 'config.yaml'), `# token ${SECRET}\nmcp_servers: {}\n`);
+    const env = cliEnv(join(home, '.quarry'), { HOME: home });
+    for (const csv of [join(home, '.pgpass'), join(home, '.quarry', 'config.yaml')]) {
+      const args = { type: 'bar', csv_path: csv, x: 'a', y: 'b', output_path: 'c.svg' };
+      const result = await runCli(['tool', 'chart', '--yes', '--args', JSON.stringify(args)], { cwd: dir, env });
+      expect(result.stdout + result.stderr, csv).toMatch(/holds credentials/);
+      expect(result.stdout + result.stderr).not.toContain(SECRET);
+      expect(existsSync(join(dir, 'c.svg'))).toBe(false);
+    }
+  });
+});
