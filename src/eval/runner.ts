@@ -539,6 +539,9 @@ async function runAttempt(
     retryPolicy: retryPolicyFromEnv(),
     onEvent,
     extendToolContext: (context, conversation) => questions.extend(context, conversation),
+    // A suite's questions and evidence were written by someone else (a benchmark, a colleague): the
+    // outward-tool rule treats them as untrusted from the first call (README "Security model").
+    untrustedSources: [`the eval question ${question.id}`],
   });
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const note =

@@ -23,7 +23,9 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   let out = text;
   for (const secret of secrets) {
     const escaped = secret.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
-    for (const form of new Set([secret, escaped, encodeURIComponent(secret)])) out = out.split(form).join(REMOVED);
+    const encoded = encodeURIComponent(secret);
+    const encodedEscaped = encoded.replace(/&/g, '&amp;');
+    for (const form of new Set([secret, escaped, encoded, encodedEscaped])) out = out.split(form).join(REMOVED);
   }
   return out;
 }

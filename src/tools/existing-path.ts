@@ -88,7 +88,7 @@ export async function resolveExistingPath(context: ToolContext, rawPath: string,
 }
 
 /** Credential files (src/tools/secret-files.ts) are never read for the model, by their path or through a link. */
-async function refuseSecrets(path: string, real: string, shown: string, readsTree: boolean): Promise<void> {
+export async function refuseSecrets(path: string, real: string, shown: string, readsTree: boolean): Promise<void> {
   const locations = secretLocations();
   for (const candidate of new Set([path, real])) {
     const inside = secretLocationOf(candidate, locations);

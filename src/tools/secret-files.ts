@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { quarryHome } from '../config/home.js';
@@ -42,14 +42,80 @@ export function secretLocations(env: NodeJS.ProcessEnv = process.env, home = hom
   return all;
 }
 
-/** The secret location a path is, or lies inside; null when none. */
-export function secretLocationOf(path: string, locations: readonly SecretLocation[] = secretLocations()): SecretLocation | null {
-  return locations.find((location) => (location.directory ? isInside(location.path, path) : location.path === path)) ?? null;
+/** At most this many files below the secret directories are identified by inode (~/.ssh and the like hold a few). */
+const MAX_IDENTIFIED_FILES = 1000;
+
+function identity(path: string | Buffer): { key: string; links: number } | null {
+  try {
+    const stat = statSync(path);
+    return stat.isFile() ? { key: `${stat.dev}:${stat.ino}`, links: stat.nlink } : null;
+  } catch {
+    return null;
+  }
 }
 
-/** Whether reading everything below `path` would read a secret location. */
+const identitiesOf = new WeakMap<readonly SecretLocation[], Map<string, SecretLocation>>();
+
+/** The device and inode of every secret file, so that a hard link to one (which no path check sees) is known. */
+function secretIdentities(locations: readonly SecretLocation[]): Map<string, SecretLocation> {
+  const cached = identitiesOf.get(locations);
+  if (cached) return cached;
+  const found = new Map<string, SecretLocation>();
+  for (const location of locations) {
+    const files = location.directory ? filesBelow(location.path) : [location.path];
+    for (const file of files) {
+      const id = identity(file);
+      if (id) found.set(id.key, location);
+    }
+  }
+  identitiesOf.set(locations, found);
+  return found;
+}
+
+function filesBelow(dir: string): string[] {
+  try {
+    return readdirSync(dir, { recursive: true })
+      .slice(0, MAX_IDENTIFIED_FILES)
+      .map((name) => join(dir, String(name)));
+  } catch {
+    return [];
+  }
+}
+
+/** The secret location a path is, lies inside, or is a hard link to; null when none. */
+export function secretLocationOf(path: string, locations: readonly SecretLocation[] = secretLocations()): SecretLocation | null {
+  const byPath = locations.find((location) => (location.directory ? isInside(location.path, path) : location.path === path));
+  return byPath ?? secretLinkOf(path, locations);
+}
+
+/** The secret file that `path` (as a name of any bytes) is a hard link to; null when none. */
+export function secretLinkOf(path: string | Buffer, locations: readonly SecretLocation[] = secretLocations()): SecretLocation | null {
+  const id = identity(path);
+  return id && id.links > 1 ? (secretIdentities(locations).get(id.key) ?? null) : null;
+}
+
+/**
+ * Whether reading everything below `path` would read a secret location: one lies below it, or a
+ * secret file has a hard link somewhere (its other names can be anywhere, so no tree is known free of it).
+ */
 export function treeHoldsSecrets(path: string, locations: readonly SecretLocation[] = secretLocations()): SecretLocation | null {
-  return locations.find((location) => isInside(path, location.path)) ?? null;
+  return locations.find((location) => isInside(path, location.path)) ?? (isDirectory(path) ? hardLinkedSecret(locations) : null);
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function hardLinkedSecret(locations: readonly SecretLocation[]): SecretLocation | null {
+  for (const location of locations) {
+    const files = location.directory ? filesBelow(location.path) : [location.path];
+    if (files.some((file) => (identity(file)?.links ?? 0) > 1)) return location;
+  }
+  return null;
 }
 
 export function secretRefusal(shown: string, location: SecretLocation): string {

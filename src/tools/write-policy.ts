@@ -112,10 +112,11 @@ export async function refuseQuarryHome(backend: Backend, requested: string): Pro
 }
 
 function sensitiveReason(path: string, home: string): string | null {
-  for (const name of SENSITIVE_IN_HOME) {
-    const target = join(home, name);
-    if (isInside(target, path)) return `${target} is a sensitive location (shell start-up files, credentials and tool configuration are never written)`;
-  }
+  // Any dot entry of the home directory, not only the ones listed: ~/.psqlrc, ~/.sqliterc, ~/.curlrc,
+  // ~/.ipython/…/startup run what they hold when a tool starts, and no list keeps up with them.
+  const first = isInside(home, path) && path !== home ? path.slice(home.length).split(sep).find(Boolean) : undefined;
+  const name = first?.startsWith('.') ? first : SENSITIVE_IN_HOME.find((entry) => isInside(join(home, entry), path));
+  if (name) return `${join(home, name)} is a sensitive location (shell start-up files, credentials and tool configuration are never written)`;
   for (const dir of SENSITIVE_SYSTEM) {
     if (isInside(dir, path)) return `${dir}${sep} is a system directory`;
   }

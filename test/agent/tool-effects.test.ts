@@ -41,10 +41,10 @@ describe('declared tool effects', () => {
     expect(effectsOf(buildToolRegistry(loadProfile('readonly')).get('delegate')!)).toMatchObject({ delegates: true, destructive: false, sendsOut: false });
   });
 
-  it('an MCP tool is outward unless marked read-only and closed-world, or its server is allowed', () => {
+  it('an MCP tool is outward whatever the annotations of its server claim, unless the user allows the server', () => {
     expect(effectsOf(mcpTool({})).sendsOut).toBe(true);
     expect(effectsOf(mcpTool({ readOnlyHint: true })).sendsOut).toBe(true);
-    expect(effectsOf(mcpTool({ readOnlyHint: true, openWorldHint: false })).sendsOut).toBe(false);
+    expect(effectsOf(mcpTool({ readOnlyHint: true, openWorldHint: false })).sendsOut).toBe(true);
     expect(effectsOf(mcpTool({}, true)).sendsOut).toBe(false);
   });
 

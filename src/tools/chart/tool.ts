@@ -5,6 +5,7 @@ import type { DatabaseConfig } from '../database/types.js';
 import { plural } from '../file-write-support.js';
 import { formatCount } from '../long-lines.js';
 import { displayPath, formatBytes, resolveToolPath, shownPath } from '../paths.js';
+import { refuseSecrets } from '../existing-path.js';
 import { effects } from '../effects.js';
 import { success, ToolError, type ToolContext, type Tool } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
@@ -78,6 +79,8 @@ async function loadData(args: ChartArgs, configs: readonly DatabaseConfig[], bac
       `chart: ${args.csv_path} is a kernel pseudo-file under ${real.split('/')[1] === 'proc' ? '/proc' : '/sys'}, not a CSV file`,
       'not_a_file',
     );
+  // Credential files (~/.pgpass, $QUARRY_HOME/config.yaml): the header would come back as "columns".
+  if (backend.name === 'local') await refuseSecrets(path, real, args.csv_path!, false);
   const bytes = await backend.readFile(path);
   if (bytes.length > MAX_CHART_CSV_BYTES)
     throw new ToolError(

@@ -5,6 +5,7 @@ import { GrepOutputParser, type GrepRecord } from './output.js';
 import { countOf, MAX_LINE_CHARS, showLine } from '../long-lines.js';
 import { displayPath, SKIPPED_DIRECTORIES } from '../paths.js';
 import { resolveExistingPath } from '../existing-path.js';
+import { secretLinkOf, secretLocations, secretRefusal } from '../secret-files.js';
 import { decodeBytesVisibly, escapeName, hasNameEscapes, unescapeName } from '../../backends/names.js';
 import { failure, success, ToolError, type ToolContext, type ToolResult } from '../types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../define.js';
@@ -121,6 +122,15 @@ async function runEngine(backend: Backend, args: GrepArgs, plan: SearchPlan, max
     return { engine: 'grep', syntax: 'extended', ...(await attempt(grepArgv(args, plan, '-E'))) };
   }
   return { engine: 'grep', syntax: 'pcre', ...pcre };
+}
+
+function refuseSecretLinks(records: readonly GrepRecord[], cwd: string): void {
+  const locations = secretLocations();
+  for (const name of new Set(records.map((record) => record.path.toString('latin1')))) {
+    const raw = Buffer.from(name, 'latin1');
+    const secret = secretLinkOf(raw[0] === 0x2f ? raw : Buffer.concat([Buffer.from(`${cwd}/`), raw]), locations);
+    if (secret) throw new ToolError(secretRefusal(resolve(cwd, escapeName(raw)), secret), 'refused');
+  }
 }
 
 interface ShownRecord extends GrepRecord {
@@ -280,6 +290,8 @@ export const grepTool = defineTool({
       ...record,
       shownPath: displayPath(context.workingDir, resolve(plan.shownCwd ?? plan.cwd, escapeName(record.path))),
     }));
+    // A hard link to a credential file lies in the tree under another name: refuse the whole search.
+    if (context.backend.name === 'local') refuseSecretLinks(parser.records, plan.cwd);
     const matches = records.filter((record) => record.isMatch);
     const metadataBase = { engine, regexSyntax: run.syntax, matches: matches.length, truncated, timedOut: result.timedOut };
     const failed = searchFailure(run, matches.length, stderrLines, metadataBase);

@@ -78,9 +78,9 @@ export function contentToText(content: readonly ContentBlock[]): string {
  * for the server (`allow_outward: true`).
  */
 export function mcpToolEffects(info: McpToolInfo, allowOutward: boolean): ToolEffects {
-  const closed = info.annotations?.readOnlyHint === true && info.annotations.openWorldHint === false;
-  const outward = !closed && !allowOutward;
-  return effects({ reads: true, external: true, reachesNetwork: info.annotations?.openWorldHint !== false, sendsOut: outward });
+  // The arguments of any call reach the server, and its annotations are its own claim (data, like its
+  // descriptions): only the user's allow_outward vouches for where they go (README "Security model").
+  return effects({ reads: true, external: true, reachesNetwork: info.annotations?.openWorldHint !== false, sendsOut: !allowOutward });
 }
 
 export function adaptMcpTool(serverName: string, client: Client, info: McpToolInfo, toolTimeoutMs: number, allowOutward = false): Tool {
