@@ -1,6 +1,5 @@
 import { success, ToolError, type ToolResult } from '../../types.js';
 import type { DatabaseConfig, DatabaseDriver, RunOptions } from '../types.js';
-import { indexLookup } from '../values-index/lookup.js';
 import {
   checkValue,
   FIND_VALUES_DEFAULT_LIMIT,
@@ -54,6 +53,8 @@ export async function findValuesOperation(
   budgetSeconds: number,
 ): Promise<ToolResult> {
   const request = findValuesRequest(args);
+  // The value index is read with better-sqlite3: loaded on the first find_values, not with the tool (start-up, and installs without it).
+  const { indexLookup } = await import('../values-index/lookup.js');
   const result = await findValues({ engine: config.engine, driver, options, budgetSeconds }, request, indexLookup(config, driver, options, request));
   return success(formatFindValues(result, request, budgetSeconds), {
     matches: result.matches.length,
