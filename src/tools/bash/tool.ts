@@ -153,9 +153,9 @@ export type BashArgs = ArgsOf<typeof BASH_PARAMETERS>;
 /** Commands that show the network: under shell_network none they see the sandbox's empty namespace, not this host's. */
 const NETWORK_VIEW_COMMAND = /(^|[;&|(`\n]|\$\()\s*(ss|ip|netstat|ifconfig|route|arp)(?=$|[\s;&|)])/;
 export const SANDBOX_NETWORK_NOTE =
-  "\n[note: this shell runs in an empty network namespace (the profile's shell_network: none), so ss, ip and netstat show the sandbox's " +
+  "this shell runs in an empty network namespace (the profile's shell_network: none), so ss, ip and netstat show the sandbox's " +
   "network (only lo, no sockets), not this host's: an empty list here does not mean that nothing listens on the host. A profile with " +
-  "shell_network: loopback or all shows the host's sockets; lsof -i and /proc/PID/fd show processes' sockets here.]";
+  "shell_network: loopback or all shows the host's sockets; lsof -i and /proc/PID/fd show processes' sockets here.";
 /**
  * The restricted shell runs only inspection commands (README "The restricted shell"): it changes nothing, and
  * reaches out only as far as its shell_network lets it. Unrestricted, or in a remote sandbox, it can do anything.
@@ -219,11 +219,12 @@ export function createBashTool(options: BashToolOptions): Tool {
             `last ${formatBytes(BASH_OUTPUT_TAIL_BYTES)} ...]\n`,
         ),
       );
-      if (sandboxed && network === 'none' && NETWORK_VIEW_COMMAND.test(args.command)) text += SANDBOX_NETWORK_NOTE;
       if (result.timedOut) text += `\n[timed out after ${timeoutSeconds} s: the command and all its child processes were killed]`;
       if (result.aborted) text += '\n[cancelled: the command and all its child processes were killed]';
       const exitCode = result.timedOut ? 124 : result.aborted ? 130 : result.exitCode;
-      const body = JSON.stringify({ output: text, exit_code: exitCode, duration_seconds: Math.round(result.durationMs) / 1000 });
+      // The note goes beside the output, which stays exactly what the command printed.
+      const note = sandboxed && network === 'none' && NETWORK_VIEW_COMMAND.test(args.command) ? { note: SANDBOX_NETWORK_NOTE } : {};
+      const body = JSON.stringify({ output: text, exit_code: exitCode, duration_seconds: Math.round(result.durationMs) / 1000, ...note });
       const metadata = { exit_code: exitCode, output_bytes: output.total, dropped_bytes: output.dropped, sandboxed, timed_out: result.timedOut };
       return result.timedOut || result.aborted ? failure(body, { ...metadata, error: result.timedOut ? 'timeout' : 'cancelled' }) : success(body, metadata);
     },

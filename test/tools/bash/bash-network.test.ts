@@ -135,7 +135,8 @@ describe("ss, ip and netstat under shell_network none (the sandbox's own network
       env: { QUARRY_HOME: makeTempDir('quarry-home-') },
     });
     expect(result.code, result.stderr).toBe(0);
-    return (JSON.parse((JSON.parse(result.stdout) as { output: string }).output) as { output: string }).output;
+    const body = JSON.parse((JSON.parse(result.stdout) as { output: string }).output) as { output: string; note?: string };
+    return body.note ? `${body.output}\n[note: ${body.note}]` : body.output;
   }
 
   test("says the view is the sandbox's and how to see the host's; under loopback the listener shows", async () => {
@@ -145,7 +146,7 @@ describe("ss, ip and netstat under shell_network none (the sandbox's own network
     expect(sandboxed).toContain('shell_network: loopback or all');
     const host = await cli('loopback', 'ss -tln');
     expect(host).toContain(`127.0.0.1:${port}`);
-    expect(host).not.toContain('[note: this shell runs in an empty network namespace');
+    expect(host).not.toContain('this shell runs in an empty network namespace');
     // Commands that do not look at the network get no note.
     expect(await cli('none', 'echo ss')).toBe('ss\n');
   });

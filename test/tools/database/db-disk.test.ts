@@ -10,7 +10,7 @@ import { MysqlDriver } from '../../../src/tools/database/drivers/mysql.js';
 import { PostgresDriver } from '../../../src/tools/database/drivers/postgres.js';
 import { SqliteDriver } from '../../../src/tools/database/drivers/sqlite.js';
 import type { DatabaseDriver } from '../../../src/tools/database/types.js';
-import { KEPT_VALUE_CHARS } from '../../../src/tools/database/values.js';
+import { KEPT_LONG_VALUE_CHARS, KEPT_VALUE_CHARS, LONG_VALUE_ROWS } from '../../../src/tools/database/values.js';
 import { writeToolOptions } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createWriteTool } from '../../../src/tools/files/write.js';
@@ -171,7 +171,7 @@ describe('temporary files of dead processes', () => {
 
 describe('query keeps only what a table can show', () => {
   for (const engine of ['postgres', 'mysql', 'sqlite'] as const) {
-    test(`${engine}: 30 rows of 1 MB values come back cut to ${KEPT_VALUE_CHARS} characters, shown with an ellipsis`, async () => {
+    test(`${engine}: 30 rows of 1 MB values come back cut: the first ${LONG_VALUE_ROWS} to ${KEPT_LONG_VALUE_CHARS}, the rest to ${KEPT_VALUE_CHARS} characters`, async () => {
       const config = configsFor([`q=${targets()[engine]}`], work)[0]!;
       const driver: DatabaseDriver =
         engine === 'postgres' ? new PostgresDriver(config, true) : engine === 'mysql' ? new MysqlDriver(config, true) : new SqliteDriver(config, true);
@@ -180,11 +180,14 @@ describe('query keeps only what a table can show', () => {
         await driver.connect(signal);
         const result = await driver.query('SELECT * FROM wide_values ORDER BY i', 100, { readOnly: true, signal });
         expect(result.rows).toHaveLength(30);
-        for (const row of result.rows) {
-          expect(String(row[1]).length).toBe(KEPT_VALUE_CHARS);
-          if (row[2] !== undefined) expect((row[2] as Buffer | string).length).toBeLessThanOrEqual(KEPT_VALUE_CHARS);
+        // The first rows keep enough for the vertical layout's whole values (format.ts); memory stays bounded.
+        for (const [index, row] of result.rows.entries()) {
+          const kept = index < LONG_VALUE_ROWS ? KEPT_LONG_VALUE_CHARS : KEPT_VALUE_CHARS;
+          expect(String(row[1]).length).toBe(kept);
+          if (row[2] !== undefined) expect((row[2] as Buffer | string).length).toBeLessThanOrEqual(kept);
         }
-        expect(String(result.rows[0]![1])).toBe(String.fromCharCode(65 + (1 % 26)).repeat(KEPT_VALUE_CHARS));
+        expect(String(result.rows[0]![1])).toBe(String.fromCharCode(65 + (1 % 26)).repeat(KEPT_LONG_VALUE_CHARS));
+        expect(String(result.rows[LONG_VALUE_ROWS]![1])).toBe(String.fromCharCode(65 + ((LONG_VALUE_ROWS + 1) % 26)).repeat(KEPT_VALUE_CHARS));
       } finally {
         await driver.close();
       }

@@ -221,6 +221,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  // Other test files list the test user's tables: leave no databases of this file behind.
+  await myAdmin?.query('DROP DATABASE IF EXISTS quarry_names_sample; DROP DATABASE IF EXISTS quarry_names_chinook');
   await myAdmin?.end();
 });
 
