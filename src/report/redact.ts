@@ -1,4 +1,5 @@
 import { isSecretVariable } from '../tools/bash/environment.js';
+import { escapeHtml } from './step-output.js';
 
 /**
  * Known secret values (README "Security model"): the values of the environment variables the
@@ -22,7 +23,7 @@ const REMOVED = '[secret removed]';
 export function redactSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) {
-    const escaped = secret.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
+    const escaped = escapeHtml(secret);
     const encoded = encodeURIComponent(secret);
     const encodedEscaped = encoded.replace(/&/g, '&amp;');
     for (const form of new Set([secret, escaped, encoded, encodedEscaped])) out = out.split(form).join(REMOVED);
