@@ -1,5 +1,6 @@
 import { success, ToolError, type ToolResult } from '../../types.js';
 import type { DatabaseConfig, DatabaseDriver, RunOptions } from '../types.js';
+import { tablePatternSuggestions } from './names.js';
 import {
   checkValue,
   FIND_VALUES_DEFAULT_LIMIT,
@@ -56,7 +57,13 @@ export async function findValuesOperation(
   // The value index is read with better-sqlite3: loaded on the first find_values, not with the tool (start-up, and installs without it).
   const { indexLookup } = await import('../values-index/lookup.js');
   const result = await findValues({ engine: config.engine, driver, options, budgetSeconds }, request, indexLookup(config, driver, options, request));
-  return success(formatFindValues(result, request, budgetSeconds), {
+  let text = formatFindValues(result, request, budgetSeconds);
+  if (result.coverage.tables === 0 && request.tablePattern) {
+    const suggestions = await tablePatternSuggestions(config.engine, driver, request.tablePattern, options);
+    // "No table matches "custmers" with a column that could hold …; did you mean customers?"
+    if (suggestions) text = text.replace(/\.(\n|$)/, `${suggestions}$1`);
+  }
+  return success(text, {
     matches: result.matches.length,
     columns: result.matches.slice(0, request.limit).map((match) => `${match.schema ? `${match.schema}.` : ''}${match.table}.${match.column}`),
     tablesSearched: result.coverage.tablesSearched + result.coverage.fromIndex,

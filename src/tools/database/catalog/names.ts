@@ -487,3 +487,19 @@ export function extendMessage(error: unknown, first: string, last = ''): unknown
   Object.assign(extended, { code: (error as { code?: unknown })?.code, errno: (error as { errno?: unknown })?.errno });
   return extended;
 }
+
+/**
+ * "; did you mean a, b or c?" for a table_pattern (list_tables, find_values) that matched no
+ * table, or ''. A pattern with LIKE wildcards inside is not a misspelt name: only a plain name,
+ * or one with a leading or trailing %, is compared with the catalogue's tables.
+ */
+export async function tablePatternSuggestions(engine: Engine, driver: DatabaseDriver, pattern: string, options: RunOptions): Promise<string> {
+  const name = pattern.replace(/^%+|%+$/g, '');
+  if (name === '' || /[%_\\]/.test(name)) return '';
+  try {
+    return didYouMean(suggestNames('table', name, await readNameCatalog(engine, driver, 'table', options)));
+  } catch {
+    // A catalogue that cannot be read only loses the suggestion.
+    return '';
+  }
+}

@@ -2,6 +2,7 @@ import { ToolError } from '../../types.js';
 import { formatTable } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions, TableDescription } from '../types.js';
 import { DIALECTS } from './dialects.js';
+import { tablePatternSuggestions } from './names.js';
 
 /**
  * search, list_tables and the catalogue half of describe (README "Knowing the data"). Each reads
@@ -98,7 +99,10 @@ export async function listTables(
   );
   const tables = total(rows, 5);
   const matching = pattern ? ` ${tables === 1 ? 'matches' : 'match'} ${JSON.stringify(pattern)}` : '';
-  if (tables === 0) return { text: `No tables or views${matching}.`, tables };
+  if (tables === 0) {
+    const suggestions = pattern ? await tablePatternSuggestions(engine, driver, pattern, options) : '';
+    return { text: `No tables or views${matching}${suggestions}`.replace(/([^?])$/, '$1.'), tables };
+  }
   const shownRows = rows.map(([schema, name, kind, estimate, comment]) => [
     schema,
     name,
