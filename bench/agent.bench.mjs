@@ -1,4 +1,4 @@
-// The agent loop's own overhead (README "Benchmarks"): per turn with the scripted provider (model time is
+// The agent loop's own overhead (docs/development/benchmarks.md): per turn with the scripted provider (model time is
 // zero, tool time subtracted), and a tool call's dispatch through the registry. In process,
 // against compiled dist/.
 import { mkdirSync, rmSync } from 'node:fs';

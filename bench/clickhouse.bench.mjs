@@ -1,4 +1,4 @@
-// ClickHouse export (README "ClickHouse"): quarry's export_query of 1,000,000 rows against
+// ClickHouse export (docs/guide/databases.md "ClickHouse"): quarry's export_query of 1,000,000 rows against
 // ClickHouse's own client writing the same CSVWithNames, measured in alternation on the
 // Debian clickhouse-server (18.16) started here on loopback. Skipped (one row saying so) when
 // clickhouse-server is not installed.

@@ -1,4 +1,4 @@
-// Database bench (README "Benchmarks"): export_query of a 1,000,000-row table to CSV beside `sqlite3 -csv`
+// Database bench (docs/development/benchmarks.md): export_query of a 1,000,000-row table to CSV beside `sqlite3 -csv`
 // and `psql \copy`, peak memory at 100,000 and 1,000,000 rows (it must stay flat), and a query
 // with the default limit beside the same query with LIMIT 101. Starts its own PostgreSQL.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Wide CSV bench (README "DuckDB: SQL over files"): describe and profile of a 3,000-column x
+// Wide CSV bench (docs/guide/duckdb-files.md): describe and profile of a 3,000-column x
 // 2,000-row CSV (about 23 MB) through the CLI, beside one detection of the same file by DuckDB
 // itself (SELECT * FROM read_csv(file) LIMIT 0 through the same library, bench/duckdb-copy.mjs),
 // measured in alternation. A view that sniffed the file in every statement cost two detections

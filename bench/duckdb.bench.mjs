@@ -1,4 +1,4 @@
-// DuckDB bench (README "DuckDB: SQL over files"): export_query of a 1,000,000-row CSV file to CSV,
+// DuckDB bench (docs/guide/duckdb-files.md): export_query of a 1,000,000-row CSV file to CSV,
 // and a GROUP BY over a 10,000,000-row Parquet file exported to CSV, each beside DuckDB's own
 // COPY ... TO through the same library (bench/duckdb-copy.mjs), measured in alternation, with
 // peak memory (export memory must stay flat: the 1M-row export is also compared with 100k rows).

@@ -1,4 +1,4 @@
-// read_excel on a 200,000-row .xlsx (goal, README "Benchmarks": the first 500 rows in under 1.5 s and 200 MB), each
+// read_excel on a 200,000-row .xlsx (goal, docs/development/benchmarks.md: the first 500 rows in under 1.5 s and 200 MB), each
 // beside a bare exceljs streaming read (WorkbookReader) of the same rows. The workbook is made
 // once under bench/.work by bench/excel-workbook.mjs (exceljs's streaming writer, shared strings
 // after the sheet as Excel writes them, no declared dimension). Whole `quarry tool` processes.

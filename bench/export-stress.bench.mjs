@@ -1,4 +1,4 @@
-// Stress exports, bigger (README "Benchmarks"; issue: nothing lost or corrupted under stress).
+// Stress exports, bigger (docs/development/benchmarks.md; issue: nothing lost or corrupted under stress).
 // Runs test/tools/database/db-export-stress.test.ts at bench size: 100,000 seeded random rows
 // (tiny values, two 10 MB texts and a 10 MB blob, quotes, CR/LF, NUL, invalid UTF-8) and a
 // 1,000-column table, on SQLite, PostgreSQL and MariaDB (the test's own servers). The test checks

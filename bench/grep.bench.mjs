@@ -1,4 +1,4 @@
-// grep tool against the search engine run directly with the same flags on the same tree (README "Benchmarks":
+// grep tool against the search engine run directly with the same flags on the same tree (docs/development/benchmarks.md:
 // within 1.3x of ripgrep). The tree is a copy of this repo's node_modules (tens of thousands of
 // files), made once under bench/.work; the pattern is a rare literal planted in one file, so
 // both sides do a full scan and print one line.

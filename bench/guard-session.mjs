@@ -1,4 +1,4 @@
-// The query guard's cost in a running session (README "Knowing the data"): the same small query
+// The query guard's cost in a running session (docs/guide/databases.md "Knowing the data"): the same small query
 // with the guard on and off, alternating, in one process with the connection open, as an agent
 // session runs it. Usage: node bench/guard-session.mjs DB_FLAG WORKDIR SQL RUNS; prints one JSON line.
 import { buildToolRegistry } from '../dist/agent/toolset.js';

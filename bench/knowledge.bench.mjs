@@ -1,4 +1,4 @@
-// A knowledge folder of 2,000 verified queries (README "Team knowledge"): `quarry tool knowledge`
+// A knowledge folder of 2,000 verified queries (docs/guide/knowledge.md): `quarry tool knowledge`
 // reads and checks every file, ranks and answers, against a bare `quarry tool read`, in
 // alternation (goal: within 0.3 s of it).
 import { spawnSync } from 'node:child_process';
@@ -61,7 +61,7 @@ export async function run({ root }) {
         reference: pair.b.ms,
         ratio: pair.ratio,
         unit: 'ms',
-        note: `difference ${difference.toFixed(0)} ms (goal < 300 ms)${cpu}; alternating; the folder read through its cache (README "Team knowledge")`,
+        note: `difference ${difference.toFixed(0)} ms (goal < 300 ms)${cpu}; alternating; the folder read through its cache (docs/guide/knowledge.md)`,
       },
     ];
   } finally {

@@ -1,4 +1,4 @@
-// `quarry refresh` of a 20-step session (README "Refreshing a session") beside the session's own
+// `quarry refresh` of a 20-step session (docs/guide/sessions.md "Refreshing a session") beside the session's own
 // original run: 20 queries over fixtures/sample.db (counts, sums, group-bys, joins), first run
 // by the scripted model (model time zero, so the original's time is its tools and quarry's own
 // work; a real model adds its latency and tokens per turn), then re-run by `quarry refresh` with no

@@ -1,4 +1,4 @@
-// Knowing the data (README): search over a 20,000-table schema and a profile of a 2,000,000-row
+// Knowing the data (docs/guide/databases.md): search over a 20,000-table schema and a profile of a 2,000,000-row
 // table through `quarry tool sqlite`, each beside sqlite3 doing the nearest thing by hand (the
 // catalogue query with the same filter; the same aggregates over every row), in alternation.
 import { execFileSync } from 'node:child_process';

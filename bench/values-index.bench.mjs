@@ -1,4 +1,4 @@
-// find_values and the value index (README "Knowing the data"): `quarry db index` of a 10,000,000-row,
+// find_values and the value index (docs/guide/databases.md "Knowing the data"): `quarry db index` of a 10,000,000-row,
 // 20-column SQLite table (targets: at most 60 s and 300 MB), a lookup in the index in process
 // (target: at most 50 ms), and find_values through `quarry tool sqlite` on a 2,000,000-row table
 // without an index (target: the answer, or an honest statement of coverage, within 20 s), each

@@ -23,7 +23,7 @@ const args = [
   `script:${script}`,
   '--db',
   `sales=${database}`,
-  // The team's knowledge about the sample database: rules, glossary, metrics, verified queries (README "Team knowledge").
+  // The team's knowledge about the sample database: rules, glossary, metrics, verified queries (docs/guide/knowledge.md).
   '--knowledge',
   join(root, 'fixtures', 'knowledge'),
   '--working-dir',

@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 const root = new URL('..', import.meta.url).pathname;
 const EXTERNAL = [
   'better-sqlite3',
-  // Optional packages (README "Installing"): loaded from node_modules when installed.
+  // Optional packages (docs/guide/install.md): loaded from node_modules when installed.
   'pg',
   'pg-cursor',
   '@duckdb/node-api',

@@ -1,4 +1,4 @@
-/** Exit codes shared by every command (README "Running the agent", exit codes). */
+/** Exit codes shared by every command (docs/guide/running.md, exit codes). */
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
@@ -14,12 +14,12 @@ export class ConfigError extends UsageError {
   override name = 'ConfigError';
 }
 
-/** A profile that cannot be found or does not pass its schema (README "Profiles"): a usage error. */
+/** A profile that cannot be found or does not pass its schema (docs/guide/profiles.md): a usage error. */
 export class ProfileError extends UsageError {
   override name = 'ProfileError';
 }
 
-/** The exit code of a finished run, from its status (README "Running the agent", exit codes). */
+/** The exit code of a finished run, from its status (docs/guide/running.md, exit codes). */
 export function exitCodeFor(status: string): number {
   if (status === 'completed') return EXIT_OK;
   if (status === 'cancelled') return EXIT_CANCELLED;

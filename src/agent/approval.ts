@@ -9,7 +9,7 @@ export interface ApprovalRules {
 }
 
 /**
- * Whether a call needs the user's approval under a profile (README "Profiles"), and why.
+ * Whether a call needs the user's approval under a profile (docs/guide/profiles.md), and why.
  * - all: every call.
  * - dangerous: every call that may change something, as the tool's declared effects say (unrestricted
  *   bash, write, edit, export_query, mutating SQL, delegate, MCP tools); calls that change nothing

@@ -1,7 +1,7 @@
 import type { Tool } from '../tools/types.js';
 
 /**
- * The interactive half of approval (README "Profiles"); approval.ts holds the rule. On a TTY the user
+ * The interactive half of approval (docs/guide/profiles.md); approval.ts holds the rule. On a TTY the user
  * answers yes, no or "always for this tool"; without one, the call is refused with a message
  * about --yes. --yes (or /approve in the REPL) approves everything the profile asks about, but not
  * an outward call after untrusted content (src/agent/untrusted.ts): that takes a person at the

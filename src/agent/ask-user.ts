@@ -2,7 +2,7 @@ import type { Message } from '../model/types.js';
 import type { ToolContext, UserQuestions } from '../tools/types.js';
 
 /**
- * Who answers ask_user (README "ask_user"): the caller supplies a function that puts one question
+ * Who answers ask_user (docs/guide/tools.md "ask_user"): the caller supplies a function that puts one question
  * to someone (the REPL's prompt, the terminal of a one-shot run, an eval question's
  * clarifications); this adds it to each tool call's context, one question at a time, and counts
  * the questions of each run (a run starts at the conversation's latest user message), so the tool

@@ -1,7 +1,7 @@
 import type { Message } from '../model/types.js';
 
 /**
- * Compaction (README "Running the agent"): when the conversation passes COMPACTION_THRESHOLD of the context window,
+ * Compaction (docs/guide/running.md): when the conversation passes COMPACTION_THRESHOLD of the context window,
  * the older turns are summarised by the model and replaced by the summary; the system prompt
  * and the most recent turns stay as they were.
  */

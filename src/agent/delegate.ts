@@ -4,7 +4,7 @@ import type { ChildAgentRequest, ChildAgentResult, ToolContext } from '../tools/
 import { Agent, type AgentOptions } from './loop.js';
 
 /**
- * The child-agent runner behind `delegate` (README "delegate"). A child shares the parent's provider,
+ * The child-agent runner behind `delegate` (docs/guide/tools.md "delegate"). A child shares the parent's provider,
  * system prompt, profile, working directory, backend (the same sandbox), databases (the same
  * registry tools and connections) and approver; its registry has no delegate tool, so it cannot
  * delegate again. Its session is stored under the parent's (sessions/PARENT/children/CHILD) and

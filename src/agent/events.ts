@@ -2,7 +2,7 @@ import type { Message, usageJson } from '../model/types.js';
 import type { SessionStatus, TraceEvent } from './session.js';
 
 /**
- * The run-event stream (README "Sessions and traces" and "Running the agent"): the loop emits
+ * The run-event stream (docs/guide/sessions.md and docs/guide/running.md): the loop emits
  * each event once; the session's trace writer (traceSubscriber) and the terminal renderer
  * (cli/render.ts) subscribe and each write their own view of it.
  */
@@ -47,7 +47,7 @@ export function toolResultMessage(event: ToolEndEvent): Message {
 }
 
 /**
- * Writes the run's events to the session trace in its on-disk format (README "Sessions and traces").
+ * Writes the run's events to the session trace in its on-disk format (docs/guide/sessions.md).
  * A tool result becomes a `message` line the moment the call finishes, then a `tool_end` for a call that
  * had a `tool_start` (calls the run stopped before have only the result); a retry and a failed compaction
  * are `error` lines; streamed text is not written.

@@ -9,7 +9,7 @@ export type GateResult =
   | { blocked: true; message: string; error: 'cancelled' | 'approval_refused' | 'untrusted_data_refused' };
 
 /**
- * Whether one call of an agent run may go ahead (README "Profiles", "Security model"): first the
+ * Whether one call of an agent run may go ahead (docs/guide/profiles.md, "Security model"): first the
  * outward-tool rule (an outward call after untrusted content needs consent that --yes does not give;
  * a yes to it also answers the profile's own question), then the profile's approval policy.
  */

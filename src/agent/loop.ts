@@ -24,7 +24,7 @@ import { UntrustedSources } from './untrusted.js';
 import { gateCall } from './gate.js';
 
 /**
- * The agent loop (README "Running the agent"): model turn, tool calls, trace, until the model answers without
+ * The agent loop (docs/guide/running.md): model turn, tool calls, trace, until the model answers without
  * calling a tool, the run is cancelled, or a guard stops it.
  */
 

@@ -6,7 +6,7 @@ import { quarryHome } from '../config/home.js';
 import type { Profile } from '../profiles/schema.js';
 
 /**
- * System prompts (README "Prompts"): the default data-analyst prompt, and templates given with
+ * System prompts (docs/guide/running.md "Prompts"): the default data-analyst prompt, and templates given with
  * --system-prompt: Markdown with YAML front matter (`description`, `variables: {name: {required,
  * default, description}}`, `initial_prompt`) and `{{name}}` placeholders filled from automatic
  * variables, the front matter's defaults, --vars-file and --var (later ones win).

@@ -20,7 +20,7 @@ import {
 } from './session-lock.js';
 
 /**
- * A session on disk (README "Sessions and traces"): `$QUARRY_HOME/sessions/ID/` with `meta.json`
+ * A session on disk (docs/guide/sessions.md): `$QUARRY_HOME/sessions/ID/` with `meta.json`
  * (rewritten atomically), `trace.jsonl` (append-only, one event a line, each written with one
  * append so a crash loses at most the event being written) and, while a process owns it, `lock`
  * (session-lock.ts). The conversation is rebuilt from the trace.

@@ -48,8 +48,8 @@ export function editToolOptions(profile: Profile): EditToolOptions {
 }
 
 /**
- * Export files (export_query, profile's output_path, chart) are written on this machine (README
- * "Daytona backend"): on the workspace's backend when it is the local one, else on the local disk.
+ * Export files (export_query, profile's output_path, chart) are written on this machine
+ * (docs/guide/daytona.md): on the workspace's backend when it is the local one, else on the local disk.
  */
 function localFiles(backend: Backend | undefined): Backend {
   return backend?.name === 'local' ? backend : new LocalBackend();

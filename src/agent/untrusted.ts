@@ -5,7 +5,7 @@ import type { Tool } from '../tools/types.js';
 import { SUMMARY_PREFIX } from './compaction.js';
 
 /**
- * The outward-tool rule (README "Security model"). Content the user did not write (database rows,
+ * The outward-tool rule (docs/security.md). Content the user did not write (database rows,
  * files, command output, an MCP server's answer, a child agent's answer: the result of any tool whose
  * declared effects include `reads`) may carry instructions. Once such content is in the conversation,
  * a call of a tool that can send data out of the machine (declared `sendsOut`) needs a person's

@@ -27,7 +27,7 @@ export interface Workspace {
   registry: ToolRegistry;
   /** The configured databases (their tools are in the registry; passwords included, never shown). */
   databases: readonly DatabaseConfig[];
-  /** The team's knowledge folder, when one is in use (README "Team knowledge"). */
+  /** The team's knowledge folder, when one is in use (docs/guide/knowledge.md). */
   knowledge?: Knowledge;
   /** Releases what the tools opened (connections, sandboxes). */
   close(): Promise<void>;

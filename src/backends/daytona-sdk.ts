@@ -28,7 +28,7 @@ export interface SandboxSurface {
 const realSandboxFitsSurface: (sandbox: Sandbox) => SandboxSurface = (sandbox) => sandbox;
 void realSandboxFitsSurface;
 
-/** What to create: from the DAYTONA_* environment variables (README "Databases"). */
+/** What to create: from the DAYTONA_* environment variables (docs/guide/databases.md). */
 export interface SandboxSpec {
   apiKey: string;
   apiUrl: string | undefined;

@@ -7,7 +7,7 @@ import { nodeCrypto } from '../node-crypto.js';
  * (the `write` tool, CSV exports): `.NAME.quarry-PID-RANDOM.tmp`. Every failure path removes its
  * own; a process killed outright (kill -9, power loss) cannot, so the next export to the same
  * directory removes those of processes that no longer run, and any older than STALE_AFTER_MS
- * (README, "Temporary files").
+ * (docs/guide/databases.md "Temporary files").
  */
 
 /** A temporary file untouched this long is garbage even if its process id is in use again. */

@@ -1,7 +1,7 @@
 import { createInterface, type Interface } from 'node:readline';
 import { answerFrom, questionText, type AskPerson } from '../agent/ask-user.js';
 
-/** ask_user's questions to the person (README "ask_user"): on the terminal of a one-shot run, and at the REPL's prompt. */
+/** ask_user's questions to the person (docs/guide/tools.md "ask_user"): on the terminal of a one-shot run, and at the REPL's prompt. */
 
 /** One-shot run with a terminal: the question on stderr, the answer read from stdin. Cancelling the run cancels the question. */
 export const askPersonOnTerminal: AskPerson = (question, options, signal) => {

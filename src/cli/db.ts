@@ -121,7 +121,7 @@ async function indexDatabase(config: DatabaseConfig, tables: string | undefined,
   }
 }
 
-/** Which optional packages (drivers, ssh2, charts) this installation can load (README "Installing"). */
+/** Which optional packages (drivers, ssh2, charts) this installation can load (docs/guide/install.md). */
 async function installedPackagesLine(): Promise<string> {
   const { optionalPackageVersions } = await import('../tools/optional-packages.js');
   const packages = optionalPackageVersions();
@@ -182,7 +182,7 @@ export function registerDbCommand(parser: Argv, setExit: (code: number) => void)
       )
       .command(
         'index <alias>',
-        'Build the value index that find_values looks values up in (README "Knowing the data")',
+        'Build the value index that find_values looks values up in (docs/guide/databases.md "Knowing the data")',
         (c) =>
           c
             .positional('alias', { type: 'string', demandOption: true })

@@ -8,7 +8,7 @@ import { knowledgeDir, loadKnowledge } from '../tools/knowledge/folder.js';
 import { databaseOptions, withDatabaseOptions } from './options.js';
 
 /**
- * `quarry eval SUITE …` and `quarry eval compare A B` (README "quarry eval"). The runner and
+ * `quarry eval SUITE …` and `quarry eval compare A B` (docs/guide/eval.md). The runner and
  * report live in src/eval/; this file parses flags, shows progress and prints the report.
  */
 

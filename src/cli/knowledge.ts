@@ -10,7 +10,7 @@ import { DEFAULT_KNOWLEDGE_DIR, type Knowledge, knowledgeDir, loadKnowledge } fr
 import { closeAllDatabaseConnections } from '../tools/database/connections.js';
 
 /**
- * `quarry knowledge list | check | add | import dbt` (README "Team knowledge"): the team's
+ * `quarry knowledge list | check | add | import dbt` (docs/guide/knowledge.md): the team's
  * knowledge folder, read, checked against the data, added to by a person, imported from dbt.
  */
 
@@ -206,7 +206,7 @@ async function importCommand(argv: KnowledgeArgv & { source: string; path: strin
 }
 
 export function registerKnowledgeCommand(parser: Argv, setExit: (code: number) => void): void {
-  parser.command('knowledge', 'The team\'s knowledge folder: list, check, add, import (README "Team knowledge")', (y) =>
+  parser.command('knowledge', "The team's knowledge folder: list, check, add, import (docs/guide/knowledge.md)", (y) =>
     y
       .command(
         'list',

@@ -10,7 +10,7 @@ import { databaseOptions, withCommonOptions, withDatabaseOptions } from './optio
 
 /**
  * `quarry mcp`: serves the profile's tools over MCP, on stdio (default) or Streamable HTTP
- * (README "quarry mcp"). Heavy modules (the MCP SDK, the workspace) load only when the command
+ * (docs/guide/mcp.md "quarry mcp"). Heavy modules (the MCP SDK, the workspace) load only when the command
  * runs, so other commands' start-up is unchanged.
  */
 
@@ -62,7 +62,7 @@ export function registerMcpCommand(parser: Argv, setExit: (code: number) => void
         .epilog(
           'quarry cannot ask for approval over MCP: without --yes, tools and calls the profile would ask about are not served ' +
             "(they are refused with the reason); with --yes they are, and the MCP client's own approval applies. " +
-            'delegate is never served. See README "quarry mcp" for client configuration.',
+            'delegate is never served. See docs/guide/mcp.md "quarry mcp" for client configuration.',
         ),
     async (argv) => {
       setExit(
@@ -213,7 +213,7 @@ async function serveHttp(
   type HttpTransport = InstanceType<typeof StreamableHTTPServerTransport>;
   const sessions = new Map<string, { transport: HttpTransport; close: () => Promise<void>; lastUsed: number }>();
   // Each session holds a server and its database connections: at most this many, and a session
-  // unused this long is closed (README "quarry mcp"; a client must then initialize again).
+  // unused this long is closed (docs/guide/mcp.md "quarry mcp"; a client must then initialize again).
   const maxSessions = positiveSetting('QUARRY_MCP_MAX_SESSIONS', 64);
   const idleMs = positiveSetting('QUARRY_MCP_SESSION_IDLE_SECONDS', 1800) * 1000;
   const closeIdle = () => {

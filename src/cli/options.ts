@@ -15,7 +15,7 @@ export function withCommonOptions<T>(argv: Argv<T>) {
     .option('knowledge', { type: 'string', describe: "The team's knowledge folder (default: .quarry/knowledge/ when it exists; config.yaml knowledge:)" });
 }
 
-/** `--db [ALIAS=]TARGET` (repeatable) and `--databases FILE` (README "Running the agent" and "Databases"). */
+/** `--db [ALIAS=]TARGET` (repeatable) and `--databases FILE` (docs/guide/running.md and docs/guide/databases.md). */
 /** The --db flag's help, shared by every command that takes it (the run command declares its own --db). */
 export const DB_OPTION_DESCRIPTION =
   'A database: [ALIAS=]TARGET (postgres://, mysql://, oracle://, vertica://, sqlite:PATH, a SQLite file, a .duckdb file, a CSV/Parquet/JSON file or ' +

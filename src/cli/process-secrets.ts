@@ -2,7 +2,7 @@ import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { isSecretVariable } from '../tools/bash/environment.js';
 
 /**
- * Hides quarry's secrets from other processes of the same user (README "The restricted shell",
+ * Hides quarry's secrets from other processes of the same user (docs/guide/restricted-shell.md,
  * secrets). On Linux, /proc/PID/environ and /proc/PID/cmdline show the bytes the process was
  * started with, whatever the program does to its environment later: `cat /proc/<quarry>/environ`
  * would print every API key and database password. Node 20 cannot call prctl(PR_SET_DUMPABLE)

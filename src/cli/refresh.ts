@@ -6,7 +6,7 @@ import { withDatabaseOptions } from './options.js';
 import type { RunCommandOptions } from './run.js';
 
 /**
- * `quarry refresh SESSION` and `quarry report SESSION --refresh` (README "Refreshing a session"):
+ * `quarry refresh SESSION` and `quarry report SESSION --refresh` (docs/guide/sessions.md "Refreshing a session"):
  * the session's reads run again with no model, under exactly the profile it ran under (a changed
  * or other profile is refused, as for --resume) and against the same databases (each alias must
  * still point where it did). Statements run read-only whatever the profile's database mode.

@@ -5,7 +5,7 @@ import { formatBytes } from '../tools/paths.js';
 import { MarkdownStream } from './terminal-markdown.js';
 
 /**
- * How a run shows itself (README "Running the agent"): `text` streams the answer to stdout and one compact row per
+ * How a run shows itself (docs/guide/running.md): `text` streams the answer to stdout and one compact row per
  * tool call to stderr; `json` prints one result object at the end; `stream-json` prints every
  * event as a JSON line, then the result.
  */
@@ -242,7 +242,7 @@ class JsonRenderer implements Renderer {
 }
 
 /**
- * What `--format stream-json` prints for an event (README "Running the agent"), or undefined for those
+ * What `--format stream-json` prints for an event (docs/guide/running.md), or undefined for those
  * only the trace keeps (run_start, messages, llm_end, clear, run_end: the stream has its own start and result lines).
  */
 export function streamEvent(event: RunEvent): Record<string, unknown> | undefined {

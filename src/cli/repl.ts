@@ -13,7 +13,7 @@ import { exitCodeFor } from '../errors.js';
 import { EXIT_OK, UsageError } from '../errors.js';
 
 /**
- * The interactive REPL (README "Running the agent"): line editing and history, slash commands, Ctrl+C cancels the
+ * The interactive REPL (docs/guide/running.md): line editing and history, slash commands, Ctrl+C cancels the
  * running turn, a second Ctrl+C at the prompt (or Ctrl+D) exits.
  */
 

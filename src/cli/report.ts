@@ -6,7 +6,7 @@ import { EXIT_OK, UsageError } from '../errors.js';
 import { refreshExitCode, withRefreshOptions } from './refresh.js';
 
 /**
- * `quarry report SESSION [-o FILE.html] [--force]` (README "quarry report"): the session as one
+ * `quarry report SESSION [-o FILE.html] [--force]` (docs/guide/charts-and-reports.md "quarry report"): the session as one
  * self-contained HTML page. Without -o it is written as report.html in the session's own
  * directory (rewritten each time); -o never replaces an existing file unless --force.
  */

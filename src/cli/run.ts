@@ -25,7 +25,7 @@ export interface RunCommandOptions {
   vars: string[];
   varsFile: string | undefined;
   yes: boolean;
-  /** --allow-outward: outward calls after untrusted content are approved (README "Security model"). */
+  /** --allow-outward: outward calls after untrusted content are approved (docs/security.md). */
   allowOutward: boolean;
   resume: string | undefined;
   format: 'text' | 'json' | 'stream-json';

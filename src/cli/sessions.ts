@@ -14,7 +14,7 @@ import {
 import { join } from 'node:path';
 import { EXIT_FAILED, EXIT_OK } from '../errors.js';
 
-/** `quarry sessions`, `sessions show ID`, `sessions export ID`, `quarry cancel ID` (README "Sessions and traces"). */
+/** `quarry sessions`, `sessions show ID`, `sessions export ID`, `quarry cancel ID` (docs/guide/sessions.md). */
 
 const PROMPT_PREVIEW_CHARS = 60;
 const CANCEL_WAIT_MS = 10_000;

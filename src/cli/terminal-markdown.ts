@@ -1,7 +1,7 @@
 import stringWidth from 'string-width';
 
 /**
- * The REPL's answer as a terminal shows Markdown (README "Running the agent"): **bold** and
+ * The REPL's answer as a terminal shows Markdown (docs/guide/running.md): **bold** and
  * headings in bold, `code` in cyan, bullets as "•", pipe tables aligned in columns with their
  * alignment row honoured. The answer streams, so this works line by line: a line is rendered once
  * it is complete, a table once its last row has arrived. Hand-written because the Markdown

@@ -137,7 +137,7 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
     process.off('SIGINT', onSigint);
     if (result.metadata.error === 'invalid_arguments') throw new UsageError(result.output);
     print(options.format, result.ok, result.output, result.metadata);
-    // Ctrl+C: 130, as for a run (README, "Exit codes").
+    // Ctrl+C: 130, as for a run (docs/guide/running.md "Exit codes").
     if (controller.signal.aborted && !result.ok) return EXIT_CANCELLED;
     return result.ok ? EXIT_OK : EXIT_FAILED;
   } finally {

@@ -7,7 +7,7 @@ import { DEFAULT_KNOWLEDGE_DIR } from '../tools/knowledge/folder.js';
 import { saveVerifiedQuery } from '../tools/knowledge/save.js';
 
 /**
- * The REPL's `/verify` (README "Team knowledge"): the last question and the SQL its answer rests
+ * The REPL's `/verify` (docs/guide/knowledge.md): the last question and the SQL its answer rests
  * on (the last database query of that turn that succeeded), shown to the person, and saved as a
  * verified query only after they answer y. The model never saves anything.
  */
@@ -59,7 +59,7 @@ export function describeCandidate(candidate: VerifyCandidate, folder: string): s
   );
 }
 
-/** `/verify`: shows the candidate, asks y/n, saves only on y (README "Team knowledge"). */
+/** `/verify`: shows the candidate, asks y/n, saves only on y (docs/guide/knowledge.md). */
 export async function verifyInRepl(
   messages: readonly Message[],
   workspace: Workspace,

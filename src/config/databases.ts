@@ -8,7 +8,7 @@ import { describeSsh, parseSshBlock, type SshConfig } from './ssh.js';
 import { interpolateEnv, isMapping, readYamlText } from './yaml.js';
 
 /**
- * Where databases come from (README "Databases"): `--db [ALIAS=]TARGET` flags, a YAML file (`--databases`
+ * Where databases come from (docs/guide/databases.md): `--db [ALIAS=]TARGET` flags, a YAML file (`--databases`
  * or `QUARRY_DB_CONFIG`), the `databases:` key of config.yaml, and environment variables. Every
  * mistake is a ConfigError that says what to fix; passwords never appear in one.
  */
@@ -16,7 +16,7 @@ import { interpolateEnv, isMapping, readYamlText } from './yaml.js';
 export const ENGINES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb', 'clickhouse'] as const;
 export type Engine = (typeof ENGINES)[number];
 
-/** A configured database (README "Databases"). The password is kept apart so it can be scrubbed everywhere. */
+/** A configured database (docs/guide/databases.md). The password is kept apart so it can be scrubbed everywhere. */
 export interface DatabaseConfig {
   alias: string;
   engine: Engine;
@@ -33,7 +33,7 @@ export interface DatabaseConfig {
   password?: string;
   /** oracle: an Easy Connect string or TNS alias (host:port/service). */
   dsn?: string;
-  /** Server engines: reached through this SSH server (README "SSH tunnels"); host and port are as seen from it. */
+  /** Server engines: reached through this SSH server (docs/guide/databases.md "SSH tunnels"); host and port are as seen from it. */
   ssh?: SshConfig;
   connectTimeoutMs: number;
   statementTimeoutMs: number;

@@ -1,7 +1,7 @@
 import { ConfigError } from '../errors.js';
 
 /**
- * DuckDB reader options of a `files:` view (README "DuckDB: SQL over files"): YAML
+ * DuckDB reader options of a `files:` view (docs/guide/duckdb-files.md): YAML
  * `VIEW: {path: FILE_OR_GLOB, options: {...}}`, where the options are DuckDB's own read_csv,
  * read_json and read_parquet named parameters, under DuckDB's names. Only parameters that shape how
  * a file is read are accepted: the ones that make DuckDB write tables of rejected rows

@@ -6,7 +6,7 @@ import { checkFileOptions } from './duckdb-options.js';
 import { interpolateEnv, isMapping } from './yaml.js';
 
 /**
- * How a duckdb database is configured (README "DuckDB: SQL over files"):
+ * How a duckdb database is configured (docs/guide/duckdb-files.md):
  * `--db data.duckdb`, `--db sales.csv` / `events.parquet` / `logs.jsonl` (a view named after the
  * file), `--db 'duckdb:exports/*.csv'` (a glob as one view), and YAML `type: duckdb` with `path`
  * and/or `files: {view: path_or_glob}`. Also which DuckDB reader each file type takes and the

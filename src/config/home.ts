@@ -29,7 +29,7 @@ export interface ConfigFileLocation {
 }
 
 /**
- * The one place that decides which config.yaml a command reads (README "Running the agent",
+ * The one place that decides which config.yaml a command reads (docs/guide/running.md,
  * `--config`): the `--config FILE` given (relative to `cwd`; it must exist), else
  * `$QUARRY_HOME/config.yaml` (which may be absent: nothing configured).
  */

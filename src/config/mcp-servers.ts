@@ -4,7 +4,7 @@ import { configFileLocation } from './home.js';
 import { interpolateEnv, isMapping } from './yaml.js';
 
 /**
- * MCP servers from `mcp_servers:` in `$QUARRY_HOME/config.yaml` or the `--config FILE` (README "MCP servers"):
+ * MCP servers from `mcp_servers:` in `$QUARRY_HOME/config.yaml` or the `--config FILE` (docs/guide/mcp.md "MCP servers"):
  *
  *   mcp_servers:
  *     files: {type: stdio, command: [npx, -y, "@modelcontextprotocol/server-filesystem", /data], env: {TOKEN: "${MY_TOKEN}"}}
@@ -21,7 +21,7 @@ interface CommonServerConfig {
   name: string;
   startupTimeoutMs: number;
   toolTimeoutMs: number;
-  /** `allow_outward: true`: the user vouches for this server as a destination, so its tools are not outward tools (README "Security model"). */
+  /** `allow_outward: true`: the user vouches for this server as a destination, so its tools are not outward tools (docs/security.md). */
   allowOutward: boolean;
 }
 

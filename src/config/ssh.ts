@@ -4,7 +4,7 @@ import { ConfigError } from '../errors.js';
 import { interpolateEnv, isMapping } from './yaml.js';
 
 /**
- * A database entry's `ssh:` block (README "SSH tunnels"): quarry reaches the database's host and
+ * A database entry's `ssh:` block (docs/guide/databases.md "SSH tunnels"): quarry reaches the database's host and
  * port through this SSH server (and its jump hosts), with strict host-key checking against
  * `known_hosts`. The password and the key's passphrase are kept here so they can be scrubbed.
  */

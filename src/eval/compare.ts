@@ -1,5 +1,5 @@
 /**
- * Execution accuracy: whether a predicted result equals the expected one (README "quarry eval",
+ * Execution accuracy: whether a predicted result equals the expected one (docs/guide/eval.md,
  * scoring rules). Column names are never compared, only values:
  * - set: BIRD's official rule, also used for Spider suites: the rows as sets (order and
  *   duplicates ignored), `set(predicted) == set(gold)`.

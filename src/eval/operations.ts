@@ -3,7 +3,7 @@ import type { QuestionResult } from './runner.js';
 /**
  * Which database operations (query, find_values, search, describe, ...) the model called per
  * question, so a team can measure what a prompt or a new operation changes with its own model
- * (README "Evaluating"): counted per attempt, summed per question, shown in report.json and
+ * (docs/guide/eval.md): counted per attempt, summed per question, shown in report.json and
  * report.md.
  */
 

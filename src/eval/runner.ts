@@ -22,7 +22,7 @@ import { canonicalValue, compareResults, resultSignature, type Canonical, type C
 import type { EvalQuestion, Suite } from './suite.js';
 
 /**
- * The `quarry eval` runner (README "quarry eval"): each question is one agent run (K runs with
+ * The `quarry eval` runner (docs/guide/eval.md): each question is one agent run (K runs with
  * --vote K) in its own session under the output directory; the final SQL is taken from the
  * answer's fenced sql block (or the last successful query call); gold and predicted SQL run
  * read-only against the same database and are compared by the suite's rule. Results are
@@ -146,7 +146,7 @@ export interface EvalRunConfig {
   model: string;
   profile: string;
   prompt_sha256: string;
-  /** The knowledge folder the runs used and the hash of its files (README "Team knowledge"). */
+  /** The knowledge folder the runs used and the hash of its files (docs/guide/knowledge.md). */
   knowledge_dir?: string;
   knowledge_sha256?: string;
   compare: CompareRule | 'per question';
@@ -540,7 +540,7 @@ async function runAttempt(
     onEvent,
     extendToolContext: (context, conversation) => questions.extend(context, conversation),
     // A suite's questions and evidence were written by someone else (a benchmark, a colleague): the
-    // outward-tool rule treats them as untrusted from the first call (README "Security model").
+    // outward-tool rule treats them as untrusted from the first call (docs/security.md).
     untrustedSources: [`the eval question ${question.id}`],
   });
   const timeout = AbortSignal.timeout(options.timeoutMs);

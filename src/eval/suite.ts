@@ -7,7 +7,7 @@ import { parseCsvRecords } from '../tools/database/csv.js';
 import type { CompareRule } from './compare.js';
 
 /**
- * Question suites for `quarry eval` (README "quarry eval"): BIRD / BIRD Mini-Dev JSON, Spider
+ * Question suites for `quarry eval` (docs/guide/eval.md): BIRD / BIRD Mini-Dev JSON, Spider
  * JSON, and quarry's own YAML for a team's questions. All become one shape, EvalQuestion.
  * A malformed suite is a usage error naming the entry and the field.
  */
@@ -32,7 +32,7 @@ export interface EvalQuestion {
   /** quarry YAML only: the per-question comparison (order_matters) and float tolerance. */
   orderMatters?: boolean;
   tolerance?: number;
-  /** The answers ask_user gets, in order (README "quarry eval"); after them, or without them, no one can be asked. */
+  /** The answers ask_user gets, in order (docs/guide/eval.md); after them, or without them, no one can be asked. */
   clarifications?: string[];
 }
 

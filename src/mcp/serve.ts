@@ -16,7 +16,7 @@ import { canChange, effectsOf, readCallEffects, type ToolEffects } from '../tool
 import type { Tool } from '../tools/types.js';
 
 /**
- * `quarry mcp` (README "quarry mcp"): quarry's own tools served to any MCP client. Every call goes
+ * `quarry mcp` (docs/guide/mcp.md "quarry mcp"): quarry's own tools served to any MCP client. Every call goes
  * through the same registry path as an agent run (validation, the read-only layers, sanitising,
  * the 64 KiB cap), so a client gets exactly the guarantees quarry's own model gets.
  *

@@ -9,7 +9,7 @@ import { emptyUsage } from './types.js';
 /**
  * OpenAI and every OpenAI-compatible Chat Completions endpoint (DeepSeek, OpenRouter, Groq,
  * Mistral, Gemini, xAI, Together, Fireworks, Ollama, vLLM, LM Studio, LiteLLM). The chunks are
- * read as loosely as the servers write them (README, "Model providers"): tool calls without
+ * read as loosely as the servers write them (docs/guide/models.md): tool calls without
  * `index`, names repeated in every chunk, content as a list of typed parts, reasoning in
  * `reasoning_content`, `reasoning`, `reasoning_details` or `<think>` tags, refusals.
  */

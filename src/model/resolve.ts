@@ -25,7 +25,7 @@ import { ModelError } from './types.js';
 function noModelLine(): string {
   return existsSync(join(packageRoot(), 'fixtures', 'demo', 'analyst.json'))
     ? '  No model at all (replays a scripted conversation): npm run demo'
-    : '  No model at all: replay a scripted conversation with --model script:FILE (the README, "Running the agent", describes the file)';
+    : '  No model at all: replay a scripted conversation with --model script:FILE (docs/guide/models.md, "The scripted provider", describes the file)';
 }
 
 export const howToConfigureAModel = (): string =>
@@ -36,7 +36,7 @@ export const howToConfigureAModel = (): string =>
     '  Local server (Ollama, vLLM, LM Studio, LiteLLM; any OpenAI-compatible endpoint):',
     '                 quarry --base-url http://127.0.0.1:11434/v1 --model llama3.1 "your question"   (or --model ollama/llama3.1)',
     '  Other providers: deepseek/, openrouter/, groq/, mistral/, gemini/, xai/, together/, fireworks/, moonshot/, lmstudio/, vllm/',
-    '                 e.g. export DEEPSEEK_API_KEY=... then quarry --model deepseek/deepseek-chat "your question" (README, "Model providers")',
+    '                 e.g. export DEEPSEEK_API_KEY=... then quarry --model deepseek/deepseek-chat "your question" (docs/guide/models.md)',
     noModelLine(),
   ].join('\n');
 
@@ -45,7 +45,7 @@ export const DEFAULT_OLLAMA_URL = 'http://127.0.0.1:11434';
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 
 /**
- * The one table of known context windows (README, "Model providers"), matched on the model name
+ * The one table of known context windows (docs/guide/models.md), matched on the model name
  * after its last `/`, first match wins.
  */
 export const CONTEXT_WINDOWS: [RegExp, number][] = [
@@ -81,7 +81,7 @@ export interface ModelChoice {
   quirks?: ProviderQuirks;
 }
 
-/** An OpenAI-compatible provider reached as `PREFIX/MODEL` (README, "Model providers"). */
+/** An OpenAI-compatible provider reached as `PREFIX/MODEL` (docs/guide/models.md). */
 export interface ProviderPreset {
   name: string;
   baseURL: string;

@@ -130,7 +130,7 @@ export function backoffDelayMs(policy: RetryPolicy, attempt: number, random = Ma
 }
 
 const STATUS_HINTS: Record<number, string> = {
-  401: 'the API key was rejected: check the key variable the README names for this provider',
+  401: 'the API key was rejected: check the key variable docs/guide/models.md names for this provider',
   403: 'the API key may not use this model',
   404: 'check the model name and --base-url',
 };

@@ -17,7 +17,7 @@ export interface ToolCall {
 
 /**
  * The model's reasoning for one assistant turn: kept out of the answer, recorded in the trace,
- * and sent back where the provider requires it (README, "Model providers").
+ * and sent back where the provider requires it (docs/guide/models.md).
  */
 export interface Reasoning {
   text: string;

@@ -13,7 +13,7 @@ export const SHELL_MODES = ['restricted', 'unrestricted'] as const;
 export const DATABASE_MODES = ['readonly', 'mutations'] as const;
 export const APPROVAL_MODES = ['all', 'dangerous', 'granular', 'none'] as const;
 export const BACKENDS = ['local', 'daytona'] as const;
-/** The outward-tool rule (README "Security model"): what happens to a call of an outward tool once untrusted content is in the conversation. */
+/** The outward-tool rule (docs/security.md): what happens to a call of an outward tool once untrusted content is in the conversation. */
 export const UNTRUSTED_DATA_MODES = ['ask', 'refuse', 'allow'] as const;
 // The vocabularies the tools interpret are theirs; the profile names them.
 export { FILE_WRITE_MODES, QUERY_GUARD_ACTIONS, SHELL_NETWORK_MODES, type FileWriteMode, type QueryGuard, type ShellNetwork };
@@ -76,7 +76,7 @@ type Raw = Record<string, unknown>;
  */
 export const BUILTIN_TOOL_NAMES = ['read', 'read_excel', 'grep', 'glob', 'list', 'bash', 'write', 'edit', 'delegate', 'ask_user'] as const;
 export const DATABASE_TOOL_NAMES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
-/** Tools that exist when their inputs do: chart (every session), knowledge (with a knowledge folder, README "Team knowledge"). */
+/** Tools that exist when their inputs do: chart (every session), knowledge (with a knowledge folder, docs/guide/knowledge.md). */
 const CONDITIONAL_TOOL_NAMES = ['chart', 'knowledge'] as const;
 const MCP_PREFIX = 'mcp__';
 

@@ -9,7 +9,7 @@ import { escapeHtml, renderStepOutput } from './step-output.js';
 export { escapeHtml, REPORT_PREVIEW_LINES } from './step-output.js';
 
 /**
- * `quarry report`: one self-contained HTML page of a session (README "quarry report"): the
+ * `quarry report`: one self-contained HTML page of a session (docs/guide/charts-and-reports.md "quarry report"): the
  * questions, the final answers (Markdown), every SQL statement with its result preview and
  * duration, charts inline, exports with their row counts, refusals, token usage, and delegated
  * children as sections. Nothing is fetched: CSS and images are inline, and a Content Security

@@ -2,7 +2,7 @@ import { isSecretVariable } from '../tools/bash/environment.js';
 import { escapeHtml } from './step-output.js';
 
 /**
- * Known secret values (README "Security model"): the values of the environment variables the
+ * Known secret values (docs/security.md): the values of the environment variables the
  * restricted shell withholds (API keys, tokens, passwords, URLs with a password). A report or chart
  * that carries one, as text or inside a link, shows `[secret removed]` instead, so that opening or
  * sharing the page cannot send it anywhere.

@@ -3,7 +3,7 @@ import { escapeHtml, inlineImage, pageHead, renderMarkdown, REPORT_PREVIEW_LINES
 import { answerWithChanges, type RefreshedStep, type RefreshResult } from './refresh.js';
 
 /**
- * `quarry report SESSION --refresh` (README "Refreshing a session"): the refreshed session as one
+ * `quarry report SESSION --refresh` (docs/guide/sessions.md "Refreshing a session"): the refreshed session as one
  * self-contained page, with the same rules as the report (inline CSS and images, no scripts, no
  * requests, all text escaped): each answer with the figures that changed marked old → new, and
  * each re-run step with the original result beside the new one.

@@ -7,7 +7,7 @@ import type { ToolRegistry } from '../tools/registry.js';
 import { collectRuns, DATABASE_TOOLS, type SessionData, type ToolStep } from './html.js';
 
 /**
- * A session's reads run again without the model (README "Refreshing a session"): every successful
+ * A session's reads run again without the model (docs/guide/sessions.md "Refreshing a session"): every successful
  * query, export_query and chart drawn from a query (or from an export the session made) is re-run
  * against the same databases, and each new result is set beside the original: row counts, values
  * that changed (old, new, the change), rows that appeared or disappeared in the preview. Exports

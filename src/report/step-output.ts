@@ -1,5 +1,5 @@
 /**
- * A tool step's result as the report shows it (README "quarry report"): a database result table
+ * A tool step's result as the report shows it (docs/guide/charts-and-reports.md "quarry report"): a database result table
  * as a real HTML table (header row, numbers right-aligned), bash output as preformatted text with
  * its exit code, anything else as text. What the model saw is kept whole in the trace; the page
  * shows the first REPORT_PREVIEW_LINES lines or rows and says how many more there were.

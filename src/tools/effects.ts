@@ -1,7 +1,7 @@
 import type { Tool } from './types.js';
 
 /**
- * What a tool can do, as built for a profile (README "Security model"): declared once by the tool's
+ * What a tool can do, as built for a profile (docs/security.md): declared once by the tool's
  * factory from the options the toolset gives it (src/agent/toolset.ts), and read by approval
  * (src/agent/approval.ts), the outward-tool rule (src/agent/untrusted.ts) and the MCP server's
  * annotations (src/mcp/serve.ts), none of which looks at a tool's name or at the profile.

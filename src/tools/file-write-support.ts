@@ -26,7 +26,7 @@ export async function findExistingFile(context: ToolContext, requested: string, 
 }
 
 /**
- * The read-before-write guard (README "Writes"): in agent sessions an existing file may be changed only
+ * The read-before-write guard (docs/guide/tools.md "Writes"): in agent sessions an existing file may be changed only
  * when this session read it and it is unchanged since. Without a ledger (`quarry tool`) the user
  * acts directly and the guard does not apply. The read may have been recorded under either name.
  */

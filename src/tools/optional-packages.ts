@@ -4,8 +4,8 @@ import { packageRoot } from '../config/home.js';
 import { ToolError } from './types.js';
 
 /**
- * Packages quarry loads only on first use and installs as optional dependencies (README
- * "Installing"): a missing one is one line naming the package and the command that installs it.
+ * Packages quarry loads only on first use and installs as optional dependencies
+ * (docs/guide/install.md): a missing one is one line naming the package and the command that installs it.
  * Node looks for a package in every node_modules folder above quarry's own, so `npm install -g
  * PACKAGE` into the prefix quarry was installed to makes it loadable.
  */

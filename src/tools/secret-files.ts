@@ -5,7 +5,7 @@ import { quarryHome } from '../config/home.js';
 import { isInside } from './paths.js';
 
 /**
- * Files that hold credentials (README "Security model"): quarry's own config.yaml (MCP tokens,
+ * Files that hold credentials (docs/security.md): quarry's own config.yaml (MCP tokens,
  * database URLs) and the usual credential files of the tools a data team uses. The model's file
  * tools (read, read_excel, grep, glob, list) refuse them, and the restricted shell refuses to open
  * them or to search a tree that holds them; the sandbox of the restricted shell hides them as well

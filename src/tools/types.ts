@@ -45,7 +45,7 @@ export interface ToolContext {
   onProgress?: (progress: ToolProgress) => void;
   /**
    * Present in agent runs: asks the user to approve something the call is about to do (the
-   * database query guard), the way the loop asks before a call (README "Profiles"). Absent for
+   * database query guard), the way the loop asks before a call (docs/guide/profiles.md). Absent for
    * `quarry tool` and MCP clients, where what needs approval is refused.
    */
   approve?: (reason: string) => Promise<{ approved: true } | { approved: false; message: string }>;

@@ -5,7 +5,7 @@ import { isInside } from './paths.js';
 import { ToolError } from './types.js';
 
 /**
- * Where create-only writes (and every export_query output) may go (README "Writes"): never over an
+ * Where create-only writes (and every export_query output) may go (docs/guide/tools.md "Writes"): never over an
  * existing file, never through a symlink, never into a sensitive location, and only inside the
  * working directory, the temporary directory or the profile's write_roots. All checks run on
  * the path after symlinks are resolved, so a link cannot smuggle a write elsewhere.
@@ -13,7 +13,7 @@ import { ToolError } from './types.js';
 
 /** Under the home directory: shell start-up files, credentials, tool configuration. */
 export const SENSITIVE_IN_HOME = [
-  // README "Writes"
+  // docs/guide/tools.md "Writes"
   '.bashrc',
   '.zshrc',
   '.profile',
@@ -45,7 +45,7 @@ export const SENSITIVE_IN_HOME = [
 /** System directories. `/root` is sensitive unless it holds the working directory or a write root. */
 export const SENSITIVE_SYSTEM = ['/etc', '/usr', '/bin', '/sbin', '/boot', '/lib', '/lib64', '/proc', '/sys', '/dev'] as const;
 
-/** The profile's file_write modes (README "Writes"); the write and edit tools are built for one of them. */
+/** The profile's file_write modes (docs/guide/tools.md "Writes"); the write and edit tools are built for one of them. */
 export const FILE_WRITE_MODES = ['off', 'create-only', 'full'] as const;
 export type FileWriteMode = (typeof FILE_WRITE_MODES)[number];
 
@@ -100,7 +100,7 @@ function quarryHomeReason(quarryDirs: readonly string[], candidate: string): str
 
 /**
  * Every write mode, full included: a file in $QUARRY_HOME is never written or edited by a tool (its
- * config.yaml starts MCP server commands at the next start; README "Security model").
+ * config.yaml starts MCP server commands at the next start; docs/security.md).
  */
 export async function refuseQuarryHome(backend: Backend, requested: string): Promise<void> {
   const quarryDirs = await quarryHomeDirs(backend);
@@ -155,7 +155,7 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
   // The working directory is a place to write only where it exists: a Daytona session's is the
-  // sandbox's, and its export files are written on this machine (README "Daytona backend"), where
+  // sandbox's, and its export files are written on this machine (docs/guide/daytona.md), where
   // that path may be missing; it is never created here.
   const workingDirHere = await backend.stat(policy.workingDir).catch(() => null);
   if (workingDirHere?.type !== 'directory' && isInside(policy.workingDir, resolved)) {

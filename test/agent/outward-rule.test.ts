@@ -7,7 +7,7 @@ import { runQuarry } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 
 /**
- * The outward-tool rule through the built CLI (README "Security model"): once a file's content is in
+ * The outward-tool rule through the built CLI (docs/security.md): once a file's content is in
  * the conversation, a call that can send data out (unrestricted bash here) needs consent that --yes
  * does not give; --allow-outward or `untrusted_data: allow` give it, `untrusted_data: refuse` never.
  * Effects are checked on disk: the command's file exists only when the call ran.

@@ -5,7 +5,7 @@ import { cliEnv, runCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 
-/** System prompts (README "Prompts"): the default analyst prompt and templates with front matter. */
+/** System prompts (docs/guide/running.md "Prompts"): the default analyst prompt and templates with front matter. */
 
 let server: FakeServer | undefined;
 afterEach(async () => {
@@ -45,7 +45,7 @@ describe('system prompts', () => {
     const system = s.system();
     expect(system).toContain('careful data analyst');
     expect(system).toMatch(/Show the SQL you ran/);
-    // Literal values are looked up before they are filtered on (README "Knowing the data").
+    // Literal values are looked up before they are filtered on (docs/guide/databases.md "Knowing the data").
     expect(system).toMatch(/Before filtering on a literal value the question mentions .* look it up with operation find_values/);
     expect(system).toContain(`Working directory: ${s.work}`);
     expect(system).toContain('Profile: readonly (shell: restricted, file writes: off, databases: readonly)');

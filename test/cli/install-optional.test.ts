@@ -6,8 +6,8 @@ import { makeTempDir } from '../support/context.js';
 import { REPO_ROOT } from '../support/cli.js';
 
 /**
- * The packed package installed without its optional packages (README "Installing: optional
- * packages"), from the registry into a temporary prefix: SQLite and the restricted shell work,
+ * The packed package installed without its optional packages (docs/guide/install.md
+ * "Optional packages"), from the registry into a temporary prefix: SQLite and the restricted shell work,
  * PostgreSQL says in one line which package to install. Into a prefix, not with -g: npm 11 ignores
  * --omit with --global and a tarball (npm/cli#8284). Slow (better-sqlite3 builds from source
  * where no prebuilt binary can be downloaded: minutes), so it runs where QUARRY_TEST_INSTALL=1

@@ -5,7 +5,7 @@ import { makeTempDir } from '../support/context.js';
 import { runQuarry } from '../support/cli.js';
 
 /**
- * `quarry tool` for every file tool under every built-in profile, as the table of README "Profiles" says:
+ * `quarry tool` for every file tool under every built-in profile, as the table of docs/guide/profiles.md says:
  * reads everywhere; write only where file_write is not off; edit only under full; the daytona
  * profile's tools answer with a clear error while no Daytona key is configured.
  */

@@ -13,7 +13,7 @@ import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 
 /**
- * `quarry refresh` and `quarry report --refresh` (README "Refreshing a session") of a real agent
+ * `quarry refresh` and `quarry report --refresh` (docs/guide/sessions.md "Refreshing a session") of a real agent
  * session over SQLite, PostgreSQL and MariaDB (the suite's servers): queries, an export and a
  * chart. The data is then changed (rows added, a value updated, a column renamed) and the
  * refresh must show exactly those changes, with the documented exit codes, no request to the

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/context.js';
 import { runQuarry } from '../support/cli.js';
 
-/** Small things a new user met through the CLI (README "Profiles", "Databases"). */
+/** Small things a new user met through the CLI (docs/guide/profiles.md, "Databases"). */
 
 const env = () => ({ QUARRY_HOME: makeTempDir('quarry-home-'), QUARRY_PROFILE: undefined });
 

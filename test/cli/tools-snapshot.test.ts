@@ -7,7 +7,7 @@ import { makeTempDir } from '../support/context.js';
  * What the model is told: `quarry tools --format json` for each built-in profile, kept in
  * test/cli/__snapshots__/tools-PROFILE.json so that a changed description or schema is a visible
  * diff in review. After an intended change: `npx vitest run test/cli/tools-snapshot.test.ts -u`
- * (README "Tests"). The OS layer is turned off so that the text does not depend on the machine.
+ * (docs/development/tests.md). The OS layer is turned off so that the text does not depend on the machine.
  */
 describe('quarry tools --format json', () => {
   for (const profile of BUILTIN_PROFILE_NAMES) {

@@ -7,7 +7,7 @@ import { checkHostKey, keyFingerprint, knownKeyTypes } from '../../src/tools/dat
 import { scrubSecrets } from '../../src/tools/database/secrets.js';
 import { makeTempDir } from '../support/context.js';
 
-/** The `ssh:` block of a database entry and known_hosts matching (README "SSH tunnels"). */
+/** The `ssh:` block of a database entry and known_hosts matching (docs/guide/databases.md "SSH tunnels"). */
 
 function hostKey(dir: string, name: string): { line: string; blob: Buffer } {
   const path = join(dir, name);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.js';
 
 /**
- * src/ reads as layers (README "Where things are"): imports go down the layers, and no module
+ * src/ reads as layers (docs/development/architecture.md): imports go down the layers, and no module
  * imports, directly or through others, a module that imports it back. Static imports, re-exports and import() all count; type-only
  * imports do not (they vanish when compiled).
  */
@@ -33,7 +33,7 @@ function importGraph(): Map<string, string[]> {
 }
 
 /**
- * The layers of README "Where things are", top to bottom: a module may import from its own layer
+ * The layers of docs/development/architecture.md, top to bottom: a module may import from its own layer
  * and the ones below it, never from one above.
  */
 const LAYERS: readonly (readonly string[])[] = [
@@ -52,7 +52,7 @@ const LAYERS: readonly (readonly string[])[] = [
 function layerOf(file: string): number {
   const path = relative(SRC, file);
   const layer = LAYERS.findIndex((prefixes) => prefixes.some((prefix) => (prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix)));
-  if (layer < 0) throw new Error(`src/${path} is in no layer of README "Where things are"`);
+  if (layer < 0) throw new Error(`src/${path} is in no layer of docs/development/architecture.md`);
   return layer;
 }
 
@@ -108,7 +108,7 @@ describe('the import graph of src/', () => {
     expect(cycles(graph)).toEqual([]);
   });
 
-  it('goes down the layers of README "Where things are", never up', () => {
+  it('goes down the layers of docs/development/architecture.md, never up', () => {
     const graph = importGraph();
     for (const file of graph.keys()) layerOf(file);
     expect(upwardImports(graph)).toEqual([]);

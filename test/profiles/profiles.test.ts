@@ -28,7 +28,7 @@ function writeUserProfile(name: string, text: string): string {
 }
 
 describe('built-in profiles', () => {
-  it('match the table of README "Profiles"', () => {
+  it('match the table of docs/guide/profiles.md', () => {
     const table = ['readonly', 'developer', 'eval', 'daytona'].map((name) => {
       const p = loadProfile(name);
       return [p.name, p.shell, p.file_write, p.database, p.approval.mode, p.backend, p.shell_timeout];

@@ -9,7 +9,7 @@ import { startOpenAIServer, type FakeServer, type RecordedRequest, type Reply } 
 import { runOnPty } from '../support/pty.js';
 
 /**
- * ask_user (README "ask_user") through the built CLI and a loopback model that records what it is
+ * ask_user (docs/guide/tools.md "ask_user") through the built CLI and a loopback model that records what it is
  * sent: on a terminal (one-shot and REPL, on a real pseudo-terminal) the person's answer reaches
  * the model; without a terminal the model is told no one can be asked; past the profile's budget
  * the same; and `quarry eval` answers from a question's clarifications (or says no one can be

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { importOptional, missingPackageMessage, optionalPackageVersions } from '../../src/tools/optional-packages.js';
 import { ToolError } from '../../src/tools/types.js';
 
-/** Optional packages (README "Installing: optional packages"); the packed install is tested in test/cli/install-optional.test.ts. */
+/** Optional packages (docs/guide/install.md "Optional packages"); the packed install is tested in test/cli/install-optional.test.ts. */
 describe('optional packages', () => {
   test('a missing one is one line naming the package and the install command', async () => {
     const missing = importOptional(['quarry-no-such-package'], () => import('quarry-no-such-package' as string));

@@ -5,7 +5,7 @@ import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { makeTempDir, makeToolContext } from '../support/context.js';
 
-/** read and grep feed the ledger that write and edit check (README "Writes"), in one agent session. */
+/** read and grep feed the ledger that write and edit check (docs/guide/tools.md "Writes"), in one agent session. */
 describe('read-before-write through read and grep', () => {
   const registry = buildToolRegistry(loadProfile('developer'));
 

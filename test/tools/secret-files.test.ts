@@ -6,7 +6,7 @@ import { runQuarry } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 
 /**
- * Credential files are out of the model's reach (README "Security model"): read, grep, glob roots,
+ * Credential files are out of the model's reach (docs/security.md): read, grep, glob roots,
  * list and the restricted shell refuse $QUARRY_HOME/config.yaml, ~/.pgpass, ~/.my.cnf, ~/.aws,
  * ~/.ssh, by path and through a link, and the refusal shows no part of the secret.
  */

@@ -3,7 +3,7 @@ import { defineTool, toolParameters } from '../define.js';
 import { success, type Tool } from '../types.js';
 
 /**
- * `ask_user` (README "ask_user"): the model asks the person a clarifying question when the
+ * `ask_user` (docs/guide/tools.md "ask_user"): the model asks the person a clarifying question when the
  * request can be read in ways that give different answers. Who answers is the caller's: the REPL
  * and a one-shot run on a terminal ask the person, `quarry eval` answers from the question's
  * `clarifications:`. With no one to ask, or once the profile's ask_user_budget questions of the
@@ -42,7 +42,7 @@ export function createAskUserTool(options: AskUserToolOptions): Tool {
       `${options.budget === 1 ? '' : 's'} per request; when no one can answer, the result says so: then state the assumption you make.`,
     parameters: PARAMETERS,
     readOnly: true,
-    // The answer is the user's own words: trusted, like the prompt (README "Security model").
+    // The answer is the user's own words: trusted, like the prompt (docs/security.md).
     effects: effects({ asksPerson: true }),
     async run(args, context) {
       const asker = context.askUser;

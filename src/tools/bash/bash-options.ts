@@ -1,5 +1,5 @@
 /**
- * What the bash tool is built with (README "The restricted shell"): decided once, from the
+ * What the bash tool is built with (docs/guide/restricted-shell.md): decided once, from the
  * profile, by the toolset (src/agent/toolset.ts), never looked up at call time.
  */
 

@@ -12,7 +12,7 @@ import { quarryHome } from '../../config/home.js';
  *
  * bwrap is looked for in the usual places and on PATH (only absolute PATH entries). Setting
  * QUARRY_NO_BWRAP=1 turns the OS layer off, so that the policy layer can be seen (and tested)
- * on its own (README: the restricted shell).
+ * on its own (docs/guide/restricted-shell.md).
  *
  * The probe costs a process start under new namespaces (30-45 ms), on every command that lists the
  * tools. A probe that succeeded is remembered in `$QUARRY_HOME/cache/bubblewrap.json`, keyed by

@@ -1,5 +1,5 @@
 /**
- * The environment a shell command gets (README "Databases", secrets). In restricted mode it holds no secrets
+ * The environment a shell command gets (docs/guide/databases.md, secrets). In restricted mode it holds no secrets
  * (so `env`/`printenv` print none) and none of the variables that make programs run other
  * programs, load code or read configuration we have not checked; a few are set to make
  * inspection tools behave (no pagers, no optional git locks, less without shell escapes).

@@ -4,7 +4,7 @@ import { probeBubblewrap, type BubblewrapSupport } from './bubblewrap-probe.js';
 import type { ShellNetwork } from './bash-options.js';
 
 /**
- * The restricted shell's OS layer (README "The restricted shell"), independent of the policy: allowed commands run
+ * The restricted shell's OS layer (docs/guide/restricted-shell.md), independent of the policy: allowed commands run
  * under bubblewrap with every file system read-only, the network off, a private process
  * namespace (host processes can be listed through a read-only /proc, never signalled), no
  * capabilities beyond reading, and a private writable scratch directory.
@@ -17,7 +17,7 @@ import type { ShellNetwork } from './bash-options.js';
  *
  * The network follows the profile's shell_network: `none` gives the command a network namespace
  * of its own (only an unconnected loopback), `loopback` and `all` keep the host's (bubblewrap
- * cannot narrow it to loopback; the policy allows only loopback URLs there: README).
+ * cannot narrow it to loopback; the policy allows only loopback URLs there: docs/guide/restricted-shell.md).
  *
  * /tmp stays the host's (read-only, so logs and dumps there can be inspected); programs that need
  * scratch space (sort) get TMPDIR on a private tmpfs at /dev/shm.

@@ -10,7 +10,7 @@ import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { effects, type ToolEffects } from '../effects.js';
 
 /**
- * The bash tool (README "Tools", bash). Restricted mode (README "The restricted shell") runs a command only when the policy allows
+ * The bash tool (docs/guide/tools.md, bash). Restricted mode (docs/guide/restricted-shell.md) runs a command only when the policy allows
  * it, and then inside the OS sandbox where the machine has one, with secrets removed from the
  * environment. Both modes: no terminal (stdin is /dev/null, a new session), stderr
  * joined to stdout in the order written, the whole process group killed on timeout or cancel,
@@ -83,7 +83,7 @@ const LINK_SEARCH_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * What the policy may look at, on the backend that will run the command, with the environment
- * the command will get; `osLayer` false adds the search for links inside trees (README: without
+ * the command will get; `osLayer` false adds the search for links inside trees (docs/guide/restricted-shell.md: without
  * bubblewrap).
  */
 export function policyEnvironment(
@@ -157,7 +157,7 @@ export const SANDBOX_NETWORK_NOTE =
   "network (only lo, no sockets), not this host's: an empty list here does not mean that nothing listens on the host. A profile with " +
   "shell_network: loopback or all shows the host's sockets; lsof -i and /proc/PID/fd show processes' sockets here.";
 /**
- * The restricted shell runs only inspection commands (README "The restricted shell"): it changes nothing, and
+ * The restricted shell runs only inspection commands (docs/guide/restricted-shell.md): it changes nothing, and
  * reaches out only as far as its shell_network lets it. Unrestricted, or in a remote sandbox, it can do anything.
  */
 function bashEffects(options: BashToolOptions): ToolEffects {

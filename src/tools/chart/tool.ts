@@ -15,7 +15,7 @@ import { renderChart } from './render.js';
 import { buildChart, CHART_HEIGHT, CHART_TYPES, CHART_WIDTH, MAX_CATEGORIES, MAX_SERIES, rangeText } from './spec.js';
 
 /**
- * The chart tool (README "chart"): a read-only query or a CSV file drawn as a Vega-Lite chart,
+ * The chart tool (docs/guide/charts-and-reports.md "chart"): a read-only query or a CSV file drawn as a Vega-Lite chart,
  * written as SVG, PNG and the specification (.vl.json) beside them. Writing follows the export
  * rules: new files only, atomic, inside the working directory, the temporary directory or the
  * profile's write_roots, and the same approval as export_query.

@@ -1,5 +1,5 @@
 /**
- * Network failures reaching a database server, said as a person would (README "Databases"):
+ * Network failures reaching a database server, said as a person would (docs/guide/databases.md):
  * "cannot connect to HOST:PORT (connection refused)" instead of Node's bare
  * "connect ECONNREFUSED 127.0.0.1:5432". Drivers pass Node's socket errors through (pg, mysql2,
  * oracledb thin, vertica-nodejs), sometimes as an AggregateError when a name resolves to several

@@ -7,7 +7,7 @@ import type { DatabaseConfig, DatabaseDriver, QueryResult } from './types.js';
  * children): opened lazily on first use, reused, and closed by closeAllDatabaseConnections(),
  * which the CLI calls at exit. Driver modules are imported only when a database of that engine
  * is first used, so start-up never loads pg, mysql2, oracledb or better-sqlite3; every driver but
- * SQLite's is an optional package (README "Installing"), and a missing one is one line saying how
+ * SQLite's is an optional package (docs/guide/install.md), and a missing one is one line saying how
  * to install it.
  */
 
@@ -16,7 +16,7 @@ const drivers = new Map<string, Promise<DatabaseDriver>>();
 const turns = new Map<string, Promise<void>>();
 
 async function createDriver(config: DatabaseConfig, readOnly: boolean): Promise<DatabaseDriver> {
-  // Behind an ssh: block, the engine's driver connects to the tunnel's loopback port (README "SSH tunnels").
+  // Behind an ssh: block, the engine's driver connects to the tunnel's loopback port (docs/guide/databases.md "SSH tunnels").
   if (config.ssh) return (await import('./drivers/tunneled.js')).tunneledDriver(config, (direct) => createDriver(direct, readOnly));
   switch (config.engine) {
     case 'sqlite':
@@ -76,7 +76,7 @@ function driverKey(config: DatabaseConfig, readOnly: boolean): string {
  * the turn. A driver holds one connection with one transaction at a time, so calls made
  * together (several tool calls in one model message run at once) take turns: two connect()s
  * racing leaked a client and kept the process alive, and two statements shared one
- * transaction. Each call's statement timeout starts when its turn does (README, "Databases").
+ * transaction. Each call's statement timeout starts when its turn does (docs/guide/databases.md).
  * An abort while waiting gives up the place in the queue.
  */
 export async function takeTurn(config: DatabaseConfig, readOnly: boolean, signal: AbortSignal): Promise<() => void> {

@@ -5,7 +5,7 @@ import type { CellValue, CsvSink } from './types.js';
 import { numberToText, valueToText } from './values.js';
 
 /**
- * CSV export files (README "Databases"): RFC 4180 with a header row, written to a temporary file beside
+ * CSV export files (docs/guide/databases.md): RFC 4180 with a header row, written to a temporary file beside
  * the target and linked into place only when complete, so an error or a cancel leaves no file
  * and a file that appears meanwhile is never replaced. Memory stays constant: text is encoded
  * straight into one reused output buffer that is written out whenever it fills. (Gathering a
@@ -13,7 +13,7 @@ import { numberToText, valueToText } from './values.js';
  * buffers piled up between collections and V8 enlarged its young generation.)
  */
 
-/** Database tools run on this machine whatever the backend (README "Daytona backend"), so exports use node:fs. */
+/** Database tools run on this machine whatever the backend (docs/guide/daytona.md), so exports use node:fs. */
 const WRITE_BUFFER_BYTES = 1 << 20;
 /** Rows encoded by quarry are handed to the output buffer once their text reaches this many characters. */
 const ENCODE_CHUNK_CHARS = 64 * 1024;

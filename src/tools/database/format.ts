@@ -5,7 +5,7 @@ import type { CellValue } from './types.js';
 import { KEPT_LONG_VALUE_CHARS, LONG_VALUE_ROWS, shortened, valueToText } from './values.js';
 
 /**
- * Result tables for the model (README "Databases"): box-drawn like cli-table3's compact style, NULL shown
+ * Result tables for the model (docs/guide/databases.md): box-drawn like cli-table3's compact style, NULL shown
  * as NULL, newlines, tabs and other control characters escaped so a row stays on one line, long
  * values cut with an ellipsis.
  *

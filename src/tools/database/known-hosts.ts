@@ -2,7 +2,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 /**
- * Strict host-key checking against an OpenSSH known_hosts file (README "SSH tunnels"), as
+ * Strict host-key checking against an OpenSSH known_hosts file (docs/guide/databases.md "SSH tunnels"), as
  * `StrictHostKeyChecking yes` does: the server's key must be listed for its name, which is `host`
  * on port 22 and `[host]:port` on any other port. Entries may be plain (comma-separated patterns
  * with `*`, `?` and `!` negation) or hashed (`|1|salt|hmac`, from `HashKnownHosts yes`);

@@ -8,7 +8,7 @@ import { ToolError } from '../types.js';
 import { checkHostKey, knownKeyTypes } from './known-hosts.js';
 
 /**
- * SSH tunnels for server databases (README "SSH tunnels"), through the ssh2 package (no `ssh`
+ * SSH tunnels for server databases (docs/guide/databases.md "SSH tunnels"), through the ssh2 package (no `ssh`
  * binary). One tunnel per SSH server (and jump chain) per process, opened on first use and
  * reopened by the next call after it drops; closeAllTunnels() (called with
  * closeAllDatabaseConnections at exit) ends them. A database's driver connects to a loopback

@@ -24,7 +24,7 @@ import { checkDuckdbFileAccess } from './sql/duckdb-check.js';
 import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type QueryGuard, type RunOptions } from './types.js';
 
 /**
- * The database tools (README "Databases"): one per engine with configured databases, all with the same
+ * The database tools (docs/guide/databases.md): one per engine with configured databases, all with the same
  * parameters. This file owns what is shared (which database, the statement check, limits,
  * formatting, export files, error text); drivers only talk to their engine.
  */
@@ -107,7 +107,7 @@ export interface DatabaseToolOptions {
   profileBudgetSeconds: number;
   /** Extra directories where export files may go (write_roots). */
   writeRoots: readonly string[];
-  /** Where export_query's CSV and profile's Markdown are written: this machine, whatever the backend (README "Daytona backend"). */
+  /** Where export_query's CSV and profile's Markdown are written: this machine, whatever the backend (docs/guide/daytona.md). */
   exportFiles: Backend;
 }
 
@@ -343,8 +343,7 @@ The whole profile (${formatBytes(markdown.length)}) is in ${target.shown}.`,
 
 /**
  * Where a database operation's file goes (export_query's CSV, profile's Markdown): a new file,
- * checked by the create-only rules. Database tools run on this machine (README "Daytona
- * backend"), so the file is written here whatever the backend.
+ * checked by the create-only rules. Database tools run on this machine (docs/guide/daytona.md), so the file is written here whatever the backend.
  */
 async function createOnlyTarget(
   outputPath: string,
@@ -357,7 +356,7 @@ async function createOnlyTarget(
   return { path, shown: shownPath(context.workingDir, requested), backend };
 }
 
-/** The profile's query_guard (README "Knowing the data"): the plan's estimate before the statement runs. */
+/** The profile's query_guard (docs/guide/databases.md "Knowing the data"): the plan's estimate before the statement runs. */
 async function checkQueryGuard(
   engine: Engine,
   driver: DatabaseDriver,

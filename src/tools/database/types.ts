@@ -4,7 +4,7 @@
 import type { Engine } from '../../config/databases.js';
 export { ENGINES, type DatabaseConfig, type Engine } from '../../config/databases.js';
 
-/** The profile's query_guard (README "Knowing the data"): the plan's row estimate is checked before query and export_query. */
+/** The profile's query_guard (docs/guide/databases.md "Knowing the data"): the plan's row estimate is checked before query and export_query. */
 export interface QueryGuard {
   max_estimated_rows: number;
   action: 'ask' | 'refuse';

@@ -16,7 +16,7 @@ const DELEGATE_PARAMETERS = toolParameters(
 export type DelegateArgs = ArgsOf<typeof DELEGATE_PARAMETERS>;
 
 /**
- * `delegate` (README "delegate"): a child agent for a focused subtask, with the parent's profile, model,
+ * `delegate` (docs/guide/tools.md "delegate"): a child agent for a focused subtask, with the parent's profile, model,
  * working directory, databases, backend and approvals. The session supplies the child runner
  * through the tool context; a child's registry has no delegate tool, so there is one level only.
  */

@@ -1,7 +1,7 @@
 import type { ViewReplacement } from './text.js';
 
 /**
- * Finding old_string in a file (LF view), in three stages tried in order (README "Writes"):
+ * Finding old_string in a file (LF view), in three stages tried in order (docs/guide/tools.md "Writes"):
  * 1. exact: the text as given, anywhere;
  * 2. whitespace: whole lines equal after trailing whitespace is dropped and runs of spaces and
  *    tabs inside a line are made one space; leading indentation must still be equal;

@@ -10,7 +10,7 @@ import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import type { FileWriteMode } from '../write-policy.js';
 
 /**
- * `edit {path, old_string, new_string, replace_all?}` (README "Writes"): replaces text in an existing
+ * `edit {path, old_string, new_string, replace_all?}` (docs/guide/tools.md "Writes"): replaces text in an existing
  * text file, keeping its line endings, BOM and indentation style. The match must be unique
  * unless replace_all: an ambiguous edit is refused, never applied to a guessed occurrence.
  */

@@ -6,9 +6,9 @@ import { defineTool, toolParameters, type ArgsOf } from '../define.js';
 import { checkCreateOnlyTarget, refuseQuarryHome, type FileWriteMode } from '../write-policy.js';
 
 /**
- * `write {path, content}` (README "Writes"): writes a whole file atomically (temporary file, then
+ * `write {path, content}` (docs/guide/tools.md "Writes"): writes a whole file atomically (temporary file, then
  * rename), creating parent directories. In create-only profiles it only creates new files, in
- * permitted places (README "Writes"); in full profiles it may also replace a file this session has read.
+ * permitted places (docs/guide/tools.md "Writes"); in full profiles it may also replace a file this session has read.
  */
 
 const DESCRIPTION =

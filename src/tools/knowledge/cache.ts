@@ -7,7 +7,7 @@ import { buildIndex, type KnowledgeIndex } from './rank.js';
 
 /**
  * A knowledge folder as every run loads it: read, checked and indexed once, then kept in
- * `$QUARRY_HOME/cache/knowledge/` until a file of the folder changes (README "Team knowledge").
+ * `$QUARRY_HOME/cache/knowledge/` until a file of the folder changes (docs/guide/knowledge.md).
  * A folder of 2,000 verified queries takes seconds to parse as YAML and index, and every run and
  * `quarry tool` call needs it; the cache is used only while every file's name, size, inode and
  * modification and change times are what they were when it was written (as git's index trusts

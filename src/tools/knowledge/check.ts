@@ -7,7 +7,7 @@ import type { CellValue, DatabaseConfig } from '../database/types.js';
 import { type Expectation, type Knowledge, type Metric, metricSql, type VerifiedQuery } from './folder.js';
 
 /**
- * Verified queries and metrics checked against the data like code (README "Team knowledge"):
+ * Verified queries and metrics checked against the data like code (docs/guide/knowledge.md):
  * each runs read-only (the statement check, then the engine's read-only transaction) and its
  * result is compared with the `expect` recorded when a person verified it.
  */

@@ -6,7 +6,7 @@ import { UsageError } from '../../errors.js';
 import { writeAtomically } from './check.js';
 
 /**
- * `quarry knowledge import dbt PATH` (README "Team knowledge"): what a dbt project already knows,
+ * `quarry knowledge import dbt PATH` (docs/guide/knowledge.md): what a dbt project already knows,
  * as files a person reviews and commits. From manifest.json (dbt's artifact, `target/` of a
  * project): model and column descriptions become notes, `accepted_values` tests glossary entries
  * and rules, `relationships` tests rules. MetricFlow semantic models and simple metrics (from the

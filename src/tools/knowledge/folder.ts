@@ -6,7 +6,7 @@ import { nodeCrypto } from '../../node-crypto.js';
 import type { KnowledgeIndex } from './rank.js';
 
 /**
- * A team's knowledge folder (README "Team knowledge"): plain files a person writes, reviews and
+ * A team's knowledge folder (docs/guide/knowledge.md): plain files a person writes, reviews and
  * commits, read whole at the start of every run. Every key is known: a malformed file or an
  * unknown key is one line naming the file and the key (a ConfigError, exit 2).
  *

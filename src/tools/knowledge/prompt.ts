@@ -1,7 +1,7 @@
 import type { Knowledge } from './folder.js';
 
 /**
- * What every run's system prompt says about the knowledge folder (README "Team knowledge"): every
+ * What every run's system prompt says about the knowledge folder (docs/guide/knowledge.md): every
  * rule whole, then a short index of the rest within a budget of characters (about 4 to a
  * token), so a folder of thousands of verified queries costs the prompt a few hundred tokens.
  */

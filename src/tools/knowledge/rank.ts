@@ -1,7 +1,7 @@
 import type { GlossaryTerm, Knowledge } from './folder.js';
 
 /**
- * Lexical, local ranking of a knowledge folder's entries (README "Team knowledge"): Okapi BM25
+ * Lexical, local ranking of a knowledge folder's entries (docs/guide/knowledge.md): Okapi BM25
  * over each entry's words (a verified query's question and the table and column names of its
  * SQL; a term with its synonyms; a metric's name, description, table and dimensions; rule and
  * note text), with the glossary's synonyms applied to the query: a query that says "turnover"

@@ -8,7 +8,7 @@ import { measure } from './check.js';
 import { QUERY_ID } from './folder.js';
 
 /**
- * Saving a verified query (README "Team knowledge"): only a person does it, through
+ * Saving a verified query (docs/guide/knowledge.md): only a person does it, through
  * `quarry knowledge add` or the REPL's `/verify` after answering y. The SQL runs read-only first
  * and its result is recorded as `expect`; the file is created whole, never over another.
  */

@@ -5,7 +5,7 @@ import { type Knowledge, metricSql } from './folder.js';
 import { buildIndex, KNOWLEDGE_KINDS, type KnowledgeIndex, rank, type Ranked } from './rank.js';
 
 /**
- * The `knowledge` tool (README "Team knowledge"): the team's verified queries, metrics, glossary,
+ * The `knowledge` tool (docs/guide/knowledge.md): the team's verified queries, metrics, glossary,
  * rules and notes, ranked for a question. It only reads the folder loaded at start-up; nothing
  * the model can call writes it (a person saves with /verify or `quarry knowledge add`).
  */
@@ -83,7 +83,7 @@ export function createKnowledgeTool(knowledge: Knowledge): Tool {
     description: DESCRIPTION,
     parameters: PARAMETERS,
     readOnly: true,
-    // The team's own folder, written by people and reviewed like code: trusted, like the prompt (README "Security model").
+    // The team's own folder, written by people and reviewed like code: trusted, like the prompt (docs/security.md).
     effects: effects({}),
     async run(args) {
       index ??= buildIndex(knowledge);

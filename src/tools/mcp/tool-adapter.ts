@@ -46,7 +46,7 @@ function base64Bytes(data: string): number {
 
 type ContentBlock = { type: string; [key: string]: unknown };
 
-/** Text passes through; images, audio and resources become one-line placeholders (README "MCP servers"). */
+/** Text passes through; images, audio and resources become one-line placeholders (docs/guide/mcp.md "MCP servers"). */
 export function contentToText(content: readonly ContentBlock[]): string {
   return content
     .map((block) => {
@@ -79,7 +79,7 @@ export function contentToText(content: readonly ContentBlock[]): string {
  */
 export function mcpToolEffects(info: McpToolInfo, allowOutward: boolean): ToolEffects {
   // The arguments of any call reach the server, and its annotations are its own claim (data, like its
-  // descriptions): only the user's allow_outward vouches for where they go (README "Security model").
+  // descriptions): only the user's allow_outward vouches for where they go (docs/security.md).
   return effects({ reads: true, external: true, reachesNetwork: info.annotations?.openWorldHint !== false, sendsOut: !allowOutward });
 }
 

@@ -6,7 +6,7 @@ import { makeTempDir } from '../../support/context.js';
 import { configsFor, makeRunner } from './helpers.js';
 
 /**
- * ClickHouse (README "ClickHouse") against the suite's real clickhouse-server (Debian 12: 18.16),
+ * ClickHouse (docs/guide/databases.md "ClickHouse") against the suite's real clickhouse-server (Debian 12: 18.16),
  * started by test/support/database-servers.global.ts where the binary is installed.
  */
 

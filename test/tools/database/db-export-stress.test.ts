@@ -20,7 +20,7 @@ import { configsFor, makeRunner, requireEnv } from './helpers.js';
  * and, for SQLite, in text), exported through the tool and through a deliberately slow
  * consumer (a sink that waits before taking each chunk, so a producer that reuses a buffer too
  * early is caught), compared byte for byte with an independent encoding of the same rows as
- * each engine's own client reads them. Every engine ends records with CRLF (README).
+ * each engine's own client reads them. Every engine ends records with CRLF (docs/guide/databases.md).
  */
 
 /** A seeded generator (xorshift32), so failures reproduce. */

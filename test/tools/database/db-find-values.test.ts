@@ -23,7 +23,7 @@ import { seededRandom } from '../../support/random.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 
 /**
- * find_values (README "Knowing the data") against real SQLite, PostgreSQL, MariaDB and DuckDB
+ * find_values (docs/guide/databases.md "Knowing the data") against real SQLite, PostgreSQL, MariaDB and DuckDB
  * files, all loaded with the sample database's customers, products and orders. The ground truth is
  * generated: values drawn (seeded) from the data's own text columns, asked exactly, lower-cased, as
  * a prefix, as a substring and with a typo; the right answer is every column that holds a matching

@@ -11,7 +11,7 @@ import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, re
 import { seededRandom } from '../../support/random.js';
 
 /**
- * Name suggestions (README "Knowing the data"), measured on a generated typo set: every table and
+ * Name suggestions (docs/guide/databases.md "Knowing the data"), measured on a generated typo set: every table and
  * column name of two real schemas (the sample database in fixtures/ and a Chinook-like one in
  * CamelCase) misspelt five ways (a dropped letter, two letters swapped, snake_case against
  * CamelCase, singular against plural, another case), seeded; each statement goes through the

@@ -18,7 +18,7 @@ import { makeTempDir, makeToolContext } from '../../support/context.js';
 import { configsFor, freshPostgresDatabase, requireEnv } from './helpers.js';
 
 /**
- * The schema operations (README "Knowing the data") against real engines: a 20,000-table schema
+ * The schema operations (docs/guide/databases.md "Knowing the data") against real engines: a 20,000-table schema
  * (search and list_tables bounded, one catalogue statement), a 1,500-column table (describe
  * bounded, keys kept), a 2,000,000-row table (sample without a full scan, shown by the engine's
  * own plan of the statement quarry ran; profile marked as sampled), comments and foreign keys in
@@ -339,7 +339,7 @@ describe('mariadb', () => {
   let run: ReturnType<typeof runnerFor>;
   // 2,000 here: 20,000 Aria tables took about 4 minutes to create on this machine, and MariaDB's
   // information_schema then opens every table definition, so each catalogue statement took
-  // seconds (measured once, see the README); PostgreSQL and SQLite carry the 20,000-table cases.
+  // seconds (measured once, see docs/guide/databases.md); PostgreSQL and SQLite carry the 20,000-table cases.
   const MARIADB_TABLES = 2_000;
 
   beforeAll(async () => {

@@ -8,7 +8,7 @@ import { makeTempDir } from '../../support/context.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 
 /**
- * Red-team cases for the schema operations (README "Knowing the data") on SQLite: figures checked
+ * Red-team cases for the schema operations (docs/guide/databases.md "Knowing the data") on SQLite: figures checked
  * against an independent computation of the same values, and everyday read-only calls that must
  * not be refused.
  */

@@ -10,7 +10,7 @@ import { makeTempDir } from '../../support/context.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 
 /**
- * validate {sql} (README "Knowing the data"): the statement check, the engine's own parse and
+ * validate {sql} (docs/guide/databases.md "Knowing the data"): the statement check, the engine's own parse and
  * names, suggestions and the query guard's estimate, without running anything: through the built
  * CLI, an agent run with the scripted provider, and the real engines.
  */

@@ -170,7 +170,7 @@ describe('duckdb queries over CSV, Parquet and JSON lines', () => {
   });
 });
 
-describe('duckdb schema operations (README "Knowing the data")', () => {
+describe('duckdb schema operations (docs/guide/databases.md "Knowing the data")', () => {
   test("search, sample, profile and explain over file views; values in DuckDB's own text; an unconfigured file is refused in profile and explain", async () => {
     const found = await run({ operation: 'search', pattern: 'region' });
     expect(found.output).toMatch(/│ column │ main +│ events +│ region +│ VARCHAR │/);

@@ -7,7 +7,7 @@ import { runQuarry } from '../../support/cli.js';
 import { requireEnv } from './helpers.js';
 
 /**
- * What the model asked for is what it sees (README "Databases"): a result of a few long values
+ * What the model asked for is what it sees (docs/guide/databases.md): a result of a few long values
  * (DDL, documents) is shown whole up to the output cap, one field per line; every cut says what
  * was cut and how to get the rest; profile's top values are cut on a character boundary.
  */

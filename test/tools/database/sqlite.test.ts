@@ -268,7 +268,7 @@ describe('sqlite export_query', () => {
     expect(readdirSync(exportDir).sort()).toEqual(['c.db']);
   });
 
-  test('paths outside the allowed places are refused (README "Writes")', async () => {
+  test('paths outside the allowed places are refused (docs/guide/tools.md "Writes")', async () => {
     const result = await runner.run('sqlite', { operation: 'export_query', sql: 'SELECT 1', output_path: '/etc/quarry-export.csv' });
     expect(result.ok).toBe(false);
     expect(result.output).toContain('/etc/ is a system directory');

@@ -11,7 +11,7 @@ import { generateKey, startSshd, type RunningSshd, type SshKeyPair } from '../..
 import { makeRunner, requireEnv } from './helpers.js';
 
 /**
- * SSH tunnels (README "SSH tunnels") against a real OpenSSH server in front of the suite's
+ * SSH tunnels (docs/guide/databases.md "SSH tunnels") against a real OpenSSH server in front of the suite's
  * PostgreSQL and MariaDB: sshd's DEBUG1 log names every forwarding request, so each test proves
  * its traffic went through the tunnel.
  */

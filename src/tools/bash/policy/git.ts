@@ -2,7 +2,7 @@ import { scanOptions } from './options.js';
 import type { Rule } from './rule-types.js';
 
 /**
- * git in the restricted shell (README "The restricted shell"): read subcommands only; no configuration from the
+ * git in the restricted shell (docs/guide/restricted-shell.md): read subcommands only; no configuration from the
  * command line, alternative programs, pagers, output files or reads outside the repository.
  *
  * A repository's own configuration can also name programs that read commands run: an external

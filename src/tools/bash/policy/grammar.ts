@@ -6,7 +6,7 @@ import type { Node as SyntaxNode, Parser as ParserType } from 'web-tree-sitter';
 import { WordRefusal, wordValue, type WordValue } from './words.js';
 
 /**
- * The syntax layer of the restricted shell (README "The restricted shell"): bash is parsed with tree-sitter-bash
+ * The syntax layer of the restricted shell (docs/guide/restricted-shell.md): bash is parsed with tree-sitter-bash
  * (its wasm grammar from the installed package, loaded once, lazily, without network), and
  * only a small grammar is accepted: plain commands of plain words, joined by `|`, `&&`, `||`,
  * `;` or line breaks, with output redirected only to /dev/null (or 2>&1) and input read from a
@@ -315,7 +315,7 @@ function walkStatements(node: SyntaxNode, out: SimpleCommand[], scope: Scope): v
 /**
  * The variable names of `while [IFS=] read [-r] NAME...; do ...; done`, or null for any other
  * loop. Its values are the lines of its input, known only at run time: in the body they are data
- * (README: loops and substitutions), as the output of `$(...)` is.
+ * (docs/guide/restricted-shell.md "Loops, conditions and substitutions"), as the output of `$(...)` is.
  */
 function readLoopNames(node: SyntaxNode): string[] | null {
   if (node.type !== 'while_statement') return null;

@@ -19,7 +19,7 @@ import type { WordValue } from './words.js';
 import type { ShellNetwork } from '../bash-options.js';
 
 /**
- * The restricted shell's policy (README "The restricted shell"): a command line may run only when it parses as
+ * The restricted shell's policy (docs/guide/restricted-shell.md): a command line may run only when it parses as
  * plain commands joined by |, &&, || and ;, every command (also those run by env, timeout,
  * nice, command, xargs and find -exec) passes its rule, no word leads into a process's /proc
  * directory once symlinks are resolved, and git finds no programs in its repository's
@@ -41,7 +41,7 @@ export interface PolicyEnvironment {
    * Set when the command will run without the OS layer: the symbolic links below these
    * directories (not followed), each with the type of what it points to (find's %Y: d, f, N, L…),
    * so that links already inside a tree are checked before a pattern, recursion or data-driven
-   * names could follow them (README: without bubblewrap).
+   * names could follow them (docs/guide/restricted-shell.md "Without bubblewrap").
    */
   findLinks?(roots: readonly string[]): Promise<Array<{ path: string; type: string }> | { error: string }>;
 }
@@ -273,7 +273,7 @@ class Checker {
   }
 
   /**
-   * Words computed at run time (README: loops and substitutions): a substitution's output, or a
+   * Words computed at run time (docs/guide/restricted-shell.md "Loops, conditions and substitutions"): a substitution's output, or a
    * loop variable holding file names left unquoted, could become any words, options included.
    * Like xargs input, they may only reach commands that are harmless whatever their arguments,
    * and commands that print file contents only take names from a names producer.

@@ -2,7 +2,7 @@ import { scanOptions, type OptionSpec } from './options.js';
 import type { Rule } from './rule-types.js';
 
 /**
- * The production inspector's read tools in the restricted shell (README: the restricted shell):
+ * The production inspector's read tools in the restricted shell (docs/guide/restricted-shell.md):
  * systemd (systemctl, journalctl), sockets and interfaces (ss, ip), open files (lsof), processes
  * (top in batch mode), the kernel log (dmesg), compressed-file greps and pagers, and a few
  * search tools. Each allows only its reading subcommands and options; a refusal names what is

@@ -3,7 +3,7 @@ import { scanOptions, type OptionSpec } from './options.js';
 import type { Rule, RuleContext } from './rule-types.js';
 
 /**
- * Commands that talk to other systems (README: the restricted shell): docker/podman (through
+ * Commands that talk to other systems (docs/guide/restricted-shell.md): docker/podman (through
  * the engine's socket), kubectl (the cluster's API server) and curl (HTTP GET). They need the
  * profile's shell_network: under `none` they are refused with a message naming the setting;
  * docker and curl to this host need `loopback`, kubectl and curl elsewhere `all`. Only reading
@@ -11,7 +11,7 @@ import type { Rule, RuleContext } from './rule-types.js';
  * credentials are refused.
  */
 
-const NETWORK_HELP = 'set shell_network: loopback (this host) or all in the profile to allow it (README: the restricted shell)';
+const NETWORK_HELP = 'set shell_network: loopback (this host) or all in the profile to allow it (docs/guide/restricted-shell.md)';
 
 function networkRefusal(command: string, needs: ShellNetwork, context: RuleContext): string | null {
   const order: ShellNetwork[] = ['none', 'loopback', 'all'];

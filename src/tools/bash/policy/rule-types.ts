@@ -1,6 +1,6 @@
 import type { ShellNetwork } from '../bash-options.js';
 
-/** What a command rule may ask of the policy while it checks one command (README "The restricted shell"). */
+/** What a command rule may ask of the policy while it checks one command (docs/guide/restricted-shell.md). */
 export interface RuleContext {
   /** Checks a command that this one runs (env CMD, xargs CMD, find -exec CMD) with all the rules. */
   checkNested(argv: string[], dataDriven: boolean): string | null;

@@ -8,7 +8,7 @@ import { commandRule, envRule, findRule, niceRule, timeoutRule, xargsRule } from
 import { sedScriptRefusal } from './sed.js';
 
 /**
- * The command layer of the restricted shell (README "The restricted shell"): a closed list of inspection commands,
+ * The command layer of the restricted shell (docs/guide/restricted-shell.md): a closed list of inspection commands,
  * each with the options and operands that would write, delete or run programs refused.
  * A rule returns null when the command may run, or the reason it may not.
  */

@@ -2,7 +2,7 @@ import { scanOptions } from './options.js';
 import { SAFE_WITH_ANY_ARGUMENTS, type Rule, type RuleContext } from './rule-types.js';
 
 /**
- * Commands that run other commands (README "The restricted shell"): find -exec, xargs, env, timeout, nice and
+ * Commands that run other commands (docs/guide/restricted-shell.md): find -exec, xargs, env, timeout, nice and
  * `command`. What they run passes the same check, recursively. Where the arguments come from
  * data (xargs, find -exec), only commands harmless with any file name run, and the data must
  * be file names found on disk: find's start points are checked like a recursive read, and

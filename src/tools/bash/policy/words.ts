@@ -10,7 +10,7 @@ export interface WordValue {
   /** Unquoted `*`, `?` or `[`: bash may replace the word by matching file names. */
   glob: boolean;
   /**
-   * Text computed at run time (README: loops and substitutions): the pipelines whose output the
+   * Text computed at run time (docs/guide/restricted-shell.md "Loops, conditions and substitutions"): the pipelines whose output the
    * word holds, each as argument vectors, the output's writer first (an empty pipeline: names of
    * files matched by a loop's pattern). The computed part stands as "*" in `value`, and `glob` is set.
    */

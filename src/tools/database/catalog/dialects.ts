@@ -1,7 +1,7 @@
 import type { Engine } from '../types.js';
 
 /**
- * What the schema operations (README "Knowing the data") need to say in each engine's SQL: how to
+ * What the schema operations (docs/guide/databases.md "Knowing the data") need to say in each engine's SQL: how to
  * quote a name, find a substring, cut rows, and where the catalogue keeps tables, columns, comments,
  * row estimates and foreign keys. Every statement here is quarry's own and uses `?` placeholders
  * for whatever the model chose (patterns, names), never string splicing; names are spliced only

@@ -4,7 +4,7 @@ import { formatTable } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions } from '../types.js';
 
 /**
- * explain and the query guard (README "Knowing the data"). explain shows the engine's plan for a
+ * explain and the query guard (docs/guide/databases.md "Knowing the data"). explain shows the engine's plan for a
  * statement that passed the read-only check, never running it (EXPLAIN without ANALYZE). The
  * guard reads the plan's row estimates before `query` and `export_query` on the engines that
  * estimate cheaply and without writing (PostgreSQL, MySQL/MariaDB, Vertica).

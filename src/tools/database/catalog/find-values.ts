@@ -6,7 +6,7 @@ import { DIALECTS } from './dialects.js';
 import { categoryOf } from './profile.js';
 
 /**
- * find_values (README "Knowing the data"): which tables and columns hold a value the question
+ * find_values (docs/guide/databases.md "Knowing the data"): which tables and columns hold a value the question
  * mentions. The candidate columns come from one catalogue statement (base tables only: a view
  * repeats its tables' values; DuckDB's file views excepted); each table is then read by one aggregate statement that counts, per
  * candidate column, the rows equal to the value (exactly and case-insensitively) and, for the
@@ -189,7 +189,7 @@ export async function candidateColumns(input: FindValuesInput, request: FindValu
     options,
   );
   const tables = new Set<string>();
-  // DuckDB's files are views (README "DuckDB: SQL over files"), so there views are searched too.
+  // DuckDB's files are views (docs/guide/duckdb-files.md), so there views are searched too.
   for (const [kind, schema, table] of rows)
     if (kind === 'table' || (kind === 'view' && engine === 'duckdb')) tables.add(JSON.stringify([schema ?? null, table]));
   const columns: CandidateColumn[] = [];

@@ -4,7 +4,7 @@ import type { DatabaseDriver, Engine, RunOptions } from '../types.js';
 import { DIALECTS } from './dialects.js';
 
 /**
- * Name suggestions (README "Knowing the data"): when an engine rejects a statement for a table,
+ * Name suggestions (docs/guide/databases.md "Knowing the data"): when an engine rejects a statement for a table,
  * column, schema or function that does not exist, or describe, sample or profile is given a table
  * that does not exist, the error names at most three names from the catalogue that look like what
  * was meant. `suggestNames` is the pure ranking any operation can call; `unknownNameIn` reads an

@@ -6,7 +6,7 @@ import { DIALECTS } from './dialects.js';
 import { PROFILE_ROWS, profileSource, targetFor, type ProfileSource } from './sampling.js';
 
 /**
- * profile (README "Knowing the data"): per column, the null fraction, distinct count, min and
+ * profile (docs/guide/databases.md "Knowing the data"): per column, the null fraction, distinct count, min and
  * max, mean and standard deviation of numbers, shortest and longest text, and the top values of
  * low-cardinality columns. The engine computes each figure (one aggregate statement per column,
  * one more for the top values) over the whole table when it is small, else over a sample

@@ -2,7 +2,7 @@ import type { DatabaseDriver, Engine, RunOptions, TableDescription } from '../ty
 import { DIALECTS } from './dialects.js';
 
 /**
- * How each engine picks rows without reading the whole table (README "Knowing the data"):
+ * How each engine picks rows without reading the whole table (docs/guide/databases.md "Knowing the data"):
  * - PostgreSQL: TABLESAMPLE SYSTEM (whole pages, chosen at random), sized from pg_class.reltuples;
  * - Oracle: SAMPLE BLOCK, sized from ALL_TABLES.NUM_ROWS; Vertica: TABLESAMPLE;
  * - SQLite (rowid tables) and MySQL/MariaDB (a one-column integer primary key): random points

@@ -5,7 +5,7 @@ import { DIALECTS } from './dialects.js';
 import { tablePatternSuggestions } from './names.js';
 
 /**
- * search, list_tables and the catalogue half of describe (README "Knowing the data"). Each reads
+ * search, list_tables and the catalogue half of describe (docs/guide/databases.md "Knowing the data"). Each reads
  * the catalogue in one statement (two for SQLite's list_tables, which first checks whether
  * ANALYZE left statistics), bounded in the statement itself, so a schema of 20,000 tables costs
  * what one catalogue query costs.

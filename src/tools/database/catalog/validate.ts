@@ -6,7 +6,7 @@ import { estimateRows, GUARDED_ENGINES, type RowEstimate } from './explain.js';
 import { withNameSuggestions } from './names.js';
 
 /**
- * validate {sql} (README "Knowing the data"): checks a statement without running it, in one
+ * validate {sql} (docs/guide/databases.md "Knowing the data"): checks a statement without running it, in one
  * answer: the read-only statement check's verdict, the engine's own parse and name resolution
  * (an EXPLAIN without ANALYZE, which also gives the query guard its estimate; SQLite prepares
  * EXPLAIN QUERY PLAN; Oracle, whose EXPLAIN PLAN writes PLAN_TABLE, parses the statement as

@@ -7,7 +7,7 @@ import { runCancellable, splitQualifiedName } from './server-support.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';
 
 /**
- * ClickHouse over HTTP through @clickhouse/client (README "ClickHouse"). Read-only mode's second
+ * ClickHouse over HTTP through @clickhouse/client (docs/guide/databases.md "ClickHouse"). Read-only mode's second
  * layer is ClickHouse's own `readonly=1`, sent with every request; the statement timeout is
  * `max_execution_time`. Every statement has a query id: cancelling sends `KILL QUERY WHERE
  * query_id = ...` (servers before 21.x keep running a query whose HTTP connection closed) and

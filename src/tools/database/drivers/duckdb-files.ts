@@ -1,5 +1,5 @@
 /**
- * SQL text the duckdb driver builds over files (README "DuckDB: SQL over files"). Which reader a
+ * SQL text the duckdb driver builds over files (docs/guide/duckdb-files.md). Which reader a
  * file type takes and the view name a file or glob gets are configuration: src/config/duckdb.ts.
  */
 

@@ -7,7 +7,7 @@ import { duckdbOptionSql, type FileOptionValue } from '../../../config/duckdb-op
 import { sqlIdentifier, sqlString } from './duckdb-files.js';
 
 /**
- * CSV views read the way DuckDB detected them, detected once (README "DuckDB: SQL over files").
+ * CSV views read the way DuckDB detected them, detected once (docs/guide/duckdb-files.md).
  *
  * read_csv with auto-detection sniffs the file again in every statement that reads the view; on a
  * 3,000-column file that was about half a minute a statement. The driver runs DuckDB's own sniffer

@@ -12,7 +12,7 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
 
 /**
  * DuckDB through the official Node client (@duckdb/node-api), for SQL over CSV, Parquet and JSON
- * files and DuckDB database files (README "DuckDB: SQL over files").
+ * files and DuckDB database files (docs/guide/duckdb-files.md).
  *
  * The engine's own read-only layer, set up once when the database is opened:
  * - a database file alone is opened with access_mode=READ_ONLY; configured files become views in

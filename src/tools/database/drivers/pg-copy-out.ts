@@ -7,7 +7,7 @@ import type { Connection, Submittable } from 'pg';
  * prepared statement"). pg-copy-streams sends a simple Query instead, which runs every statement
  * in the text: there, one lexer mistake let `SELECT ... ) TO STDOUT; COMMIT; BEGIN READ WRITE;
  * DELETE ...; COPY (SELECT ...` commit a delete from a read-only export. This keeps the engine's
- * one-statement rule as a layer independent of the statement check (README "Databases", read-only).
+ * one-statement rule as a layer independent of the statement check (docs/guide/databases.md, read-only).
  *
  * It is a pg "submittable": pg's client parses the messages and hands this stream each CopyData
  * message; the socket is paused while the consumer is behind, so memory stays flat.
@@ -17,7 +17,7 @@ import type { Connection, Submittable } from 'pg';
  * came out with rows cut into each other). Rows are therefore copied at once into batches this
  * stream owns, which also hands the consumer a few hundred chunks instead of a million rows.
  *
- * With `crlf`, each row's final LF becomes CRLF as it is copied (README "CSV exports"): COPY sends
+ * With `crlf`, each row's final LF becomes CRLF as it is copied (docs/guide/databases.md "export_query"): COPY sends
  * exactly one row per CopyData message, and that row's last byte is its record end (a line
  * break inside a value is inside quotes, and stays as it is).
  *

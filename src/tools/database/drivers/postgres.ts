@@ -153,7 +153,7 @@ export class PostgresDriver implements DatabaseDriver {
     }
     await this.run(options, async (client) => {
       // On lines of its own, so that a trailing "--" comment the check misread could not hide the ")".
-      // COPY ends records with LF; every export ends them with CRLF (README, "CSV exports"): the stream converts each row's end.
+      // COPY ends records with LF; every export ends them with CRLF (docs/guide/databases.md "export_query"): the stream converts each row's end.
       const stream = client.query(new ExtendedCopyOut(`COPY (\n${sql}\n) TO STDOUT WITH (FORMAT csv, HEADER true)`, { crlf: true }));
       // The header is the first CSV record; quarry writes it through the sink with the column names.
       if (!(await writeEngineCsv(stream as AsyncIterable<Buffer>, sink))) throw new ToolError('PostgreSQL returned no header for the export', 'database_error');

@@ -3,7 +3,7 @@ import { tunnelFor, type SshTunnel } from '../ssh-tunnel.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';
 
 /**
- * A server database behind an `ssh:` block (README "SSH tunnels"): the engine's own driver,
+ * A server database behind an `ssh:` block (docs/guide/databases.md "SSH tunnels"): the engine's own driver,
  * connected to the tunnel's loopback port instead of the database's host. Every connect first
  * (re)opens the tunnel; a call that fails because the tunnel dropped says so in one line, and
  * the next call reconnects both.

@@ -2,7 +2,7 @@ import type { Token } from './lexer.js';
 import { ReadOnlyViolation } from './read-only-violation.js';
 
 /**
- * ClickHouse's dialect for the read-only check (README "ClickHouse"). The leading keyword is
+ * ClickHouse's dialect for the read-only check (docs/guide/databases.md "ClickHouse"). The leading keyword is
  * already one of SELECT, WITH, SHOW, DESCRIBE/DESC, EXISTS, EXPLAIN; INSERT (also INSERT INTO
  * FUNCTION), ALTER ... DELETE/UPDATE, DROP, TRUNCATE, CREATE, RENAME, OPTIMIZE, SYSTEM, KILL, SET
  * and several statements were refused before. Here: what the rest may hold. Every query also runs

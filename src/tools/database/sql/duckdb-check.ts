@@ -4,7 +4,7 @@ import { ReadOnlyViolation } from './read-only-violation.js';
 import type { DatabaseConfig } from '../types.js';
 
 /**
- * DuckDB's part of the statement check (README "DuckDB: SQL over files"). The shared check
+ * DuckDB's part of the statement check (docs/guide/duckdb-files.md). The shared check
  * (statement-check.ts) refuses every leading keyword but reads, and write words anywhere; this
  * adds what only DuckDB has: PRAGMA and CALL of read-only functions only, functions with side
  * effects, and file-reading functions or file paths in FROM that name a file other than the

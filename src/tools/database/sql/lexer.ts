@@ -1,7 +1,7 @@
 import type { Engine } from '../types.js';
 
 /**
- * A dialect-aware SQL tokenizer for the read-only check (README, Databases: read-only). It only needs to know
+ * A dialect-aware SQL tokenizer for the read-only check (docs/guide/databases.md "Read-only in two layers"). It only needs to know
  * where code ends and comments, strings and quoted identifiers begin, exactly as the engine
  * sees it: a keyword inside a string is never code, and a quote trick that the engine would
  * read differently must not hide code from us. Where a dialect is ambiguous it fails closed

@@ -5,7 +5,7 @@ import { ReadOnlyViolation } from './read-only-violation.js';
 import { CLICKHOUSE_SIDE_EFFECT_FUNCTIONS, checkClickhouseStatement } from './clickhouse-check.js';
 
 /**
- * The first read-only layer (README, Databases: read-only): exactly one statement, a read as its leading keyword,
+ * The first read-only layer (docs/guide/databases.md "Read-only in two layers"): exactly one statement, a read as its leading keyword,
  * and no write hidden inside (data-modifying CTEs, SELECT INTO, locking clauses, COPY, functions
  * with side effects). It reads tokens, never raw text, so words inside strings, comments and
  * quoted identifiers never count. The second layer is the engine's own read-only mode (drivers).
@@ -516,7 +516,7 @@ function checkByGrammar(statement: Token[], leading: string, engine: Engine): vo
  * EXPLAIN and its relatives: the options are read by explainPrefix, and what is explained must be
  * a query that passes the check on its own. With ANALYZE the engine runs it (inside the read-only
  * transaction, like any query); without, it only plans it, but EXPLAIN of a write is refused all
- * the same (README: fail closed): MySQL and MariaDB evaluate constant subqueries while planning,
+ * the same (docs/guide/databases.md: fail closed): MySQL and MariaDB evaluate constant subqueries while planning,
  * so planning an UPDATE can run what its subqueries call, and planning the equivalent SELECT
  * answers the same question.
  */

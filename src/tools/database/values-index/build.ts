@@ -6,7 +6,7 @@ import { byTable, candidateColumns, qualifiedTable, shownTable, type CandidateCo
 import { catalogueFingerprint, DEFAULT_MAX_DISTINCT, indexPath, IndexWriter } from './store.js';
 
 /**
- * `quarry db index` (README "Knowing the data"): reads every text column of the tables that match
+ * `quarry db index` (docs/guide/databases.md "Knowing the data"): reads every text column of the tables that match
  * the pattern and writes its distinct values with counts into the value index (store.ts). SQLite
  * files are read in one pass per table through a read-only connection of their own, counting the
  * values here (a GROUP BY would sort the whole table once per column); the servers and DuckDB

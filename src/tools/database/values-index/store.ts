@@ -8,7 +8,7 @@ import { DIALECTS } from '../catalog/dialects.js';
 import { DEFAULT_MAX_DISTINCT } from './limits.js';
 
 /**
- * The value index (README "Knowing the data"): per text column, its distinct values with their
+ * The value index (docs/guide/databases.md "Knowing the data"): per text column, its distinct values with their
  * counts, up to a cardinality limit, kept outside the database in one SQLite file per database
  * under $QUARRY_HOME/cache/values/, named by a hash of the database's identity (engine, file or
  * server, database, user; never the password). It records a fingerprint of the catalogue (every
