@@ -42,12 +42,14 @@ export function registerToolCommand(parser: Argv, setExit: (code: number) => voi
 }
 
 /** How to add a database of each engine, for the message when its tool is asked for but none is configured. */
-const DATABASE_HINTS: Record<string, string> = {
+const DATABASE_HINTS: Record<(typeof DATABASE_TOOL_NAMES)[number], string> = {
   sqlite: 'FILE.db (or sqlite:PATH, or env SQLITE_DB=FILE.db)',
   postgres: 'postgres://USER@HOST:5432/DB (or env POSTGRES_HOST, POSTGRES_DB, ...)',
   mysql: 'mysql://USER@HOST:3306/DB (or env MYSQL_HOST, MYSQL_DATABASE, ...)',
   oracle: 'oracle://USER@HOST:1521/SERVICE (or env ORACLE_DSN, ...)',
   vertica: 'vertica://USER@HOST:5433/DB (or env VERTICA_HOST, VERTICA_DATABASE, ...)',
+  duckdb: 'FILE.duckdb (or a data file: sales.csv, events.parquet, logs.json)',
+  clickhouse: 'clickhouse://USER@HOST:8123/DB (or env CLICKHOUSE_HOST, CLICKHOUSE_DATABASE, ...)',
 };
 
 interface ToolCommandOptions {
@@ -105,7 +107,7 @@ export async function runToolCommand(options: ToolCommandOptions): Promise<numbe
     const tool = workspace.registry.get(options.name);
     if (!tool && (DATABASE_TOOL_NAMES as readonly string[]).includes(options.name) && profileAllowsTool(workspace.profile, options.name)) {
       throw new UsageError(
-        `no ${options.name} database is configured, so there is no ${options.name} tool; add one with --db ${DATABASE_HINTS[options.name]}, a --databases ` +
+        `no ${options.name} database is configured, so there is no ${options.name} tool; add one with --db ${DATABASE_HINTS[options.name as (typeof DATABASE_TOOL_NAMES)[number]]}, a --databases ` +
           `FILE or databases: in config.yaml (quarry db list shows what is configured)`,
       );
     }

@@ -75,7 +75,7 @@ type Raw = Record<string, unknown>;
  * prefix and must match one of these or start with `mcp__`.
  */
 export const BUILTIN_TOOL_NAMES = ['read', 'read_excel', 'grep', 'glob', 'list', 'bash', 'write', 'edit', 'delegate', 'ask_user'] as const;
-export const DATABASE_TOOL_NAMES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb'] as const;
+export const DATABASE_TOOL_NAMES = ['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb', 'clickhouse'] as const;
 /** Tools that exist when their inputs do: chart (every session), knowledge (with a knowledge folder, docs/guide/knowledge.md). */
 const CONDITIONAL_TOOL_NAMES = ['chart', 'knowledge'] as const;
 const MCP_PREFIX = 'mcp__';

@@ -247,6 +247,13 @@ describe('configuration and databases', () => {
     expect(typo.stderr).toContain('syntax error: "SELEC" at character 1 does not begin any SQL statement');
     expect(typo.stderr).not.toContain('not allowed in read-only mode');
   });
+
+  it.each(['duckdb', 'clickhouse', 'postgres'])('quarry tool %s without a database names a real --db form', async (engine) => {
+    const none = await run(['tool', engine, '--args', '{"operation":"list_tables"}']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(new RegExp(`^quarry: no ${engine} database is configured, so there is no ${engine} tool; add one with --db [A-Za-z]`));
+    expect(none.stderr).not.toContain('undefined');
+  });
 });
 
 describe('runs', () => {

@@ -5,7 +5,8 @@ import { buildToolRegistry } from '../../src/agent/toolset.js';
 import { approvalReason } from '../../src/agent/approval.js';
 import { listProfileNames, loadProfile } from '../../src/profiles/load.js';
 import { ProfileError } from '../../src/errors.js';
-import { loadDatabaseConfigs } from '../../src/config/databases.js';
+import { ENGINES, loadDatabaseConfigs } from '../../src/config/databases.js';
+import { DATABASE_TOOL_NAMES } from '../../src/profiles/schema.js';
 import { REPO_ROOT } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 
@@ -116,6 +117,12 @@ describe('tools per profile', () => {
     expect(creator).toContain('write');
     expect(creator).not.toContain('edit');
     expect(buildToolRegistry(loadProfile('developer')).names()).toEqual(expect.arrayContaining(['read', 'grep', 'glob', 'list', 'write', 'edit']));
+  });
+
+  it('every database engine is a tool name a profile may list', () => {
+    expect([...DATABASE_TOOL_NAMES].sort()).toEqual([...ENGINES].sort());
+    writeUserProfile('columnar', 'tools: [read, clickhouse, duckdb]\n');
+    expect(loadProfile('columnar').tools).toEqual(['read', 'clickhouse', 'duckdb']);
   });
 
   it('honours the tools allow-list', () => {
