@@ -3,8 +3,8 @@ import { parseCsvRecords } from '../database/csv.js';
 import { statementToRun, toToolError } from '../database/tool.js';
 import type { CellValue, DatabaseConfig } from '../database/types.js';
 import { valueToText } from '../database/values.js';
-import { formatCount } from '../long-lines.js';
-import { ToolError } from '../types.js';
+import { formatCount } from '../core/long-lines.js';
+import { ToolError } from '../core/types.js';
 
 /**
  * The chart tool's data: rows of a read-only query (the same statement check and engine

@@ -1,6 +1,6 @@
-import { secretLocationOf, secretLocations, secretRefusal, treeHoldsSecrets } from './secret-files.js';
+import { secretLocationOf, secretLocations, secretRefusal, treeHoldsSecrets } from '../secret-files.js';
 import { basename, dirname } from 'node:path';
-import type { Backend, FileStat } from '../backends/types.js';
+import type { Backend, FileStat } from '../../backends/types.js';
 import { displayPath, resolveToolPath } from './paths.js';
 import { ToolError, type ToolContext } from './types.js';
 

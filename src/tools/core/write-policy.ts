@@ -1,6 +1,6 @@
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
-import type { Backend } from '../backends/types.js';
-import { quarryHome } from '../config/home.js';
+import type { Backend } from '../../backends/types.js';
+import { quarryHome } from '../../config/home.js';
 import { isInside } from './paths.js';
 import { ToolError } from './types.js';
 

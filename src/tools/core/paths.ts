@@ -1,6 +1,6 @@
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { escapeName } from '../backends/names.js';
-import type { Backend } from '../backends/types.js';
+import { escapeName } from '../../backends/names.js';
+import type { Backend } from '../../backends/types.js';
 import { ToolError } from './types.js';
 
 /** Directories no file tool descends into. */
