@@ -44,6 +44,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['model/'],
   ['profiles/'],
   ['tools/'],
+  // Security primitives (secret variables and files, /proc scrubbing, path containment): used by tools, report and cli.
+  ['security/'],
   ['backends/'],
   ['config/'],
   ['errors.ts', 'node-crypto.ts'],

@@ -1,6 +1,7 @@
 import { MAX_BASH_TIMEOUT_SECONDS, type BashToolOptions, type ShellNetwork } from './bash-options.js';
 import { HeadTailBuffer } from './head-tail-buffer.js';
-import { formatBytes, isInside, resolveToolPath } from '../core/paths.js';
+import { formatBytes, resolveToolPath } from '../core/paths.js';
+import { isInside } from '../../security/paths.js';
 import { decodeBytesVisibly } from '../../backends/names.js';
 import { restrictedEnvironment, unrestrictedEnvironment } from './environment.js';
 import { checkRestrictedCommand, staticRefusal, type PolicyEnvironment } from './policy/index.js';

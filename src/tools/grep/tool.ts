@@ -5,7 +5,7 @@ import { GrepOutputParser, type GrepRecord } from './output.js';
 import { countOf, MAX_LINE_CHARS, showLine } from '../core/long-lines.js';
 import { displayPath, SKIPPED_DIRECTORIES } from '../core/paths.js';
 import { resolveExistingPath } from '../core/existing-path.js';
-import { secretLinkOf, secretLocations, secretRefusal } from '../secret-files.js';
+import { secretLinkOf, secretLocations, secretRefusal } from '../../security/secret-files.js';
 import { decodeBytesVisibly, escapeName, hasNameEscapes, unescapeName } from '../../backends/names.js';
 import { failure, success, ToolError, type ToolContext, type ToolResult } from '../core/types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';

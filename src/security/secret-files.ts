@@ -2,7 +2,7 @@ import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { quarryHome } from '../config/home.js';
-import { isInside } from './core/paths.js';
+import { isInside } from './paths.js';
 
 /**
  * Files that hold credentials (README "Security model"): quarry's own config.yaml (MCP tokens,
