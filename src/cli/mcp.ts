@@ -9,9 +9,8 @@ import { databaseOptions, withCommonOptions, withDatabaseOptions } from './optio
 
 /**
  * `quarry mcp`: serves the profile's tools over MCP, on stdio (default) or Streamable HTTP
- * (README "quarry mcp"): the flags, checked before anything is opened, and the workspace; the
- * transports are src/mcp/stdio.ts and src/mcp/http.ts. Heavy modules (the MCP SDK, the workspace)
- * load only when the command runs, so other commands' start-up is unchanged.
+ * (README "quarry mcp"). Heavy modules (the MCP SDK, the workspace) load only when the command
+ * runs, so other commands' start-up is unchanged.
  */
 
 export function registerMcpCommand(parser: Argv, setExit: (code: number) => void): void {
@@ -72,6 +71,7 @@ function version(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }
 
+/** The flags, checked before anything is opened; then the workspace, served by src/mcp/stdio.ts or src/mcp/http.ts. */
 export async function runMcpCommand(options: McpCommandOptions): Promise<number> {
   // Flags are checked before anything is opened.
   const bind = options.http !== undefined ? parseHttpBind(options.http) : undefined;

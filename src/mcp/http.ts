@@ -4,7 +4,7 @@ import { nodeCrypto } from '../node-crypto.js';
 import { EXIT_OK, UsageError } from '../errors.js';
 
 /**
- * The Streamable HTTP server of `quarry mcp --http` (README "quarry mcp"): the bind address, the
+ * The Streamable HTTP server of `quarry mcp --http` (docs/guide/mcp.md "quarry mcp"): the bind address, the
  * Host and Origin checks (DNS-rebinding protection), the bearer token, and sessions with their
  * limits. The MCP server of each session comes from the caller (src/mcp/serve.ts).
  */
@@ -104,7 +104,7 @@ export async function serveHttp(
   type HttpTransport = InstanceType<typeof StreamableHTTPServerTransport>;
   const sessions = new Map<string, { transport: HttpTransport; close: () => Promise<void>; lastUsed: number }>();
   // Each session holds a server and its database connections: at most this many, and a session
-  // unused this long is closed (README "quarry mcp"; a client must then initialize again).
+  // unused this long is closed (docs/guide/mcp.md "quarry mcp"; a client must then initialize again).
   const maxSessions = positiveSetting('QUARRY_MCP_MAX_SESSIONS', 64);
   const idleMs = positiveSetting('QUARRY_MCP_SESSION_IDLE_SECONDS', 1800) * 1000;
   const closeIdle = () => {

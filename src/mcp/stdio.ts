@@ -2,7 +2,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { EXIT_OK } from '../errors.js';
 
 /**
- * `quarry mcp` on stdio (README "quarry mcp"): serves one MCP server until the client goes away
+ * `quarry mcp` on stdio (docs/guide/mcp.md "quarry mcp"): serves one MCP server until the client goes away
  * (stdin ends) or a signal stops it.
  */
 export async function serveStdio(server: Server, served: readonly string[], profileName: string): Promise<number> {

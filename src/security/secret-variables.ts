@@ -1,5 +1,5 @@
 /**
- * Which environment variables hold secrets (README "Databases", secrets): the restricted shell
+ * Which environment variables hold secrets (docs/guide/restricted-shell.md, secrets): the restricted shell
  * removes them from its commands' environment (src/tools/bash/environment.ts), quarry hides their
  * values in /proc (process-secrets.ts), and a report redacts them (src/report/redact.ts).
  */
