@@ -44,6 +44,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['model/'],
   ['profiles/'],
   ['tools/'],
+  // The tool framework: no tool's folder below it.
+  ['tools/core/'],
   // Security primitives (secret variables and files, /proc scrubbing, path containment): used by tools, report and cli.
   ['security/'],
   ['backends/'],
@@ -53,7 +55,15 @@ const LAYERS: readonly (readonly string[])[] = [
 
 function layerOf(file: string): number {
   const path = relative(SRC, file);
-  const layer = LAYERS.findIndex((prefixes) => prefixes.some((prefix) => (prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix)));
+  // The longest prefix that holds the file decides (tools/core/ before tools/).
+  let layer = -1;
+  let matched = '';
+  LAYERS.forEach((prefixes, index) => {
+    for (const prefix of prefixes) {
+      const holds = prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix;
+      if (holds && prefix.length > matched.length) [layer, matched] = [index, prefix];
+    }
+  });
   if (layer < 0) throw new Error(`src/${path} is in no layer of README "Where things are"`);
   return layer;
 }
@@ -176,6 +186,16 @@ describe('the import graph of src/', () => {
         ]),
       ),
     ).toEqual(['agent/loop.ts -> cli/errors.ts']);
+    const core = join(SRC, 'tools', 'core', 'registry.ts');
+    const tool = join(SRC, 'tools', 'files', 'read.ts');
+    expect(
+      upwardImports(
+        new Map([
+          [core, [tool]],
+          [tool, [core]],
+        ]),
+      ),
+    ).toEqual(['tools/core/registry.ts -> tools/files/read.ts']);
   });
 
   it('finds a cycle when there is one (the check itself)', () => {
