@@ -54,16 +54,11 @@ const LAYERS: readonly (readonly string[])[] = [
 ];
 
 function layerOf(file: string): number {
+  // A folder inside another row's folder (tools/core/ inside tools/) is a layer of its own: it decides first.
+  const nested = LAYERS.findIndex((prefixes) => prefixes.some((prefix) => /\/.+\/$/.test(prefix) && relative(SRC, file).startsWith(prefix)));
+  if (nested >= 0) return nested;
   const path = relative(SRC, file);
-  // The longest prefix that holds the file decides (tools/core/ before tools/).
-  let layer = -1;
-  let matched = '';
-  LAYERS.forEach((prefixes, index) => {
-    for (const prefix of prefixes) {
-      const holds = prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix;
-      if (holds && prefix.length > matched.length) [layer, matched] = [index, prefix];
-    }
-  });
+  const layer = LAYERS.findIndex((prefixes) => prefixes.some((prefix) => (prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix)));
   if (layer < 0) throw new Error(`src/${path} is in no layer of README "Where things are"`);
   return layer;
 }
