@@ -17,7 +17,7 @@ export async function run({ root, workDir, median }) {
   const { Session } = await import(dist('agent/session.js'));
   const { ScriptedProvider } = await import(dist('model/script.js'));
   const { retryPolicyFromEnv } = await import(dist('model/retry.js'));
-  const { ToolRegistry } = await import(dist('tools/registry.js'));
+  const { ToolRegistry } = await import(dist('tools/core/registry.js'));
   const { LocalBackend } = await import(dist('backends/local.js'));
   const { loadProfile } = await import(dist('profiles/load.js'));
 

@@ -36,7 +36,7 @@ const MAX_ROW = 2000;
 
 // ---------------------------------------------------------------- read_excel, in process
 
-const { ToolRegistry } = await import(`${dist}/tools/registry.js`);
+const { ToolRegistry } = await import(`${dist}/tools/core/registry.js`);
 const { readExcelTool } = await import(`${dist}/tools/excel/tool.js`);
 const { LocalBackend } = await import(`${dist}/backends/local.js`);
 const { loadProfile } = await import(`${dist}/profiles/load.js`);

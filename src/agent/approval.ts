@@ -1,6 +1,6 @@
 import type { ApprovalPolicy } from '../profiles/schema.js';
-import { callChangesNothing, canChange, effectsOf } from '../tools/effects.js';
-import type { Tool } from '../tools/types.js';
+import { callChangesNothing, canChange, effectsOf } from '../tools/core/effects.js';
+import type { Tool } from '../tools/core/types.js';
 
 /** What approval reads of a profile: its name (for messages) and its approval policy, nothing else. */
 export interface ApprovalRules {

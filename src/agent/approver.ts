@@ -1,4 +1,4 @@
-import type { Tool } from '../tools/types.js';
+import type { Tool } from '../tools/core/types.js';
 
 /**
  * The interactive half of approval (docs/guide/profiles.md); approval.ts holds the rule. On a TTY the user

@@ -1,5 +1,5 @@
 import type { Message } from '../model/types.js';
-import type { ToolContext, UserQuestions } from '../tools/types.js';
+import type { ToolContext, UserQuestions } from '../tools/core/types.js';
 
 /**
  * Who answers ask_user (docs/guide/tools.md "ask_user"): the caller supplies a function that puts one question

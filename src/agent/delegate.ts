@@ -1,6 +1,6 @@
 import type { Message } from '../model/types.js';
 import { usageJson } from '../model/types.js';
-import type { ChildAgentRequest, ChildAgentResult, ToolContext } from '../tools/types.js';
+import type { ChildAgentRequest, ChildAgentResult, ToolContext } from '../tools/core/types.js';
 import { Agent, type AgentOptions } from './loop.js';
 
 /**

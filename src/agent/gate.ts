@@ -1,5 +1,5 @@
 import type { Profile } from '../profiles/schema.js';
-import type { Tool } from '../tools/types.js';
+import type { Tool } from '../tools/core/types.js';
 import { approvalReason } from './approval.js';
 import type { Approver } from './approver.js';
 import { outwardCheck } from './untrusted.js';

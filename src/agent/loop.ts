@@ -3,9 +3,9 @@ import type { Profile } from '../profiles/schema.js';
 import type { Message, ModelProvider, ModelRequest, Reasoning, ToolCall, ToolSpec, Usage } from '../model/types.js';
 import { addUsage, emptyUsage, usageJson } from '../model/types.js';
 import { CancelledError, ModelCallFailed, streamWithRetries, type RetryPolicy } from '../model/retry.js';
-import { FileReadLedger } from '../tools/file-read-ledger.js';
-import type { ToolRegistry } from '../tools/registry.js';
-import { isReadOnlyCall, type Tool, type ToolContext } from '../tools/types.js';
+import { FileReadLedger } from '../tools/core/file-read-ledger.js';
+import type { ToolRegistry } from '../tools/core/registry.js';
+import { isReadOnlyCall, type Tool, type ToolContext } from '../tools/core/types.js';
 import type { Approver } from './approver.js';
 import {
   COMPACTION_THRESHOLD,

@@ -17,9 +17,9 @@ import { readTool } from '../tools/files/read.js';
 import { readExcelTool } from '../tools/excel/tool.js';
 import type { Knowledge } from '../tools/knowledge/folder.js';
 import { createKnowledgeTool } from '../tools/knowledge/tool.js';
-import { effectsOf, unionEffects } from '../tools/effects.js';
-import { ToolRegistry } from '../tools/registry.js';
-import type { Tool } from '../tools/types.js';
+import { effectsOf, unionEffects } from '../tools/core/effects.js';
+import { ToolRegistry } from '../tools/core/registry.js';
+import type { Tool } from '../tools/core/types.js';
 import { createWriteTool, type WriteToolOptions } from '../tools/files/write.js';
 
 /**

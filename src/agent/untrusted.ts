@@ -1,7 +1,7 @@
 import type { Message } from '../model/types.js';
 import type { UntrustedDataMode } from '../profiles/schema.js';
-import { effectsOf } from '../tools/effects.js';
-import type { Tool } from '../tools/types.js';
+import { effectsOf } from '../tools/core/effects.js';
+import type { Tool } from '../tools/core/types.js';
 import { SUMMARY_PREFIX } from './compaction.js';
 
 /**

@@ -10,7 +10,7 @@ import { loadProfile } from '../profiles/load.js';
 import type { Profile } from '../profiles/schema.js';
 import { closeAllDatabaseConnections } from '../tools/database/connections.js';
 import type { DatabaseConfig } from '../tools/database/types.js';
-import type { ToolRegistry } from '../tools/registry.js';
+import type { ToolRegistry } from '../tools/core/registry.js';
 import { type Knowledge, knowledgeDir } from '../tools/knowledge/folder.js';
 import { loadKnowledgeCached } from '../tools/knowledge/cache.js';
 import { buildToolRegistry, createBackend } from './toolset.js';

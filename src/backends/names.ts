@@ -1,6 +1,6 @@
 /**
  * How names and undecodable bytes are shown: as visible escapes, never raw. The backends list
- * directories with these names, and the tools show them (src/tools/sanitize.ts escapes output
+ * directories with these names, and the tools show them (src/tools/core/sanitize.ts escapes output
  * the same way).
  */
 

@@ -123,7 +123,7 @@ async function indexDatabase(config: DatabaseConfig, tables: string | undefined,
 
 /** Which optional packages (drivers, ssh2, charts) this installation can load (docs/guide/install.md). */
 async function installedPackagesLine(): Promise<string> {
-  const { optionalPackageVersions } = await import('../tools/optional-packages.js');
+  const { optionalPackageVersions } = await import('../tools/core/optional-packages.js');
   const packages = optionalPackageVersions();
   const installed = packages.filter((entry) => entry.version !== null).map((entry) => `${entry.name} ${entry.version}`);
   const missing = packages.filter((entry) => entry.version === null).map((entry) => entry.name);

@@ -14,7 +14,7 @@ import { registerRunCommand } from './run.js';
 import { registerSessionsCommands } from './sessions.js';
 import { registerToolCommand } from './tool.js';
 import { registerToolsCommand } from './tools.js';
-import { hideProcessSecrets } from './process-secrets.js';
+import { hideProcessSecrets } from '../security/process-secrets.js';
 
 /**
  * Errors a user can act on are printed as one line; anything else still never shows a stack
@@ -67,7 +67,7 @@ function skipHelpCaching(parser: unknown): void {
 }
 
 export async function main(args: string[]): Promise<number> {
-  // Before anything else: other processes of the same user must not read keys and passwords in /proc (process-secrets.ts).
+  // Before anything else: other processes of the same user must not read keys and passwords in /proc (src/security/process-secrets.ts).
   hideProcessSecrets();
   let exitCode = 0;
   const setExit = (code: number) => {

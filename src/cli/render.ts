@@ -1,7 +1,7 @@
 import type { RunEvent, ToolEndEvent } from '../agent/events.js';
 import type { RunResult } from '../agent/loop.js';
 import { usageJson } from '../model/types.js';
-import { formatBytes } from '../tools/paths.js';
+import { formatBytes } from '../tools/core/paths.js';
 import { MarkdownStream } from './terminal-markdown.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import type { Tool } from '../tools/types.js';
+import type { Tool } from '../tools/core/types.js';
 import { EXIT_OK } from '../errors.js';
 import { databaseOptions, withCommonOptions, withDatabaseOptions } from './options.js';
 

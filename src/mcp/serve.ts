@@ -12,8 +12,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { approvalReason, type ApprovalRules } from '../agent/approval.js';
 import type { Workspace } from '../agent/workspace.js';
-import { canChange, effectsOf, readCallEffects, type ToolEffects } from '../tools/effects.js';
-import type { Tool } from '../tools/types.js';
+import { canChange, effectsOf, readCallEffects, type ToolEffects } from '../tools/core/effects.js';
+import type { Tool } from '../tools/core/types.js';
 
 /**
  * `quarry mcp` (docs/guide/mcp.md "quarry mcp"): quarry's own tools served to any MCP client. Every call goes

@@ -2,7 +2,7 @@ import { checkKnownKeys, checkYamlMapping } from '../config/yaml.js';
 import { ProfileError } from '../errors.js';
 import { MAX_BASH_TIMEOUT_SECONDS, SHELL_NETWORK_MODES, type ShellNetwork } from '../tools/bash/bash-options.js';
 import { QUERY_GUARD_ACTIONS, type QueryGuard } from '../tools/database/types.js';
-import { FILE_WRITE_MODES, type FileWriteMode } from '../tools/write-policy.js';
+import { FILE_WRITE_MODES, type FileWriteMode } from '../tools/core/write-policy.js';
 
 /**
  * What a profile is and how one is checked. Validation is strict: an unknown key or a bad

@@ -1,4 +1,4 @@
-import { isSecretVariable } from '../tools/bash/environment.js';
+import { isSecretVariable } from '../security/secret-variables.js';
 import { escapeHtml } from './step-output.js';
 
 /**

@@ -3,7 +3,7 @@ import { extname, isAbsolute, resolve } from 'node:path';
 import type { Backend } from '../backends/types.js';
 import { checkReadOnlyStatement } from '../tools/database/sql/statement-check.js';
 import type { Engine } from '../tools/database/types.js';
-import type { ToolRegistry } from '../tools/registry.js';
+import type { ToolRegistry } from '../tools/core/registry.js';
 import { collectRuns, DATABASE_TOOLS, type SessionData, type ToolStep } from './html.js';
 
 /**

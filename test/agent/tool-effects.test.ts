@@ -6,9 +6,9 @@ import { outwardCheck, UntrustedSources } from '../../src/agent/untrusted.js';
 import { servedEffects, toolAnnotations } from '../../src/mcp/serve.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { parseProfile } from '../../src/profiles/schema.js';
-import { effectsOf } from '../../src/tools/effects.js';
+import { effectsOf } from '../../src/tools/core/effects.js';
 import { mcpToolEffects } from '../../src/tools/mcp/tool-adapter.js';
-import type { Tool } from '../../src/tools/types.js';
+import type { Tool } from '../../src/tools/core/types.js';
 
 /** Each tool declares its effects as built for a profile; approval, the outward rule and MCP read only that. */
 

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.js';
 
@@ -44,12 +44,19 @@ const LAYERS: readonly (readonly string[])[] = [
   ['model/'],
   ['profiles/'],
   ['tools/'],
+  // The tool framework: no tool's folder below it.
+  ['tools/core/'],
+  // Security primitives (secret variables and files, /proc scrubbing, path containment): used by tools, report and cli.
+  ['security/'],
   ['backends/'],
   ['config/'],
   ['errors.ts', 'node-crypto.ts'],
 ];
 
 function layerOf(file: string): number {
+  // A folder inside another row's folder (tools/core/ inside tools/) is a layer of its own: it decides first.
+  const nested = LAYERS.findIndex((prefixes) => prefixes.some((prefix) => /\/.+\/$/.test(prefix) && relative(SRC, file).startsWith(prefix)));
+  if (nested >= 0) return nested;
   const path = relative(SRC, file);
   const layer = LAYERS.findIndex((prefixes) => prefixes.some((prefix) => (prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix)));
   if (layer < 0) throw new Error(`src/${path} is in no layer of docs/development/architecture.md`);
@@ -62,6 +69,36 @@ function upwardImports(graph: Map<string, string[]>): string[] {
   for (const [file, imports] of graph) {
     for (const target of imports) {
       if (graph.has(target) && layerOf(target) < layerOf(file)) found.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+    }
+  }
+  return found.sort();
+}
+
+/**
+ * What a tool's folder shares with the other tools: a module in src/tools/A/ imports from
+ * src/tools/B/ only these modules of B (src/tools/core/ is the framework, open to all). The chart
+ * tool and the knowledge check run their SQL through run-query.ts, never through the database tool.
+ */
+const SHARED_WITH_OTHER_TOOLS: Readonly<Record<string, readonly string[]>> = {
+  database: ['run-query.ts', 'csv.ts', 'values.ts', 'types.ts'],
+};
+
+/** The tool folder a module is in (src/tools/NAME/...), or null (the framework, or outside src/tools/). */
+function toolFolder(file: string): { name: string; module: string } | null {
+  const match = /^tools\/([^/]+)\/(.+)$/.exec(relative(SRC, file).split(sep).join('/'));
+  return match && match[1] !== 'core' ? { name: match[1]!, module: match[2]! } : null;
+}
+
+/** Imports from one tool's folder into another's that the other does not share: "FROM -> TO". */
+function crossToolImports(graph: Map<string, string[]>): string[] {
+  const found: string[] = [];
+  for (const [file, imports] of graph) {
+    const from = toolFolder(file);
+    if (!from) continue;
+    for (const target of imports) {
+      const to = toolFolder(target);
+      if (!to || to.name === from.name || SHARED_WITH_OTHER_TOOLS[to.name]?.includes(to.module)) continue;
+      found.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
     }
   }
   return found.sort();
@@ -114,6 +151,25 @@ describe('the import graph of src/', () => {
     expect(upwardImports(graph)).toEqual([]);
   });
 
+  it("keeps the tools apart: one tool's folder imports another's only through what that folder shares", () => {
+    expect(crossToolImports(importGraph())).toEqual([]);
+  });
+
+  it('finds a tool importing another tool (the check itself)', () => {
+    const chart = join(SRC, 'tools', 'chart', 'data.ts');
+    const databaseTool = join(SRC, 'tools', 'database', 'tool.ts');
+    const runQuery = join(SRC, 'tools', 'database', 'run-query.ts');
+    const core = join(SRC, 'tools', 'core', 'types.ts');
+    expect(
+      crossToolImports(
+        new Map([
+          [chart, [databaseTool, runQuery, core]],
+          [databaseTool, [runQuery, core]],
+        ]),
+      ),
+    ).toEqual(['tools/chart/data.ts -> tools/database/tool.ts']);
+  });
+
   it('finds an upward import when there is one (the check itself)', () => {
     const agent = join(SRC, 'agent', 'loop.ts');
     const cli = join(SRC, 'cli', 'errors.ts');
@@ -125,6 +181,16 @@ describe('the import graph of src/', () => {
         ]),
       ),
     ).toEqual(['agent/loop.ts -> cli/errors.ts']);
+    const core = join(SRC, 'tools', 'core', 'registry.ts');
+    const tool = join(SRC, 'tools', 'files', 'read.ts');
+    expect(
+      upwardImports(
+        new Map([
+          [core, [tool]],
+          [tool, [core]],
+        ]),
+      ),
+    ).toEqual(['tools/core/registry.ts -> tools/files/read.ts']);
   });
 
   it('finds a cycle when there is one (the check itself)', () => {

@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { hostAllowed, isLoopbackHost, originAllowed, parseHttpBind } from '../../src/cli/mcp.js';
+import { hostAllowed, isLoopbackHost, originAllowed, parseHttpBind } from '../../src/mcp/http.js';
 import { cliEnv, collect, mcpServingUrl, runCli, spawnCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalBackend } from '../../src/backends/local.js';
 import type { Backend } from '../../src/backends/types.js';
-import { FileReadLedger } from '../../src/tools/file-read-ledger.js';
-import type { ToolContext } from '../../src/tools/types.js';
+import { FileReadLedger } from '../../src/tools/core/file-read-ledger.js';
+import type { ToolContext } from '../../src/tools/core/types.js';
 
 /** A fresh temporary directory (realpath'd, so comparisons with resolved paths hold). */
 export function makeTempDir(prefix = 'quarry-test-'): string {

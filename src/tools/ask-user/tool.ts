@@ -1,6 +1,6 @@
-import { effects } from '../effects.js';
-import { defineTool, toolParameters } from '../define.js';
-import { success, type Tool } from '../types.js';
+import { effects } from '../core/effects.js';
+import { defineTool, toolParameters } from '../core/define.js';
+import { success, type Tool } from '../core/types.js';
 
 /**
  * `ask_user` (docs/guide/tools.md "ask_user"): the model asks the person a clarifying question when the

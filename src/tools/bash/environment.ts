@@ -1,3 +1,5 @@
+import { isSecretVariable } from '../../security/secret-variables.js';
+
 /**
  * The environment a shell command gets (docs/guide/databases.md, secrets). In restricted mode it holds no secrets
  * (so `env`/`printenv` print none) and none of the variables that make programs run other
@@ -7,18 +9,6 @@
  * (files, credentials helpers), and developers' tools need their tokens.
  */
 
-/** Names that hold credentials: API keys, tokens, passwords, database and cloud credentials. */
-// biome-ignore format: a list of names reads best packed
-const SECRET_NAME = new RegExp(
-  [
-    'KEY', 'TOKEN', 'SECRET', 'PASSWORD', 'PASSWD', 'PASSPHRASE', 'CREDENTIAL', 'AUTH', 'COOKIE', 'SESSION',
-    'PRIVATE', 'DSN', 'DATABASE_URL', 'CONNECTION_STRING', '_PWD$', '^PGPASS', '^PGSERVICE', '^AWS_',
-    '^AZURE_', '^GOOGLE_APPLICATION', '^GCLOUD_', '^VAULT_', '^OP_', '^ORACLE_PASS', '^SNOWFLAKE_',
-  ].join('|'),
-  'i',
-);
-/** A URL with a password in it (scheme://user:password@host), whatever the variable is called. */
-const URL_WITH_PASSWORD = /[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:[^/\s@]+@/i;
 /** Variables that make shells and tools run code, load libraries or read unchecked configuration. */
 // biome-ignore format: a list of names reads best packed
 const BEHAVIOUR_NAME = new RegExp(
@@ -87,10 +77,6 @@ const RESTRICTED_SETTINGS: Record<string, string> = {
     ]),
   ),
 };
-
-export function isSecretVariable(name: string, value: string): boolean {
-  return SECRET_NAME.test(name) || URL_WITH_PASSWORD.test(value);
-}
 
 export function restrictedEnvironment(source: NodeJS.ProcessEnv, extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};

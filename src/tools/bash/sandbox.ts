@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { secretLocations } from '../secret-files.js';
+import { secretLocations } from '../../security/secret-files.js';
 import { probeBubblewrap, type BubblewrapSupport } from './bubblewrap-probe.js';
 import type { ShellNetwork } from './bash-options.js';
 
@@ -44,7 +44,7 @@ function sandboxFlags(cwd: string, network: ShellNetwork): string[] {
     '--cap-drop',
     'ALL',
   ];
-  // Credential files (src/tools/secret-files.ts) are hidden: an empty file or directory in their place.
+  // Credential files (src/security/secret-files.ts) are hidden: an empty file or directory in their place.
   for (const location of secretLocations()) {
     if (!existsSync(location.path)) continue;
     if (location.directory) flags.push('--tmpfs', location.path);

@@ -1,13 +1,14 @@
 import { MAX_BASH_TIMEOUT_SECONDS, type BashToolOptions, type ShellNetwork } from './bash-options.js';
 import { HeadTailBuffer } from './head-tail-buffer.js';
-import { formatBytes, isInside, resolveToolPath } from '../paths.js';
+import { formatBytes, resolveToolPath } from '../core/paths.js';
+import { isInside } from '../../security/paths.js';
 import { decodeBytesVisibly } from '../../backends/names.js';
 import { restrictedEnvironment, unrestrictedEnvironment } from './environment.js';
 import { checkRestrictedCommand, staticRefusal, type PolicyEnvironment } from './policy/index.js';
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from './sandbox.js';
-import { success, failure, ToolError, type Tool, type ToolContext } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
-import { effects, type ToolEffects } from '../effects.js';
+import { success, failure, ToolError, type Tool, type ToolContext } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
+import { effects, type ToolEffects } from '../core/effects.js';
 
 /**
  * The bash tool (docs/guide/tools.md, bash). Restricted mode (docs/guide/restricted-shell.md) runs a command only when the policy allows

@@ -1,10 +1,9 @@
-import { queryInTurn } from '../database/connections.js';
 import { parseCsvRecords } from '../database/csv.js';
-import { statementToRun, toToolError } from '../database/tool.js';
+import { runQuery } from '../database/run-query.js';
 import type { CellValue, DatabaseConfig } from '../database/types.js';
 import { valueToText } from '../database/values.js';
-import { formatCount } from '../long-lines.js';
-import { ToolError } from '../types.js';
+import { formatCount } from '../core/long-lines.js';
+import { ToolError } from '../core/types.js';
 
 /**
  * The chart tool's data: rows of a read-only query (the same statement check and engine
@@ -98,13 +97,8 @@ function typed(columns: string[], raw: Array<Array<number | string | null>>, sou
 const TOO_MANY = `a chart takes at most ${formatCount(MAX_CHART_ROWS)} rows`;
 
 export async function queryData(config: DatabaseConfig, sql: string, readOnly: boolean, signal: AbortSignal): Promise<ChartData> {
-  let result;
-  try {
-    result = await queryInTurn(config, statementToRun(sql, config.engine, readOnly), MAX_CHART_ROWS, readOnly, signal);
-  } catch (error) {
-    // The database tools' own wording (refusals as they are, passwords scrubbed from driver text).
-    throw toToolError(error, config, signal, 'chart query');
-  }
+  // The database tools' own check and wording (refusals as they are, passwords scrubbed from driver text).
+  const result = await runQuery(config, sql, MAX_CHART_ROWS, readOnly, signal, 'chart query');
   if (result.more)
     throw new ToolError(
       `chart: the query returns more than ${formatCount(MAX_CHART_ROWS)} rows; ${TOO_MANY}: aggregate in SQL first (GROUP BY, date_trunc/strftime buckets, ` +

@@ -1,4 +1,4 @@
-import { importOptional } from '../optional-packages.js';
+import { importOptional } from '../core/optional-packages.js';
 
 /**
  * Vega-Lite specification → SVG (vega, headless: no browser, no canvas) → PNG (resvg, a

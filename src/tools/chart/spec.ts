@@ -1,4 +1,4 @@
-import { ToolError } from '../types.js';
+import { ToolError } from '../core/types.js';
 import type { ChartData, ColumnKind } from './data.js';
 
 /**

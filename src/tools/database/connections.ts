@@ -1,4 +1,4 @@
-import { importOptional } from '../optional-packages.js';
+import { importOptional } from '../core/optional-packages.js';
 import { closeAllTunnels } from './ssh-tunnel.js';
 import type { DatabaseConfig, DatabaseDriver, QueryResult } from './types.js';
 

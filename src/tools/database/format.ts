@@ -1,6 +1,6 @@
 import stringWidth from 'string-width';
-import { formatCount } from '../long-lines.js';
-import { escapeControlChars, MAX_TOOL_OUTPUT_BYTES } from '../sanitize.js';
+import { formatCount } from '../core/long-lines.js';
+import { escapeControlChars, MAX_TOOL_OUTPUT_BYTES } from '../core/sanitize.js';
 import type { CellValue } from './types.js';
 import { KEPT_LONG_VALUE_CHARS, LONG_VALUE_ROWS, shortened, valueToText } from './values.js';
 

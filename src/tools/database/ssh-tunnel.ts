@@ -3,8 +3,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Client, ClientChannel, ConnectConfig } from 'ssh2';
 import { describeSsh, type SshConfig, type SshHop } from '../../config/ssh.js';
-import { importOptional } from '../optional-packages.js';
-import { ToolError } from '../types.js';
+import { importOptional } from '../core/optional-packages.js';
+import { ToolError } from '../core/types.js';
 import { checkHostKey, knownKeyTypes } from './known-hosts.js';
 
 /**

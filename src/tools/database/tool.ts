@@ -1,11 +1,11 @@
-import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
-import { effects } from '../effects.js';
-import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult, type JsonSchema } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
-import { checkCreateOnlyTarget } from '../write-policy.js';
+import { formatBytes, resolveToolPath, shownPath } from '../core/paths.js';
+import { effects } from '../core/effects.js';
+import { success, ToolError, type Tool, type ToolContext, type ToolParameters, type ToolResult, type JsonSchema } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
+import { checkCreateOnlyTarget } from '../core/write-policy.js';
 import { describeDatabase } from '../../config/databases.js';
 import { driverFor, takeTurn } from './connections.js';
-import { CsvExportFile, EXPORT_PREVIEW_ROWS, ExportRefused } from './csv.js';
+import { CsvExportFile, EXPORT_PREVIEW_ROWS } from './csv.js';
 import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural, tableCutNote } from './format.js';
 import { estimateRows, explainStatement, GUARDED_ENGINES } from './catalog/explain.js';
 import { formatProfile, PROFILE_DEFAULT_COLUMNS, profileMarkdown, profileQuery, profileTable } from './catalog/profile.js';
@@ -15,11 +15,9 @@ import { withNameSuggestions } from './catalog/names.js';
 import { validateStatement } from './catalog/validate.js';
 import { cutForDisplay } from './values.js';
 import { FIND_VALUES_DESCRIPTION, FIND_VALUES_PARAMETERS, findValuesOperation } from './catalog/find-values-operation.js';
-import { writeFileClearly } from '../file-write-support.js';
+import { writeFileClearly } from '../core/file-write-support.js';
 import type { Backend } from '../../backends/types.js';
-import { scrubSecrets } from './secrets.js';
-import { connectionErrorText } from './connection-errors.js';
-import { checkReadOnlyStatement, ReadOnlyViolation } from './sql/statement-check.js';
+import { statementToRun, toToolError } from './run-query.js';
 import { checkDuckdbFileAccess } from './sql/duckdb-check.js';
 import { ENGINES, type DatabaseConfig, type DatabaseDriver, type Engine, type QueryGuard, type RunOptions } from './types.js';
 
@@ -218,12 +216,6 @@ function requireArg(args: DatabaseArgs, name: 'sql' | 'table_name' | 'output_pat
   return value;
 }
 
-/** The statement as the driver will run it: checked in read-only mode, trimmed of trailing semicolons otherwise. */
-export function statementToRun(sql: string, engine: Engine, readOnly: boolean): string {
-  if (readOnly) return checkReadOnlyStatement(sql, engine).sql;
-  return sql.trim().replace(/;+\s*$/, '');
-}
-
 async function runOperation(
   engine: Engine,
   config: DatabaseConfig,
@@ -417,16 +409,6 @@ async function exportQuery(
       `${summary.columns.join(', ')}${preview}`,
     { path: summary.path, rows: summary.rows, bytes: summary.bytes, columns: summary.columns },
   );
-}
-
-/** Every failure becomes a model-readable error without passwords (driver text included). */
-export function toToolError(error: unknown, config: DatabaseConfig, signal: AbortSignal, operation: string): ToolError {
-  if (error instanceof ToolError) return new ToolError(scrubSecrets(error.message, config), error.kind, error.metadata);
-  if (error instanceof ExportRefused) return new ToolError(`refused: ${error.message}`, 'exists');
-  if (error instanceof ReadOnlyViolation) return new ToolError(error.message, 'read_only_violation');
-  if (signal.aborted) return new ToolError(`cancelled: the ${config.engine} ${operation} was stopped`, 'cancelled');
-  const message = connectionErrorText(error) ?? (error instanceof Error ? error.message : String(error));
-  return new ToolError(`${config.engine} error (${config.alias}): ${scrubSecrets(message, config)}`, 'database_error');
 }
 
 /** One tool per engine that has configured databases, in the order of ENGINES. */

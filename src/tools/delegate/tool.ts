@@ -1,5 +1,5 @@
-import { success, failure, ToolError } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import { success, failure, ToolError } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
 
 /** "850 ms", "12.3 s". */
 function formatDuration(ms: number): string {

@@ -1,13 +1,13 @@
-import { refuseQuarryHome } from '../write-policy.js';
+import { refuseQuarryHome } from '../core/write-policy.js';
 import { describeClosestRegion, numberedLines } from './closest.js';
 import { lineNumberAt, lineStarts, locateEdit, type MatchStage } from './match.js';
 import { applyReplacements, toLf, toTextFile, type TextFile, type ViewReplacement } from './text.js';
-import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
-import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
-import { effects } from '../effects.js';
-import { success, ToolError, type Tool, type ToolResult } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
-import type { FileWriteMode } from '../write-policy.js';
+import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../core/file-write-support.js';
+import { formatBytes, resolveToolPath, shownPath } from '../core/paths.js';
+import { effects } from '../core/effects.js';
+import { success, ToolError, type Tool, type ToolResult } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
+import type { FileWriteMode } from '../core/write-policy.js';
 
 /**
  * `edit {path, old_string, new_string, replace_all?}` (docs/guide/tools.md "Writes"): replaces text in an existing

@@ -1,4 +1,4 @@
-import type { ToolErrorKind } from '../types.js';
+import type { ToolErrorKind } from '../core/types.js';
 
 /**
  * An expected problem with a workbook (damaged, encrypted, unsupported, missing sheet): the

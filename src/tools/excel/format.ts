@@ -1,5 +1,5 @@
-import { formatCount } from '../long-lines.js';
-import { MAX_TOOL_OUTPUT_BYTES, sanitizeOutput } from '../sanitize.js';
+import { formatCount } from '../core/long-lines.js';
+import { MAX_TOOL_OUTPUT_BYTES, sanitizeOutput } from '../core/sanitize.js';
 import { displayCellValue } from './cell-values.js';
 import { SHEET_KIND_LABELS, sheetHasCells, type ColumnRange, type SheetInfo, type SheetSlice, type SheetSummary } from './model.js';
 

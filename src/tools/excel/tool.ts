@@ -1,4 +1,4 @@
-import { READ_ONLY_EFFECTS } from '../effects.js';
+import { READ_ONLY_EFFECTS } from '../core/effects.js';
 import { basename, extname } from 'node:path';
 import { WorkbookError } from './errors.js';
 import { loadNumberFormats, MAX_CELL_CHARS } from './cell-values.js';
@@ -7,10 +7,10 @@ import { readBytes } from './file-bytes.js';
 import { SHEET_KIND_LABELS, sheetHasCells, type OpenWorkbook, type SheetSummary } from './model.js';
 import type { ReadLimits } from './zip-archive.js';
 import { TEXT_WORKBOOK_LABELS, type TextWorkbookKind } from './errors.js';
-import { formatCount } from '../long-lines.js';
-import { resolveExistingPath } from '../existing-path.js';
-import { success, ToolError, type ToolContext } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import { formatCount } from '../core/long-lines.js';
+import { resolveExistingPath } from '../core/existing-path.js';
+import { success, ToolError, type ToolContext } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
 
 /** Rows shown by read_sheet when end_row is not given. */
 export const READ_EXCEL_DEFAULT_ROWS = 500;

@@ -1,10 +1,10 @@
-import { READ_ONLY_EFFECTS } from '../effects.js';
+import { READ_ONLY_EFFECTS } from '../core/effects.js';
 import { isAbsolute, resolve } from 'node:path';
-import { countOf, formatCount } from '../long-lines.js';
-import { resolveExistingPath } from '../existing-path.js';
-import { displayPath, SKIPPED_DIRECTORIES } from '../paths.js';
-import { success, ToolError } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import { countOf, formatCount } from '../core/long-lines.js';
+import { resolveExistingPath } from '../core/existing-path.js';
+import { displayPath, SKIPPED_DIRECTORIES } from '../core/paths.js';
+import { success, ToolError } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
 
 export const GLOB_DEFAULT_MAX_RESULTS = 100;
 export const GLOB_MAX_RESULTS_LIMIT = 1000;

@@ -1,4 +1,4 @@
-import { countContinuationBytes, LINE_HEAD_BYTES } from '../long-lines.js';
+import { countContinuationBytes, LINE_HEAD_BYTES } from '../core/long-lines.js';
 
 /** A line kept by the scanner: its number, its first bytes (without \r\n) and its full length. */
 export interface ScannedLine {

@@ -1,11 +1,11 @@
-import { READ_ONLY_EFFECTS } from '../effects.js';
+import { READ_ONLY_EFFECTS } from '../core/effects.js';
 import { basename, join } from 'node:path';
 import type { Backend, DirEntry, FileStat } from '../../backends/types.js';
-import { countOf, formatCount } from '../long-lines.js';
-import { resolveExistingPath } from '../existing-path.js';
-import { formatBytes, SKIPPED_DIRECTORIES } from '../paths.js';
-import { success } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import { countOf, formatCount } from '../core/long-lines.js';
+import { resolveExistingPath } from '../core/existing-path.js';
+import { formatBytes, SKIPPED_DIRECTORIES } from '../core/paths.js';
+import { success } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
 
 /** Entries shown by one list call, all levels together. */
 export const LIST_MAX_ENTRIES = 200;

@@ -1,13 +1,13 @@
-import { READ_ONLY_EFFECTS } from '../effects.js';
+import { READ_ONLY_EFFECTS } from '../core/effects.js';
 import { extname } from 'node:path';
 import type { Backend } from '../../backends/types.js';
 import { LineScanner, type ScannedLine } from './line-scanner.js';
-import { formatCount, MAX_LINE_CHARS, showLine } from '../long-lines.js';
-import { resolveExistingPath } from '../existing-path.js';
-import { formatBytes } from '../paths.js';
-import { MAX_TOOL_OUTPUT_BYTES, sanitizeOutput } from '../sanitize.js';
-import { success, ToolError } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import { formatCount, MAX_LINE_CHARS, showLine } from '../core/long-lines.js';
+import { resolveExistingPath } from '../core/existing-path.js';
+import { formatBytes } from '../core/paths.js';
+import { MAX_TOOL_OUTPUT_BYTES, sanitizeOutput } from '../core/sanitize.js';
+import { success, ToolError } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
 
 /** Lines shown by one read call (the default and the most). */
 export const READ_MAX_LINES = 500;

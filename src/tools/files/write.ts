@@ -1,9 +1,9 @@
-import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../file-write-support.js';
-import { formatBytes, resolveToolPath, shownPath } from '../paths.js';
-import { effects } from '../effects.js';
-import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
-import { checkCreateOnlyTarget, refuseQuarryHome, type FileWriteMode } from '../write-policy.js';
+import { checkReadBeforeWrite, countLines, findExistingFile, plural, recordWritten, writeFileClearly } from '../core/file-write-support.js';
+import { formatBytes, resolveToolPath, shownPath } from '../core/paths.js';
+import { effects } from '../core/effects.js';
+import { success, ToolError, type Tool, type ToolContext, type ToolResult } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
+import { checkCreateOnlyTarget, refuseQuarryHome, type FileWriteMode } from '../core/write-policy.js';
 
 /**
  * `write {path, content}` (docs/guide/tools.md "Writes"): writes a whole file atomically (temporary file, then

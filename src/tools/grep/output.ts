@@ -1,4 +1,4 @@
-import { countContinuationBytes, LINE_HEAD_BYTES } from '../long-lines.js';
+import { countContinuationBytes, LINE_HEAD_BYTES } from '../core/long-lines.js';
 
 /**
  * Parses what ripgrep (`--null --line-number --with-filename`) and GNU grep (`-Z -n -H`) both

@@ -1,14 +1,14 @@
-import { READ_ONLY_EFFECTS } from '../effects.js';
+import { READ_ONLY_EFFECTS } from '../core/effects.js';
 import { basename, dirname, resolve } from 'node:path';
 import type { Backend, ExecResult } from '../../backends/types.js';
 import { GrepOutputParser, type GrepRecord } from './output.js';
-import { countOf, MAX_LINE_CHARS, showLine } from '../long-lines.js';
-import { displayPath, SKIPPED_DIRECTORIES } from '../paths.js';
-import { resolveExistingPath } from '../existing-path.js';
-import { secretLinkOf, secretLocations, secretRefusal } from '../secret-files.js';
+import { countOf, MAX_LINE_CHARS, showLine } from '../core/long-lines.js';
+import { displayPath, SKIPPED_DIRECTORIES } from '../core/paths.js';
+import { resolveExistingPath } from '../core/existing-path.js';
+import { secretLinkOf, secretLocations, secretRefusal } from '../../security/secret-files.js';
 import { decodeBytesVisibly, escapeName, hasNameEscapes, unescapeName } from '../../backends/names.js';
-import { failure, success, ToolError, type ToolContext, type ToolResult } from '../types.js';
-import { defineTool, toolParameters, type ArgsOf } from '../define.js';
+import { failure, success, ToolError, type ToolContext, type ToolResult } from '../core/types.js';
+import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
 
 export const GREP_DEFAULT_MAX_MATCHES = 100;
 export const GREP_MAX_MATCHES_LIMIT = 1000;

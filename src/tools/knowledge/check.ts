@@ -1,8 +1,7 @@
 import { writeFileSync, renameSync, rmSync, readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { nodeCrypto } from '../../node-crypto.js';
-import { queryInTurn } from '../database/connections.js';
-import { statementToRun, toToolError } from '../database/tool.js';
+import { runQuery, toToolError } from '../database/run-query.js';
 import type { CellValue, DatabaseConfig } from '../database/types.js';
 import { type Expectation, type Knowledge, type Metric, metricSql, type VerifiedQuery } from './folder.js';
 
@@ -52,8 +51,7 @@ export function resultDigest(columns: readonly string[], rows: readonly CellValu
 /** Runs one statement read-only and returns what `expect` records of it. */
 export async function measure(config: DatabaseConfig, sql: string, signal: AbortSignal = new AbortController().signal): Promise<Expectation> {
   try {
-    const statement = statementToRun(sql, config.engine, true);
-    const result = await queryInTurn(config, statement, CHECK_MAX_ROWS, true, signal);
+    const result = await runQuery(config, sql, CHECK_MAX_ROWS, true, signal, 'query');
     if (result.more) throw new Error(`more than ${CHECK_MAX_ROWS} rows: a verified query should return a result a person can check (aggregate it)`);
     return { rows: result.rows.length, digest: resultDigest(result.columns, result.rows) };
   } catch (error) {

@@ -1,6 +1,6 @@
-import { effects } from '../effects.js';
-import { defineTool, toolParameters } from '../define.js';
-import { success, type Tool } from '../types.js';
+import { effects } from '../core/effects.js';
+import { defineTool, toolParameters } from '../core/define.js';
+import { success, type Tool } from '../core/types.js';
 import { type Knowledge, metricSql } from './folder.js';
 import { buildIndex, KNOWLEDGE_KINDS, type KnowledgeIndex, rank, type Ranked } from './rank.js';
 

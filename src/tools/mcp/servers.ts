@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { Tool } from '../types.js';
+import type { Tool } from '../core/types.js';
 import type { McpServerConfig } from '../../config/mcp-servers.js';
 import { adaptMcpTool, type McpToolInfo } from './tool-adapter.js';
 

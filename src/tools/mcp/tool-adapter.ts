@@ -1,10 +1,10 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv } from 'ajv';
-import { formatBytes } from '../paths.js';
+import { formatBytes } from '../core/paths.js';
 import { mcpToolName } from './names.js';
-import { effects, type ToolEffects } from '../effects.js';
-import { failure, success, ToolError, type Tool, type ToolParameters } from '../types.js';
+import { effects, type ToolEffects } from '../core/effects.js';
+import { failure, success, ToolError, type Tool, type ToolParameters } from '../core/types.js';
 
 /** What a server's tools/list gives for one tool (the fields quarry uses). */
 export interface McpToolInfo {

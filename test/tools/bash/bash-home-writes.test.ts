@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { bashToolOptions } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
+import { ToolRegistry } from '../../../src/tools/core/registry.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 
 /**

@@ -6,7 +6,7 @@ import { bubblewrapCandidates } from '../../../src/tools/bash/bubblewrap-probe.j
 import { bashToolOptions } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
+import { ToolRegistry } from '../../../src/tools/core/registry.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 import { isAlive, snapshot } from './policy/canary.js';
 

@@ -8,7 +8,7 @@ import { LocalBackend } from '../../../src/backends/local.js';
 import { bashToolOptions, buildToolRegistry } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { createBashTool } from '../../../src/tools/bash/tool.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
+import { ToolRegistry } from '../../../src/tools/core/registry.js';
 import { restrictedEnvironment } from '../../../src/tools/bash/environment.js';
 import { bubblewrapSupport, SANDBOX_TMPDIR, sandboxedArgv } from '../../../src/tools/bash/sandbox.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';

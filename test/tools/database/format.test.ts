@@ -6,7 +6,7 @@ import { listTables } from '../../../src/tools/database/catalog/search.js';
 import { cellText, formatDescription, formatQueryResult, formatTable, TABLE_BUDGET_BYTES } from '../../../src/tools/database/format.js';
 import type { DatabaseDriver } from '../../../src/tools/database/types.js';
 import type { CellValue } from '../../../src/tools/database/types.js';
-import { MAX_TOOL_OUTPUT_BYTES } from '../../../src/tools/sanitize.js';
+import { MAX_TOOL_OUTPUT_BYTES } from '../../../src/tools/core/sanitize.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, makeRunner } from './helpers.js';
 

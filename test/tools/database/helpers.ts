@@ -8,7 +8,7 @@ import { loadProfile } from '../../../src/profiles/load.js';
 import { loadDatabaseConfigs } from '../../../src/config/databases.js';
 import { closeAllDatabaseConnections } from '../../../src/tools/database/connections.js';
 import type { DatabaseConfig } from '../../../src/tools/database/types.js';
-import type { ToolCallResult } from '../../../src/tools/registry.js';
+import type { ToolCallResult } from '../../../src/tools/core/registry.js';
 import { makeToolContext } from '../../support/context.js';
 
 afterAll(async () => {

@@ -7,7 +7,7 @@ import { validateStatement } from '../../../src/tools/database/catalog/validate.
 import { ORACLE_BEGIN_READ_ONLY, OracleDriver } from '../../../src/tools/database/drivers/oracle.js';
 import { VERTICA_BEGIN_READ_ONLY, VerticaDriver } from '../../../src/tools/database/drivers/vertica.js';
 import type { DatabaseDriver } from '../../../src/tools/database/types.js';
-import { ToolError } from '../../../src/tools/types.js';
+import { ToolError } from '../../../src/tools/core/types.js';
 import { makeTempDir } from '../../support/context.js';
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { wrapStatement } from '../../../src/tools/database/drivers/sqlite-export-protocol.js';
 import { SqliteDriver } from '../../../src/tools/database/drivers/sqlite.js';
-import { isReadOnlyCall } from '../../../src/tools/types.js';
+import { isReadOnlyCall } from '../../../src/tools/core/types.js';
 import { makeTempDir } from '../../support/context.js';
 import { benignCorpus, mutationCorpus } from './corpus.js';
 import { configsFor, directoryFingerprint, makeRunner } from './helpers.js';

@@ -2,7 +2,7 @@ import { chmodSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, t
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MAX_EDIT_FILE_BYTES } from '../../../src/tools/edit/tool.js';
-import type { ToolCallResult } from '../../../src/tools/registry.js';
+import type { ToolCallResult } from '../../../src/tools/core/registry.js';
 import { entriesUnder, harness, makeWorld, markRead, withoutRootPrivileges } from '../files/file-write-fixtures.js';
 
 interface Edited {

@@ -7,7 +7,7 @@ import * as XLSX from '@e965/xlsx';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { escapeCellText, loadNumberFormats } from '../../../src/tools/excel/cell-values.js';
 import { readExcelTool } from '../../../src/tools/excel/tool.js';
-import { ToolRegistry, type ToolCallResult } from '../../../src/tools/registry.js';
+import { ToolRegistry, type ToolCallResult } from '../../../src/tools/core/registry.js';
 import { runQuarry } from '../../support/cli.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 

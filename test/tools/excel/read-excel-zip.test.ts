@@ -8,7 +8,7 @@ import { LocalBackend } from '../../../src/backends/local.js';
 import type { Backend, ByteRange } from '../../../src/backends/types.js';
 import { XmlScanner } from '../../../src/tools/excel/xml-scanner.js';
 import { readExcelTool } from '../../../src/tools/excel/tool.js';
-import { ToolRegistry, type ToolCallResult } from '../../../src/tools/registry.js';
+import { ToolRegistry, type ToolCallResult } from '../../../src/tools/core/registry.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 import { fakeDaytona } from '../../support/fake-daytona.js';
 

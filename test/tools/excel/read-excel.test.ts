@@ -9,7 +9,7 @@ import { loadProfile } from '../../../src/profiles/load.js';
 import { classifyFormat, cleanNumber, loadNumberFormats, serialToIso } from '../../../src/tools/excel/cell-values.js';
 import { attributeValue, XmlScanner } from '../../../src/tools/excel/xml-scanner.js';
 import { READ_EXCEL_MAX_ROWS, readExcelTool } from '../../../src/tools/excel/tool.js';
-import { ToolRegistry, type ToolCallResult } from '../../../src/tools/registry.js';
+import { ToolRegistry, type ToolCallResult } from '../../../src/tools/core/registry.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 
 const fixtures = fileURLToPath(new URL('../../../fixtures/', import.meta.url));

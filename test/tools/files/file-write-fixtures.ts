@@ -5,8 +5,8 @@ import { LocalBackend } from '../../../src/backends/local.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import type { FileWriteMode, Profile } from '../../../src/profiles/schema.js';
 import { createEditTool } from '../../../src/tools/edit/tool.js';
-import { ToolRegistry, type ToolCallResult } from '../../../src/tools/registry.js';
-import type { ToolContext } from '../../../src/tools/types.js';
+import { ToolRegistry, type ToolCallResult } from '../../../src/tools/core/registry.js';
+import type { ToolContext } from '../../../src/tools/core/types.js';
 import { createWriteTool } from '../../../src/tools/files/write.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 

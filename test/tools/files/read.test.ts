@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildToolRegistry } from '../../../src/agent/toolset.js';
 import { loadProfile } from '../../../src/profiles/load.js';
-import { MAX_LINE_CHARS } from '../../../src/tools/long-lines.js';
+import { MAX_LINE_CHARS } from '../../../src/tools/core/long-lines.js';
 import { READ_COUNT_LIMIT_BYTES, READ_MAX_LINES } from '../../../src/tools/files/read.js';
 import { LocalBackend } from '../../../src/backends/local.js';
 import type { ByteRange } from '../../../src/backends/types.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildToolRegistry, writeToolOptions } from '../../../src/agent/toolset.js';
 import type { WriteOptions } from '../../../src/backends/types.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
+import { ToolRegistry } from '../../../src/tools/core/registry.js';
 import { createWriteTool } from '../../../src/tools/files/write.js';
 import { makeToolContext } from '../../support/context.js';
 import { entriesUnder, harness, makeWorld, markRead, profileWith, SandboxBackend, withoutRootPrivileges } from './file-write-fixtures.js';

@@ -7,7 +7,7 @@ import { LocalBackend } from '../../../src/backends/local.js';
 import type { ExecOptions } from '../../../src/backends/types.js';
 import { loadProfile } from '../../../src/profiles/load.js';
 import { GREP_DEFAULT_MAX_MATCHES, GREP_MAX_MATCHES_LIMIT } from '../../../src/tools/grep/tool.js';
-import { MAX_LINE_CHARS } from '../../../src/tools/long-lines.js';
+import { MAX_LINE_CHARS } from '../../../src/tools/core/long-lines.js';
 import { makeTempDir, makeToolContext } from '../../support/context.js';
 
 /** The local backend as a sandbox without ripgrep sees it: grep must fall back to GNU grep. */

@@ -1,4 +1,4 @@
-import { secretLocationOf, treeHoldsSecrets } from '../../secret-files.js';
+import { secretLocationOf, treeHoldsSecrets } from '../../../security/secret-files.js';
 import { homedir } from 'node:os';
 import { posix } from 'node:path';
 

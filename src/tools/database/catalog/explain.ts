@@ -1,5 +1,5 @@
-import { MAX_TOOL_OUTPUT_BYTES } from '../../sanitize.js';
-import { ToolError } from '../../types.js';
+import { MAX_TOOL_OUTPUT_BYTES } from '../../core/sanitize.js';
+import { ToolError } from '../../core/types.js';
 import { formatTable } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions } from '../types.js';
 

@@ -1,4 +1,4 @@
-import { success, ToolError, type ToolResult } from '../../types.js';
+import { success, ToolError, type ToolResult } from '../../core/types.js';
 import type { DatabaseConfig, DatabaseDriver, RunOptions } from '../types.js';
 import { tablePatternSuggestions } from './names.js';
 import {

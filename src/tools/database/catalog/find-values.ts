@@ -1,4 +1,4 @@
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { formatTable, plural } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions } from '../types.js';
 import { valueToText } from '../values.js';

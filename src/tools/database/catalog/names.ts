@@ -1,4 +1,4 @@
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { tokenize } from '../sql/lexer.js';
 import type { DatabaseDriver, Engine, RunOptions } from '../types.js';
 import { DIALECTS } from './dialects.js';

@@ -1,4 +1,4 @@
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { cellText, formatTable } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions, TableDescription } from '../types.js';
 import { shortened, valueToText } from '../values.js';

@@ -1,4 +1,4 @@
-import { success, ToolError, type ToolResult } from '../../types.js';
+import { success, ToolError, type ToolResult } from '../../core/types.js';
 import { checkDuckdbFileAccess } from '../sql/duckdb-check.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from '../sql/statement-check.js';
 import type { DatabaseConfig, DatabaseDriver, Engine, QueryGuard, RunOptions } from '../types.js';

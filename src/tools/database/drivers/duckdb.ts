@@ -1,7 +1,7 @@
 import { DuckDBInstance, DuckDBTypeId, type DuckDBConnection, type DuckDBDataChunk, type DuckDBResult, type DuckDBValue } from '@duckdb/node-api';
 import duckdbBindings from '@duckdb/node-bindings';
 import { basename } from 'node:path';
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { duckdbReaderFor, isGlob } from '../../../config/duckdb.js';
 import { sqlIdentifier, sqlString } from './duckdb-files.js';
 import { describeFileView, explicitReadCsv, sniffCsv, type FileView } from './duckdb-sniff.js';

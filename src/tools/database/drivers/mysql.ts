@@ -1,5 +1,5 @@
 import mysql from 'mysql2';
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { tokenize } from '../sql/lexer.js';
 import { cutForDisplay } from '../values.js';
 import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';

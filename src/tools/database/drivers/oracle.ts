@@ -1,5 +1,5 @@
 import oracledb, { type OracleConnection, type OracleMetadata } from 'oracledb';
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { ConnectionHealth, EXPORT_BATCH_ROWS, numberedPlaceholders, runCancellable, splitQualifiedName } from './server-support.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';
 

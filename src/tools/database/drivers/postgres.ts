@@ -1,6 +1,6 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { writeEngineCsv } from '../csv.js';
 import { ExtendedCopyOut } from './pg-copy-out.js';
 import { ConnectionHealth, explainConnectError, EXPORT_BATCH_ROWS, numberedPlaceholders, runCancellable, serverLogin } from './server-support.js';

@@ -1,4 +1,4 @@
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import type { DatabaseConfig } from '../types.js';
 
 /** Helpers shared by the drivers of server engines (PostgreSQL, MySQL, Oracle, Vertica). */

@@ -14,7 +14,7 @@ import {
 import { EXPORT_CACHE_SIZE, wrapStatement } from './sqlite-export-protocol.js';
 import { SqliteDriver } from './sqlite.js';
 import { csvLine } from '../csv.js';
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import type { CellValue, CsvSink, RunOptions } from '../types.js';
 

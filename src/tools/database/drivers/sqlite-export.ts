@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { packageRoot } from '../../../config/home.js';
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import {
   CHUNK_BYTES,
   CONTROL_INTS,

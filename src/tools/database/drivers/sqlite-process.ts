@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { watchProcessGroup } from '../../../backends/process-watchdog.js';
 import { packageRoot } from '../../../config/home.js';
-import { ToolError, type ToolErrorKind } from '../../types.js';
+import { ToolError, type ToolErrorKind } from '../../core/types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';
 import {

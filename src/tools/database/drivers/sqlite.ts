@@ -3,7 +3,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { EXPORT_CACHE_SIZE, NOT_READ_ONLY, wrapStatement } from './sqlite-export-protocol.js';
 import { withDoubleQuotedStrings } from './sqlite-dqs.js';
 import { exportInWorker } from './sqlite-export.js';
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import { cutForDisplay } from '../values.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';

@@ -1,4 +1,4 @@
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { tunnelFor, type SshTunnel } from '../ssh-tunnel.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';
 

@@ -1,5 +1,5 @@
 import vertica, { type Client, type VerticaClientConfig } from 'vertica-nodejs';
-import { ToolError } from '../../types.js';
+import { ToolError } from '../../core/types.js';
 import { ConnectionHealth, EXPORT_BATCH_ROWS, runCancellable, serverLogin, splitQualifiedName } from './server-support.js';
 import { cutForDisplay } from '../values.js';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ToolRegistry } from '../../src/tools/registry.js';
-import { MAX_TOOL_OUTPUT_BYTES } from '../../src/tools/sanitize.js';
-import { success, ToolError, type Tool, type ToolContext } from '../../src/tools/types.js';
-import { makeTempDir, makeToolContext } from '../support/context.js';
+import { ToolRegistry } from '../../../src/tools/core/registry.js';
+import { MAX_TOOL_OUTPUT_BYTES } from '../../../src/tools/core/sanitize.js';
+import { success, ToolError, type Tool, type ToolContext } from '../../../src/tools/core/types.js';
+import { makeTempDir, makeToolContext } from '../../support/context.js';
 
 /** A tool that echoes the arguments it received, so tests can see what validation produced. */
 function echoTool(overrides: Partial<Tool> = {}): Tool {

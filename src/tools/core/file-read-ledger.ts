@@ -1,4 +1,4 @@
-import type { FileStat } from '../backends/types.js';
+import type { FileStat } from '../../backends/types.js';
 
 /**
  * Remembers which files an agent session has read (with read or grep) and what they looked

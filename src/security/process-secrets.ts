@@ -1,5 +1,5 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { isSecretVariable } from '../tools/bash/environment.js';
+import { isSecretVariable } from './secret-variables.js';
 
 /**
  * Hides quarry's secrets from other processes of the same user (docs/guide/restricted-shell.md,

@@ -4,7 +4,7 @@
  * and output is capped with a marker that says what was cut.
  */
 
-import { decodeBytesVisibly, hexEscape } from '../backends/names.js';
+import { decodeBytesVisibly, hexEscape } from '../../backends/names.js';
 
 export const MAX_TOOL_OUTPUT_BYTES = 64 * 1024;
 

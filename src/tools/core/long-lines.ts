@@ -1,4 +1,4 @@
-import { decodeBytesVisibly } from '../backends/names.js';
+import { decodeBytesVisibly } from '../../backends/names.js';
 
 /** Lines longer than this many characters are cut by read and grep. */
 export const MAX_LINE_CHARS = 500;

@@ -1,9 +1,9 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { toolParameters, type ArgsOf } from '../../src/tools/define.js';
-import type { DatabaseArgs } from '../../src/tools/database/tool.js';
+import { toolParameters, type ArgsOf } from '../../../src/tools/core/define.js';
+import type { DatabaseArgs } from '../../../src/tools/database/tool.js';
 
 /**
- * Argument types come from each tool's schema (src/tools/define.ts): the type-level checks run
+ * Argument types come from each tool's schema (src/tools/core/define.ts): the type-level checks run
  * in `npm run typecheck`, the schema's JSON here.
  */
 describe('toolParameters and ArgsOf', () => {

@@ -1,4 +1,4 @@
-import type { FileStat } from '../backends/types.js';
+import type { FileStat } from '../../backends/types.js';
 import { ToolError, type ToolContext, type WriteErrno } from './types.js';
 
 /** What write and edit share: the target of an existing path, read-before-write, clear write errors. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { importOptional, missingPackageMessage, optionalPackageVersions } from '../../src/tools/optional-packages.js';
-import { ToolError } from '../../src/tools/types.js';
+import { importOptional, missingPackageMessage, optionalPackageVersions } from '../../../src/tools/core/optional-packages.js';
+import { ToolError } from '../../../src/tools/core/types.js';
 
 /** Optional packages (docs/guide/install.md "Optional packages"); the packed install is tested in test/cli/install-optional.test.ts. */
 describe('optional packages', () => {

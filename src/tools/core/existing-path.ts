@@ -1,6 +1,6 @@
-import { secretLocationOf, secretLocations, secretRefusal, treeHoldsSecrets } from './secret-files.js';
+import { secretLocationOf, secretLocations, secretRefusal, treeHoldsSecrets } from '../../security/secret-files.js';
 import { basename, dirname } from 'node:path';
-import type { Backend, FileStat } from '../backends/types.js';
+import type { Backend, FileStat } from '../../backends/types.js';
 import { displayPath, resolveToolPath } from './paths.js';
 import { ToolError, type ToolContext } from './types.js';
 
@@ -87,7 +87,7 @@ export async function resolveExistingPath(context: ToolContext, rawPath: string,
   return { path, shown, stat };
 }
 
-/** Credential files (src/tools/secret-files.ts) are never read for the model, by their path or through a link. */
+/** Credential files (src/security/secret-files.ts) are never read for the model, by their path or through a link. */
 export async function refuseSecrets(path: string, real: string, shown: string, readsTree: boolean): Promise<void> {
   const locations = secretLocations();
   for (const candidate of new Set([path, real])) {

@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ToolError } from '../../src/tools/types.js';
-import { checkCreateOnlyTarget, type WriteTargetPolicy } from '../../src/tools/write-policy.js';
-import { makeWorld, SandboxBackend, type World } from './files/file-write-fixtures.js';
+import { ToolError } from '../../../src/tools/core/types.js';
+import { checkCreateOnlyTarget, type WriteTargetPolicy } from '../../../src/tools/core/write-policy.js';
+import { makeWorld, SandboxBackend, type World } from '../files/file-write-fixtures.js';
 
 function policy(world: World, writeRoots: string[] = [], workingDir = world.work): WriteTargetPolicy {
   return { workingDir, writeRoots };

@@ -3,7 +3,7 @@ import type { JsonSchema, Tool, ToolParameters } from './types.js';
 /**
  * A tool's argument type, derived from its JSON schema (made with toolParameters below), so that
  * the schema the model sees and the arguments the handler reads cannot drift apart: the registry
- * checks calls against the schema before run() (src/tools/validate.ts), and run() gets exactly
+ * checks calls against the schema before run() (src/tools/core/validate.ts), and run() gets exactly
  * that type. Covers what the tools' schemas use: string, integer, number, boolean, enum and
  * arrays of them.
  */

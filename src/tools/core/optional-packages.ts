@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { packageRoot } from '../config/home.js';
+import { packageRoot } from '../../config/home.js';
 import { ToolError } from './types.js';
 
 /**

@@ -1,9 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildToolRegistry } from '../../src/agent/toolset.js';
-import { loadProfile } from '../../src/profiles/load.js';
-import { makeTempDir, makeToolContext } from '../support/context.js';
+import { buildToolRegistry } from '../../../src/agent/toolset.js';
+import { loadProfile } from '../../../src/profiles/load.js';
+import { makeTempDir, makeToolContext } from '../../support/context.js';
 
 /** read and grep feed the ledger that write and edit check (docs/guide/tools.md "Writes"), in one agent session. */
 describe('read-before-write through read and grep', () => {

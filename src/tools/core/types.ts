@@ -1,4 +1,4 @@
-import type { Backend } from '../backends/types.js';
+import type { Backend } from '../../backends/types.js';
 import type { ToolEffects } from './effects.js';
 import type { FileReadLedger } from './file-read-ledger.js';
 
@@ -105,7 +105,7 @@ export interface Tool<Args = Record<string, unknown>> {
   /** May run alongside the other calls of one message even though it is not read-only (delegate). */
   concurrent?: boolean;
   /**
-   * What the tool can do as built for the profile (src/tools/effects.ts): read by approval, the
+   * What the tool can do as built for the profile (src/tools/core/effects.ts): read by approval, the
    * outward-tool rule and `quarry mcp`'s annotations. A tool that declares nothing is taken to do everything.
    */
   effects?: ToolEffects;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeBytesVisibly } from '../../src/backends/names.js';
-import { capOutput, escapeControlChars, truncateUtf8 } from '../../src/tools/sanitize.js';
+import { decodeBytesVisibly } from '../../../src/backends/names.js';
+import { capOutput, escapeControlChars, truncateUtf8 } from '../../../src/tools/core/sanitize.js';
 
 describe('decodeBytesVisibly', () => {
   it('keeps valid UTF-8 of every length and escapes each invalid byte', () => {

@@ -1,6 +1,6 @@
-import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { escapeName } from '../backends/names.js';
-import type { Backend } from '../backends/types.js';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { escapeName } from '../../backends/names.js';
+import type { Backend } from '../../backends/types.js';
 import { ToolError } from './types.js';
 
 /** Directories no file tool descends into. */
@@ -32,12 +32,6 @@ export function displayPath(workingDir: string, absolutePath: string): string {
  */
 export function shownPath(workingDir: string, absolutePath: string): string {
   return escapeName(displayPath(workingDir, absolutePath));
-}
-
-export function isInside(parent: string, child: string): boolean {
-  if (parent === child) return true;
-  const prefix = parent.endsWith(sep) ? parent : parent + sep;
-  return child.startsWith(prefix);
 }
 
 export function formatBytes(bytes: number): string {

@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT, runQuarry } from '../support/cli.js';
+import { REPO_ROOT, runQuarry } from '../../support/cli.js';
 
 /**
  * The build compiles the built-in tools' validators ahead of time (scripts/postbuild.mjs). They
@@ -18,8 +18,8 @@ interface BuiltModules {
 
 async function built(): Promise<BuiltModules> {
   const dist = `${REPO_ROOT}dist`;
-  const { PRECOMPILED_VALIDATORS } = await import(`${dist}/tools/precompiled-validators.js`);
-  const { AJV_OPTIONS, fullSchema } = await import(`${dist}/tools/validate.js`);
+  const { PRECOMPILED_VALIDATORS } = await import(`${dist}/tools/core/precompiled-validators.js`);
+  const { AJV_OPTIONS, fullSchema } = await import(`${dist}/tools/core/validate.js`);
   const { allBuiltinTools } = await import(`${dist}/agent/toolset.js`);
   const { databaseValidationParameters } = await import(`${dist}/tools/database/tool.js`);
   return { PRECOMPILED_VALIDATORS, AJV_OPTIONS, fullSchema, allBuiltinTools, databaseValidationParameters };

@@ -4,7 +4,7 @@ import { cliEnv, collect, mcpServingUrl, spawnCli } from '../support/agent-cli.j
 import { makeTempDir } from '../support/context.js';
 
 /**
- * quarry's own /proc/PID/environ and /proc/PID/cmdline (src/cli/process-secrets.ts): another
+ * quarry's own /proc/PID/environ and /proc/PID/cmdline (src/security/process-secrets.ts): another
  * process of the same user reading them sees `*` where API keys, passwords and URL passwords
  * were, while quarry keeps using the values and everything else stays readable.
  */

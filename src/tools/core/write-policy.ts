@@ -1,7 +1,7 @@
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
-import type { Backend } from '../backends/types.js';
-import { quarryHome } from '../config/home.js';
-import { isInside } from './paths.js';
+import type { Backend } from '../../backends/types.js';
+import { quarryHome } from '../../config/home.js';
+import { isInside } from '../../security/paths.js';
 import { ToolError } from './types.js';
 
 /**
