@@ -7,7 +7,7 @@ import { SqliteDriver } from '../../../src/tools/database/drivers/sqlite.js';
 import { isReadOnlyCall } from '../../../src/tools/types.js';
 import { makeTempDir } from '../../support/context.js';
 import { benignCorpus, mutationCorpus } from './corpus.js';
-import { configsFor, directoryFingerprint, makeRunner } from './helpers.js';
+import { configsFor, directoryFingerprint, makeRunner, tableCells } from './helpers.js';
 import { createSqliteFixture } from './sqlite-fixture.js';
 
 let dir: string;
@@ -82,16 +82,7 @@ describe('sqlite query', () => {
     expect(plan.map((row) => row.detail).join(' | ')).toContain('USE TEMP B-TREE FOR ORDER BY');
     const result = await makeRunner(configsFor([path], queryDir), queryDir).run('sqlite', { operation: 'query', sql, row_limit: 5 });
     expect(result.metadata).toMatchObject({ rows: 5, more: true, columns: ['id', 'id', 'k'] });
-    const shown = result.output
-      .split('\n')
-      .filter((line) => line.startsWith('│ '))
-      .slice(1)
-      .map((line) =>
-        line
-          .split('│')
-          .slice(1, -1)
-          .map((cell) => Number(cell.trim())),
-      );
+    const shown = tableCells(result.output).map((row) => row.map(Number));
     expect(shown).toEqual(expected);
   });
 
