@@ -48,6 +48,14 @@ export interface ContractEngine {
   wrongPassword?: { configs(target: ContractTarget): DatabaseConfig[]; password: string; says: string };
   /** A refusal worded otherwise than "refused: …" on this engine (a known wording, named where it is set). */
   alsoRefusedAs?: RegExp;
+  /** The header, first and last lines of big's export where the engine's own CSV quotes text (ClickHouse). */
+  exportLines?: [string, string, string];
+  /** What explain answers where the server has no EXPLAIN (ClickHouse before 20.6). */
+  explainAbsent?: string;
+  /** Benign reads this engine's server cannot parse, with the reason. */
+  benignUnsupported?: { sql: string[]; why: string };
+  /** A known bug that makes the eval profile's insert fail: the test then expects the failure (test.fails), so a fix shows. */
+  evalInsertBug?: string;
   /** What the eval profile's insert says on this engine (omitted: only ok). */
   insertSays?: string;
 }
@@ -116,8 +124,11 @@ export function driverContract(engine: ContractEngine, target: () => ContractTar
         expect(profile.output).toMatch(/│ label +│/);
         expect(profile.output).toMatch(/│ amount +│/);
         const explained = await run({ operation: 'explain', sql: 'SELECT COUNT(*) FROM big WHERE id > 10' });
-        expect(explained.ok, explained.output).toBe(true);
-        expect(explained.output.length).toBeGreaterThan(0);
+        if (engine.explainAbsent) expect(explained.output).toBe(engine.explainAbsent);
+        else {
+          expect(explained.ok, explained.output).toBe(true);
+          expect(explained.output.length).toBeGreaterThan(0);
+        }
       });
     });
 
@@ -131,7 +142,7 @@ export function driverContract(engine: ContractEngine, target: () => ContractTar
         expect(existsSync('/tmp/quarry-evil.csv') || existsSync('/tmp/quarry-evil') || existsSync('/tmp/quarry-evil.txt')).toBe(false);
       });
 
-      test.each(benignCorpus(tool))('runs %j', async (sql) => {
+      test.each(benignCorpus(tool).filter((sql) => !engine.benignUnsupported?.sql.includes(sql)))('runs %j', async (sql) => {
         const result = await run({ operation: 'query', sql });
         expect(result.output).not.toMatch(/^refused/);
         expect(result.ok, result.output).toBe(true);
@@ -146,9 +157,10 @@ export function driverContract(engine: ContractEngine, target: () => ContractTar
         const csv = readFileSync(join(dir, 'big.csv'), 'utf8');
         expect(csv === (await target().clientCsv(sql))).toBe(true);
         const lines = csv.split('\r\n');
-        expect(lines[0]).toBe('id,label,amount');
-        expect(lines[1]).toBe('1,row 1,0.25');
-        expect(lines[20000]).toBe('20000,row 20000,5000.00');
+        const [header, first, last] = engine.exportLines ?? ['id,label,amount', '1,row 1,0.25', '20000,row 20000,5000.00'];
+        expect(lines[0]).toBe(header);
+        expect(lines[1]).toBe(first);
+        expect(lines[20000]).toBe(last);
         expect(result.metadata).toMatchObject({ rows: 20000, bytes: Buffer.byteLength(csv), columns: ['id', 'label', 'amount'] });
         expect(result.output).toMatch(/│ 1 +│ row 1 +│ 0\.25 +│/);
       });
@@ -203,13 +215,16 @@ export function driverContract(engine: ContractEngine, target: () => ContractTar
       });
     }
 
-    test('the eval profile runs writes and commits them', async () => {
-      const evalRunner = makeRunner(target().configs, dir, 'eval');
-      const result = await evalRunner.run(tool, { operation: 'query', sql: "INSERT INTO audit_log (customer_id, action) VALUES (1, 'eval')" });
-      expect(result.ok, result.output).toBe(true);
-      if (engine.insertSays) expect(result.output).toBe(engine.insertSays);
-      expect(await target().countAction('eval')).toBe(1);
-      await target().removeAction('eval');
-    });
+    (engine.evalInsertBug ? test.fails : test)(
+      `the eval profile runs writes and commits them${engine.evalInsertBug ? ` (known bug: ${engine.evalInsertBug})` : ''}`,
+      async () => {
+        const evalRunner = makeRunner(target().configs, dir, 'eval');
+        const result = await evalRunner.run(tool, { operation: 'query', sql: "INSERT INTO audit_log (customer_id, action) VALUES (1, 'eval')" });
+        expect(result.ok, result.output).toBe(true);
+        if (engine.insertSays) expect(result.output).toBe(engine.insertSays);
+        expect(await target().countAction('eval')).toBe(1);
+        await target().removeAction('eval');
+      },
+    );
   });
 }

@@ -1,11 +1,10 @@
 import { DuckDBInstance } from '@duckdb/node-api';
-import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll } from 'vitest';
 import type { DatabaseConfig } from '../../../../src/tools/database/types.js';
 import { makeTempDir } from '../../../support/context.js';
-import { configsFor, makeRunner } from '../helpers.js';
+import { configsFor, directoryFingerprint, makeRunner } from '../helpers.js';
 import { driverContract } from './driver-contract.js';
 
 /**
@@ -62,13 +61,6 @@ beforeAll(async () => {
   configs = configsFor([`shop=${dbPath}`], dir);
 });
 
-/** The database folder's files and bytes. */
-function snapshot(): Promise<string> {
-  const hash = createHash('sha256');
-  for (const name of readdirSync(join(dir, 'db')).sort()) hash.update(name).update(readFileSync(join(dir, 'db', name)));
-  return Promise.resolve(hash.digest('hex'));
-}
-
 driverContract(
   {
     tool: 'duckdb',
@@ -86,7 +78,7 @@ driverContract(
   () => ({
     configs,
     dir,
-    snapshot,
+    snapshot: async () => directoryFingerprint(join(dir, 'db')),
     // DuckDB's own COPY ends records with LF; the rows hold no line breaks.
     clientCsv: async (sql) => {
       const out = join(makeTempDir('quarry-duckdb-copy-'), 'reference.csv');

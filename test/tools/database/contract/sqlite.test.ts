@@ -1,12 +1,11 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll } from 'vitest';
 import type { DatabaseConfig } from '../../../../src/tools/database/types.js';
 import { makeTempDir } from '../../../support/context.js';
-import { configsFor } from '../helpers.js';
+import { configsFor, directoryFingerprint } from '../helpers.js';
 import { createSqliteFixture } from '../sqlite-fixture.js';
 import { driverContract } from './driver-contract.js';
 
@@ -31,13 +30,6 @@ beforeAll(() => {
   configs = configsFor([`shop=${dbPath}`], dir);
 });
 
-/** The database folder's files and bytes: SQLite keeps everything a write could change there. */
-function snapshot(): Promise<string> {
-  const hash = createHash('sha256');
-  for (const name of readdirSync(join(dir, 'db')).sort()) hash.update(name).update(readFileSync(join(dir, 'db', name)));
-  return Promise.resolve(hash.digest('hex'));
-}
-
 driverContract(
   {
     tool: 'sqlite',
@@ -61,7 +53,7 @@ driverContract(
   () => ({
     configs,
     dir,
-    snapshot,
+    snapshot: async () => directoryFingerprint(join(dir, 'db')),
     // The sqlite3 shell's list mode with a comma and CRLF: its csv mode quotes every text with a
     // space ("row 1"), which CSV allows but does not need; these rows hold no comma, quote or line break.
     clientCsv: async (sql) =>
