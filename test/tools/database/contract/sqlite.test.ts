@@ -48,6 +48,7 @@ driverContract(
       ],
     },
     slow: { sql: 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n', marker: 'RECURSIVE n(i)' },
+    insertSays: 'The statement ran and returned no rows (1 row affected).',
     failingExport: { sql: `SELECT json_extract(CASE WHEN id = 19000 THEN 'bad' ELSE '{"a":1}' END, '$.a') FROM big ORDER BY id`, says: 'malformed JSON' },
   },
   () => ({
