@@ -165,6 +165,16 @@ export function driverContract(engine: ContractEngine, target: () => ContractTar
         expect(result.output).toMatch(/│ 1 +│ row 1 +│ 0\.25 +│/);
       });
 
+      test("dates, text and integers of the fixture come out as the engine's own client writes them", async () => {
+        const sql = 'SELECT id, email, created_at FROM customers ORDER BY id';
+        const result = await run({ operation: 'export_query', sql, output_path: 'customers.csv' });
+        expect(result.ok, result.output).toBe(true);
+        const csv = readFileSync(join(dir, 'customers.csv'), 'utf8');
+        expect(csv).toBe(await target().clientCsv(sql));
+        expect(csv).toMatch(/^.*\r\n1,"?ada@example\.com"?,"?2024-01-02"?\r\n/);
+        expect(result.metadata).toMatchObject({ rows: 3 });
+      });
+
       test('an error part-way leaves no file', async () => {
         const before = readdirSync(dir).sort();
         const result = await run({ operation: 'export_query', sql: engine.failingExport.sql, output_path: 'broken.csv' });
