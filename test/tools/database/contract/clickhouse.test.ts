@@ -70,7 +70,7 @@ describe.skipIf(!url)(`clickhouse${url ? '' : ' (skipped: clickhouse-server is n
         configs: (target) =>
           configsFor([`bad=${contractUrl().replace(encodeURIComponent(TEST_DB_PASSWORD), encodeURIComponent(`${TEST_DB_PASSWORD}x`))}`], target.dir),
         password: TEST_DB_PASSWORD,
-        says: 'quarry_test',
+        says: 'Wrong password for user quarry_test',
       },
     },
     () => ({
