@@ -8,7 +8,7 @@ import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { hostname } from 'node:os';
-import { seededRandom } from '../support/random.js';
+import { seededRandom, testSeed } from '../support/random.js';
 
 /**
  * Sessions under faults: resuming under exactly the session's profile (with its model and
@@ -436,7 +436,9 @@ describe('crash and resume', () => {
     validTrace(home, id);
   });
 
-  it('kill -9 at random points of a run with parallel calls and an export, then resume: one result per call, finished calls known as finished, valid JSONL', {
+  // Kill points come from a seeded generator: QUARRY_CRASH_SEED=N (or QUARRY_TEST_SEED=N) replays a failing run.
+  const crashSeed = process.env.QUARRY_CRASH_SEED ? Number(process.env.QUARRY_CRASH_SEED) : testSeed(Math.floor(Date.now() % 2 ** 31));
+  it(`kill -9 at random points (seed ${crashSeed}) of a run with parallel calls and an export, then resume: one result per call, finished calls known as finished, valid JSONL`, {
     timeout: 180_000,
   }, async () => {
     const { home, work, env } = crashWorkspace();
@@ -458,8 +460,7 @@ describe('crash and resume', () => {
       { text: 'All done.' },
     ];
     const seeds = Number(process.env.QUARRY_CRASH_RUNS ?? 6);
-    // Kill points come from a seeded generator: QUARRY_CRASH_SEED=N replays a failing run.
-    const seed = Number(process.env.QUARRY_CRASH_SEED ?? Math.floor(Date.now() % 2 ** 31));
+    const seed = crashSeed;
     const random = seededRandom(seed);
     onTestFailed(() => console.log(`kill -9 at random points: seed ${seed} (QUARRY_CRASH_SEED=${seed} replays it)`));
     const seen: string[] = [];

@@ -2,24 +2,13 @@ import { clickhouseInstalled, startClickhouse } from './clickhouse.js';
 import { startMariadb, startPostgres, type RunningServer } from './servers.js';
 
 /**
- * vitest globalSetup: starts PostgreSQL and MariaDB once for the whole suite and stops them at
- * the end. Test files read the URLs from the environment (QUARRY_TEST_PG_URL, ...).
- * When vitest is given file filters and none of them is a database test, the servers are not
- * started, so running one unrelated test file stays fast.
+ * vitest globalSetup of the `database` project (vitest.config.ts): starts PostgreSQL and MariaDB
+ * once for the run and stops them at the end. Test files read the URLs from the environment
+ * (QUARRY_TEST_PG_URL, ...). vitest runs it only when the run holds a file of that project
+ * (test/support/tiers.ts), so running one unrelated test file starts no server.
  */
 
-const DATABASE_TEST_FILTER = /database|db|servers/i;
-
-function wantsServers(argv: readonly string[]): boolean {
-  const runIndex = argv.findIndex((arg) => arg === 'run' || arg.endsWith('vitest.mjs') || arg.endsWith('/vitest'));
-  const filters = argv.slice(runIndex + 1).filter((arg) => !arg.startsWith('-') && arg !== 'run');
-  // A folder above the database tests (test/, test/tools) holds them too.
-  const holdsDatabaseTests = (filter: string) => 'test/tools/database/'.startsWith(`${filter.replace(/^\.\//, '').replace(/\/+$/, '')}/`);
-  return filters.length === 0 || filters.some((filter) => DATABASE_TEST_FILTER.test(filter) || holdsDatabaseTests(filter));
-}
-
 export default async function setup(): Promise<() => Promise<void>> {
-  if (!wantsServers(process.argv)) return async () => undefined;
   const started: RunningServer[] = [];
   try {
     const postgres = await startPostgres();

@@ -19,7 +19,7 @@ import type { DatabaseConfig, Engine } from '../../../src/tools/database/types.j
 import { cliEnv, runCli } from '../../support/agent-cli.js';
 import { REPO_ROOT } from '../../support/cli.js';
 import { makeTempDir } from '../../support/context.js';
-import { seededRandom } from '../../support/random.js';
+import { seededRandom, testSeed } from '../../support/random.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 
 /**
@@ -34,7 +34,7 @@ import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, re
 const dir = makeTempDir();
 const SAMPLE = join(REPO_ROOT, 'fixtures', 'sample.db');
 const TABLES = ['customers', 'products', 'orders'] as const;
-const SEED = Number(process.env.QUARRY_TEST_SEED ?? 20261127);
+const SEED = testSeed(20261127);
 
 interface Loaded {
   columns: Record<string, { name: string; type: string }[]>;
@@ -238,7 +238,7 @@ describe('sqlite', () => {
     config = configsFor([`s=${path}`], dir)[0]!;
   });
 
-  test('generated values: every column that holds each value, nothing else, and nothing written', async () => {
+  test(`generated values (seed ${SEED}): every column that holds each value, nothing else, and nothing written`, async () => {
     const before = directoryFingerprint(dir);
     expectPerfect(await measure('sqlite', config, ''));
     expect(directoryFingerprint(dir)).toBe(before);
@@ -355,7 +355,7 @@ describe('postgres', () => {
     await admin?.end();
   });
 
-  test('generated values: every column that holds each value, nothing else', async () => {
+  test(`generated values (seed ${SEED}): every column that holds each value, nothing else`, async () => {
     expectPerfect(await measure('postgres', config, 'fv_'));
   });
 
@@ -430,7 +430,7 @@ describe('mariadb', () => {
     await admin?.end();
   });
 
-  test('generated values: every column that holds each value, nothing else (case told apart despite the collation)', async () => {
+  test(`generated values (seed ${SEED}): every column that holds each value, nothing else (case told apart despite the collation)`, async () => {
     expectPerfect(await measure('mysql', config, 'fv_'));
     const { run } = makeRunner([config], dir);
     const lower = await run('mysql', { operation: 'find_values', value: 'brazil', table_pattern: 'fv\\_customers' });
@@ -457,7 +457,7 @@ describe('duckdb', () => {
     config = configsFor([`d=${path}`], dir)[0]!;
   }, 120_000);
 
-  test('generated values: every column that holds each value, nothing else', async () => {
+  test(`generated values (seed ${SEED}): every column that holds each value, nothing else`, async () => {
     expectPerfect(await measure('duckdb', config, 'fv_'));
   });
 });

@@ -8,7 +8,7 @@ import { spellerFor } from '../../../src/tools/database/catalog/names.js';
 import { cliEnv, runCli } from '../../support/agent-cli.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
-import { seededRandom } from '../../support/random.js';
+import { seededRandom, testSeed } from '../../support/random.js';
 
 /**
  * Name suggestions (docs/guide/databases.md "Knowing the data"), measured on a generated typo set: every table and
@@ -18,7 +18,7 @@ import { seededRandom } from '../../support/random.js';
  * real tool on the real engine, and the answer must be among the engine error's suggestions.
  */
 
-const SEED = Number(process.env.QUARRY_TEST_SEED ?? 20261127);
+const SEED = testSeed(20261127);
 
 type Schema = Record<string, string[]>;
 

@@ -30,6 +30,20 @@ export function makeRunner(databases: DatabaseConfig[], workingDir: string, prof
   };
 }
 
+/** The cells of a tool's table output, row by row, without the header row. */
+export function tableCells(output: string): string[][] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('│ '))
+    .slice(1)
+    .map((line) =>
+      line
+        .split('│')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
+}
+
 /** A fingerprint of a directory: every file's name and bytes (SQLite effects, export leftovers). */
 export function directoryFingerprint(dir: string): string {
   const hash = createHash('sha256');

@@ -1,11 +1,10 @@
 import mysql from 'mysql2/promise';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { appendLimit, MysqlDriver } from '../../../src/tools/database/drivers/mysql.js';
 import { TEST_DB_PASSWORD } from '../../support/servers.js';
 import { makeTempDir } from '../../support/context.js';
-import { benignCorpus, mutationCorpus } from './corpus.js';
+import { driverContract } from './contract/driver-contract.js';
 import { configsFor, makeRunner, requireEnv } from './helpers.js';
 
 let admin: mysql.Connection;
@@ -59,24 +58,76 @@ afterAll(async () => {
   await admin?.end();
 });
 
-describe('mysql query', () => {
-  test('rows as a table; decimals, big integers and dates exact', async () => {
-    const result = await runner.run('mysql', {
-      operation: 'query',
+driverContract(
+  {
+    tool: 'mysql',
+    exact: {
       sql: "SELECT CAST('12345678901234567890.123456789' AS DECIMAL(40, 9)) AS n, 9223372036854775807 AS b, DATE '2024-02-29' AS d, NULL AS z",
-    });
-    expect(result.ok).toBe(true);
-    expect(result.output).toContain('│ 12345678901234567890.123456789 │ 9223372036854775807 │ 2024-02-29 │ NULL │');
-  });
+      line: '│ 12345678901234567890.123456789 │ 9223372036854775807 │ 2024-02-29 │ NULL │',
+    },
+    // Other test files may add databases the test user can read, which widens the columns.
+    listTables: { shows: [/│ quarry_test +│ audit_log +│ table │/] },
+    describe: {
+      table: 'audit_log',
+      shows: [/│ update_count +│ int\(11\) +│ no +│ 0 +│ +│/, 'primary key: id', /customer_id -> quarry_test\.customers\(id\)/, 'audit_log_action (action)'],
+    },
+    slow: { sql: 'SELECT SLEEP(20)', marker: 'SELECT SLEEP(20)' },
+    failingExport: { sql: 'SELECT id, IF(id = 19000, (SELECT 1 UNION SELECT 2), id) FROM big ORDER BY id' },
+    wrongPassword: {
+      configs: (target) => configsFor([`bad=${url.replace(encodeURIComponent(TEST_DB_PASSWORD), encodeURIComponent(`${TEST_DB_PASSWORD}x`))}`], target.dir),
+      password: TEST_DB_PASSWORD,
+      says: "Access denied for user 'quarry_test'",
+    },
+    insertSays: 'The statement ran and returned no rows (1 row affected).',
+  },
+  () => ({
+    configs: configsFor([`my=${url}`], dir),
+    dir,
+    snapshot,
+    clientCsv: async (sql) => mariadbCsv(sql),
+    running: async (marker) => {
+      const [rows] = await admin.query('SELECT COUNT(*) AS n FROM information_schema.processlist WHERE info = ? AND id <> CONNECTION_ID()', [marker]);
+      return Number((rows as { n: number }[])[0]!.n);
+    },
+    countAction: async (action) => {
+      const [rows] = await admin.query('SELECT COUNT(*) AS n FROM audit_log WHERE action = ?', [action]);
+      return Number((rows as { n: number }[])[0]!.n);
+    },
+    removeAction: async (action) => {
+      await admin.query('DELETE FROM audit_log WHERE action = ?', [action]);
+    },
+  }),
+);
 
-  test('stops reading after limit+1 rows and says more rows exist; the next call reconnects', async () => {
-    const result = await runner.run('mysql', { operation: 'query', sql: 'SELECT * FROM big ORDER BY id' });
-    expect(result.metadata).toMatchObject({ rows: 100, more: true });
-    expect(result.output).toContain('│ 100 │ row 100 │ 25.00  │');
-    const next = await runner.run('mysql', { operation: 'query', sql: 'SELECT COUNT(*) AS n FROM big' });
-    expect(next.output).toContain('│ 20000 │');
-  });
+/**
+ * The statement's rows as the mariadb client prints them (--batch: a header, tab-separated fields,
+ * LF-ended lines), as CSV with CRLF-ended records: the rows hold no tab, comma, quote or line break.
+ */
+function mariadbCsv(sql: string): string {
+  const admin = new URL(requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'));
+  const printed = execFileSync(
+    'mariadb',
+    [
+      '--no-defaults',
+      '--batch',
+      '--raw',
+      '--host',
+      admin.hostname,
+      '--port',
+      admin.port,
+      '--user',
+      decodeURIComponent(admin.username),
+      `--password=${decodeURIComponent(admin.password)}`,
+      decodeURIComponent(admin.pathname.slice(1)),
+      '-e',
+      sql,
+    ],
+    { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+  );
+  return printed.replace(/\t/g, ',').replace(/\n/g, '\r\n');
+}
 
+describe('mysql query', () => {
   test('the limit is appended to the statement where it has none of its own: the same rows, in order', async () => {
     const ordered = await runner.run('mysql', { operation: 'query', sql: 'SELECT id, label FROM big ORDER BY amount DESC, id', row_limit: 3 });
     expect(ordered.metadata).toMatchObject({ rows: 3, more: true, columns: ['id', 'label'] });
@@ -117,54 +168,6 @@ describe('mysql query', () => {
     ]) {
       expect(appendLimit(sql, 101), sql).toBeNull();
     }
-  });
-
-  test('list_tables and describe', async () => {
-    const tables = await runner.run('mysql', { operation: 'list_tables' });
-    // Other test files may add databases the test user can read, which widens the columns.
-    expect(tables.output).toMatch(/│ quarry_test +│ audit_log +│ table │/);
-    const described = await runner.run('mysql', { operation: 'describe', table_name: 'audit_log' });
-    expect(described.output).toMatch(/│ update_count +│ int\(11\) +│ no +│ 0 +│ +│/);
-    expect(described.output).toContain('primary key: id');
-    expect(described.output).toMatch(/customer_id -> quarry_test\.customers\(id\)/);
-    expect(described.output).toContain('audit_log_action (action)');
-  });
-
-  test('errors never contain the password', async () => {
-    const wrong = url.replace(encodeURIComponent(TEST_DB_PASSWORD), encodeURIComponent(`${TEST_DB_PASSWORD}x`));
-    const bad = makeRunner(configsFor([`bad=${wrong}`], dir), dir);
-    const result = await bad.run('mysql', { operation: 'query', sql: 'SELECT 1' });
-    expect(result.ok).toBe(false);
-    expect(result.output).toContain("Access denied for user 'quarry_test'");
-    expect(result.output).not.toContain(TEST_DB_PASSWORD);
-  });
-
-  test('cancelling kills the running statement at the server', async () => {
-    const controller = new AbortController();
-    const started = Date.now();
-    setTimeout(() => controller.abort(), 300);
-    const result = await runner.run('mysql', { operation: 'query', sql: 'SELECT SLEEP(20)' }, controller.signal);
-    expect(result.ok).toBe(false);
-    expect(Date.now() - started).toBeLessThan(15_000); // the statement sleeps 20 s
-    const [rows] = await admin.query("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE info = 'SELECT SLEEP(20)'");
-    expect(Number((rows as { n: number }[])[0]!.n)).toBe(0);
-  });
-});
-
-describe('mysql read-only: the corpus against the real server', () => {
-  test.each(mutationCorpus('mysql'))('refuses %j and changes nothing', async (sql) => {
-    const before = await snapshot();
-    const result = await runner.run('mysql', { operation: 'query', sql });
-    expect(result.ok).toBe(false);
-    expect(result.output).toMatch(/^refused/);
-    expect(await snapshot()).toBe(before);
-    expect(existsSync('/tmp/quarry-evil.txt')).toBe(false);
-  });
-
-  test.each(benignCorpus('mysql'))('runs %j', async (sql) => {
-    const result = await runner.run('mysql', { operation: 'query', sql });
-    expect(result.output).not.toMatch(/^refused/);
-    expect(result.ok).toBe(true);
   });
 });
 
@@ -275,40 +278,5 @@ describe('mysql read-only: reads the check judges by grammar, with exact results
     }
     await driver.close();
     expect(await snapshot()).toBe(before);
-  });
-});
-
-describe('mysql export_query', () => {
-  test('streams every row to CSV with a header and reports a preview', async () => {
-    const result = await runner.run('mysql', { operation: 'export_query', sql: 'SELECT id, label, amount FROM big ORDER BY id', output_path: 'big.csv' });
-    expect(result.ok).toBe(true);
-    const csv = readFileSync(join(dir, 'big.csv'), 'utf8');
-    const lines = csv.split('\r\n');
-    expect(lines[0]).toBe('id,label,amount');
-    expect(lines[1]).toBe('1,row 1,0.25');
-    expect(lines[20000]).toBe('20000,row 20000,5000.00');
-    expect(result.metadata).toMatchObject({ rows: 20000, bytes: Buffer.byteLength(csv) });
-  });
-
-  test('an error part-way leaves no file', async () => {
-    const before = readdirSync(dir).sort();
-    const result = await runner.run('mysql', {
-      operation: 'export_query',
-      sql: 'SELECT id, IF(id = 19000, (SELECT 1 UNION SELECT 2), id) FROM big ORDER BY id',
-      output_path: 'broken.csv',
-    });
-    expect(result.ok).toBe(false);
-    expect(readdirSync(dir).sort()).toEqual(before);
-  });
-});
-
-describe('mysql mutations mode', () => {
-  test('the eval profile runs writes and commits them', async () => {
-    const evalRunner = makeRunner(configsFor([url], dir), dir, 'eval');
-    const result = await evalRunner.run('mysql', { operation: 'query', sql: "INSERT INTO audit_log (customer_id, action) VALUES (1, 'eval')" });
-    expect(result.output).toBe('The statement ran and returned no rows (1 row affected).');
-    const [rows] = await admin.query("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'eval'");
-    expect(Number((rows as { n: number }[])[0]!.n)).toBe(1);
-    await admin.query("DELETE FROM audit_log WHERE action = 'eval'");
   });
 });

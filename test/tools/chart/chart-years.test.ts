@@ -3,8 +3,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runQuarry } from '../support/cli.js';
-import { makeTempDir } from '../support/context.js';
+import { runQuarry } from '../../support/cli.js';
+import { makeTempDir } from '../../support/context.js';
 
 let dir: string;
 let home: string;
