@@ -273,70 +273,65 @@ async function exitCodesPage() {
   return text;
 }
 
-/** events.md: the members of the RunEvent and TraceEvent unions, with their fields, read from the sources with TypeScript's parser. */
+/** events.md: the members of the stream-json, RunEvent and TraceEvent unions, with their fields, read from the sources with TypeScript's parser. */
 async function eventsPage() {
   const ts = (await import('typescript')).default;
-  const union = (file, name) => {
+  const comment = (text) =>
+    [...text.matchAll(/\/\*\*([\s\S]*?)\*\//g)]
+      .map((match) =>
+        match[1]
+          .replace(/^\s*\*\s?/gm, ' ')
+          .replace(/\s+/g, ' ')
+          .trim(),
+      )
+      .join(' ');
+  /** The union's members as {type, fields, doc}; an Extract<OTHER, {type: 'a' | 'b'}> member stands for those members of `others`. */
+  const union = (file, name, others = []) => {
     const source = ts.createSourceFile(file, readFileSync(join(root, file), 'utf8'), ts.ScriptTarget.ES2023, true);
     let found;
     source.forEachChild((node) => {
       if (ts.isTypeAliasDeclaration(node) && node.name.text === name) found = node;
     });
     if (!found || !ts.isUnionTypeNode(found.type)) throw new Error(`gen-reference: ${file} has no union type ${name}`);
-    return found.type.types.map((member) => {
-      const leading = (ts.getLeadingCommentRanges(source.text, member.pos) ?? [])
-        .map((range) =>
-          source.text
-            .slice(range.pos, range.end)
-            .replace(/^\/\*\*?|\*\/$/g, '')
-            .replace(/^\s*\*\s?/gm, '')
-            .trim(),
-        )
-        .join(' ');
-      const fields = ts.isTypeLiteralNode(member)
-        ? member.members.filter(ts.isPropertySignature).map((field) => ({
-            name: field.name.getText(source),
-            optional: Boolean(field.questionToken),
-            type: field.type?.getText(source).replace(/\s+/g, ' ') ?? 'unknown',
-            doc: (ts.getLeadingCommentRanges(source.text, field.pos) ?? [])
-              .map((range) =>
-                source.text
-                  .slice(range.pos, range.end)
-                  .replace(/^\/\*\*?|\*\/$/g, '')
-                  .trim(),
-              )
-              .join(' '),
-          }))
-        : [];
-      return { text: member.getText(source).replace(/\s+/g, ' '), fields, doc: leading };
+    let previousEnd = found.type.pos;
+    return found.type.types.flatMap((member) => {
+      const doc = comment(source.text.slice(previousEnd, member.getStart(source)));
+      previousEnd = member.end;
+      if (ts.isTypeReferenceNode(member) && member.typeName.getText(source) === 'Extract') {
+        const picked = [...member.typeArguments[1].getText(source).matchAll(/'(\w+)'/g)].map((match) => match[1]);
+        return others.filter((other) => picked.includes(other.type)).map((other) => ({ ...other, doc: [doc, other.doc].filter(Boolean).join(' ') }));
+      }
+      if (!ts.isTypeLiteralNode(member)) throw new Error(`gen-reference: ${file} ${name} has a member the generator does not read: ${member.getText(source)}`);
+      const fields = member.members.filter(ts.isPropertySignature).map((field) => ({
+        name: field.name.getText(source),
+        optional: Boolean(field.questionToken),
+        type: field.type?.getText(source).replace(/\s+/g, ' ') ?? 'unknown',
+        doc: comment(source.text.slice(field.pos, field.getStart(source))),
+      }));
+      const type = fields.find((field) => field.name === 'type')?.type.replace(/'/g, '') ?? '?';
+      return [{ type, fields: fields.filter((field) => field.name !== 'type'), doc }];
     });
   };
-  const section = (title, intro, file, name) => {
-    let text = `\n## ${title}\n\n${intro} (\`${name}\` in \`${file}\`).\n\n| type | fields | notes |\n|---|---|---|\n`;
-    for (const member of union(file, name)) {
-      const type = member.fields.find((field) => field.name === 'type')?.type ?? member.text;
-      const fields = member.fields
-        .filter((field) => field.name !== 'type')
-        .map((field) => `\`${field.name}${field.optional ? '?' : ''}\`: \`${field.type}\``)
-        .join(', ');
+  const table = (members) => {
+    let text = '| type | fields | notes |\n|---|---|---|\n';
+    for (const member of members) {
+      const fields = member.fields.map((field) => `\`${field.name}${field.optional ? '?' : ''}\`: \`${field.type}\``).join(', ');
       const notes = [member.doc, ...member.fields.filter((field) => field.doc).map((field) => `${field.name}: ${field.doc}`)].filter(Boolean).join(' ');
-      text += `| \`${type.replace(/'/g, '')}\` | ${cell(fields)} | ${cell(notes)} |\n`;
+      text += `| \`${member.type}\` | ${cell(fields)} | ${cell(notes)} |\n`;
     }
     return text;
   };
-  let text = `${HEADER('the RunEvent and TraceEvent types (src/agent/events.ts, src/agent/session.ts)')}# Run events and traces reference\n`;
-  text += section(
-    'Run events (`--format stream-json`)',
-    'What a run emits, one JSON object per line with `--format stream-json`',
-    'src/agent/events.ts',
-    'RunEvent',
-  );
-  text += section(
-    'Trace events (`sessions/ID/trace.jsonl`)',
-    "What a session's trace.jsonl holds, one JSON object per line, each with `ts` (an ISO time) as well",
-    'src/agent/session.ts',
-    'TraceEvent',
-  );
+  const runEvents = union('src/agent/events.ts', 'RunEvent');
+  let text = `${HEADER('the StreamJsonLine, RunEvent and TraceEvent types (src/cli/stream-json-lines.ts, src/agent/events.ts, src/agent/session.ts)')}# Run events and traces reference\n`;
+  text +=
+    '\n## Stream lines (`--format stream-json`)\n\nWhat `quarry --format stream-json` prints, one JSON object per line (`StreamJsonLine` in `src/cli/stream-json-lines.ts`).\n\n';
+  text += table(union('src/cli/stream-json-lines.ts', 'StreamJsonLine', runEvents));
+  text +=
+    "\n## Trace events (`sessions/ID/trace.jsonl`)\n\nWhat a session's trace.jsonl holds, one JSON object per line, each with `ts` (an ISO time) as well (`TraceEvent` in `src/agent/session.ts`).\n\n";
+  text += table(union('src/agent/session.ts', 'TraceEvent'));
+  text +=
+    '\n## Run events\n\nWhat the agent loop emits, once each; the trace writer and the renderers subscribe and write their own views of them (`RunEvent` in `src/agent/events.ts`).\n\n';
+  text += table(runEvents);
   return text;
 }
 

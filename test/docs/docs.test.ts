@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI_PATH, REPO_ROOT } from '../support/cli.js';
+import { CLI_PATH, REPO_ROOT, runQuarry } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
 import { brokenLinks, markdownFiles, readMarkdown, slugger } from './markdown-links.js';
 import { quickstartCommands, runQuickstart } from './quickstart.js';
@@ -82,6 +82,72 @@ describe('docs/reference', () => {
     expect(result.stderr).toMatch(/tools\.md\n.*events\.md \(missing\)/);
     expect(readFileSync(join(out, 'tools.md'), 'utf8')).toBe('edited by hand\n');
     expect(existsSync(join(out, 'events.md'))).toBe(false);
+  });
+});
+
+/** The documented fields of each event type in one table of docs/reference/events.md. */
+function documentedEvents(section: string): Map<string, Set<string>> {
+  const page = readFileSync(join(REPO_ROOT, 'docs', 'reference', 'events.md'), 'utf8');
+  const table = page.split('\n## ').find((part) => part.startsWith(section))!;
+  const events = new Map<string, Set<string>>();
+  for (const match of table.matchAll(/^\| `(\w+)` \| (.*?) \|/gm)) {
+    const fields = events.get(match[1]!) ?? new Set(['type']);
+    for (const field of match[2]!.matchAll(/`(\w+)\??`: /g)) fields.add(field[1]!);
+    events.set(match[1]!, fields);
+  }
+  return events;
+}
+
+describe('docs/reference/events.md', () => {
+  it("documents every event and field of a real run's stream-json output and trace", async () => {
+    const dir = makeTempDir('quarry-events-');
+    const home = makeTempDir('quarry-events-home-');
+    const script = join(dir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        turns: [
+          {
+            text: 'Counting.',
+            tool_calls: [
+              { name: 'sqlite', arguments: { operation: 'query', sql: 'SELECT COUNT(*) AS n FROM customers' } },
+              { name: 'nope', arguments: {} },
+            ],
+          },
+          { text: 'There are some customers.' },
+        ],
+      }),
+    );
+    const result = await runQuarry(
+      ['--format', 'stream-json', '-m', `script:${script}`, '--db', `sales=${join(REPO_ROOT, 'fixtures', 'sample.db')}`, 'How many customers?'],
+      {
+        cwd: dir,
+        env: { QUARRY_HOME: home },
+      },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const check = (events: Record<string, unknown>[], documented: Map<string, Set<string>>, extra: string[]) => {
+      expect(events.length).toBeGreaterThan(5);
+      for (const event of events) {
+        const fields = documented.get(String(event.type));
+        expect(fields, `event type ${String(event.type)} is not in events.md`).toBeDefined();
+        for (const key of Object.keys(event)) if (!extra.includes(key)) expect(fields!.has(key), `${String(event.type)}.${key} is not in events.md`).toBe(true);
+      }
+    };
+    const streamed = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    check(streamed, documentedEvents('Stream lines'), []);
+    expect(new Set(streamed.map((event) => event.type))).toEqual(
+      new Set(['run_start', 'turn_start', 'text', 'assistant_message', 'tool_start', 'tool_end', 'result']),
+    );
+    const [session] = readdirSync(join(home, 'sessions'));
+    const trace = readFileSync(join(home, 'sessions', session!, 'trace.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    check(trace, documentedEvents('Trace events'), ['ts']);
   });
 });
 
