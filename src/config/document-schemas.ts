@@ -45,7 +45,13 @@ export function schemaFile(name: DocumentSchemaName): string {
 function validatorOf(name: DocumentSchemaName): ValidateFunction {
   let validate = loaded.get(name);
   if (!validate) {
-    const schema = JSON.parse(readFileSync(schemaFile(name), 'utf8')) as Schema;
+    let schema: Schema;
+    try {
+      schema = JSON.parse(readFileSync(schemaFile(name), 'utf8')) as Schema;
+    } catch (error) {
+      // The package ships schemas/ (package.json "files"); without it quarry is not installed whole.
+      throw new Error(`cannot read ${schemaFile(name)} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); reinstall quarry`);
+    }
     validate = PRECOMPILED_DOCUMENT_VALIDATORS[JSON.stringify(schema)];
     if (!validate) {
       // Synchronous, since profiles and config files are read synchronously; ajv is CommonJS.
