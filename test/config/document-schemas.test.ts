@@ -1,5 +1,5 @@
 import { Ajv, type ValidateFunction } from 'ajv';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
@@ -146,6 +146,21 @@ describe('the published schemas', () => {
           name,
         ).toBeUndefined();
       }
+    }
+  });
+
+  it('are named by the built-in profiles and the examples, for editors', () => {
+    for (const name of BUILTIN_PROFILE_NAMES) {
+      const text = readFileSync(join(REPO_ROOT, 'profiles', `${name}.yaml`), 'utf8');
+      expect(text.split('\n')[0]).toBe('# yaml-language-server: $schema=../schemas/profile.schema.json');
+    }
+    for (const [example, name] of [
+      ['config.yaml', 'config'],
+      ['eval-suite.yaml', 'eval-suite'],
+    ]) {
+      const line = readFileSync(join(REPO_ROOT, 'fixtures', 'examples', example!), 'utf8').split('\n')[0]!;
+      expect(line).toBe(`# yaml-language-server: $schema=../../schemas/${name}.schema.json`);
+      expect(existsSync(join(REPO_ROOT, 'fixtures', 'examples', line.split('=')[1]!))).toBe(true);
     }
   });
 
