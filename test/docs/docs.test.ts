@@ -161,6 +161,7 @@ describe('the quickstart', () => {
       '<!-- quickstart -->',
       '```sh',
       'npm ci && npm link',
+      'npm ci && npm run hello -- from the script',
       '# a comment',
       'quarry --version',
       'export GREETING=hello',
@@ -171,8 +172,9 @@ describe('the quickstart', () => {
       '```',
       '<!-- /quickstart -->',
     ].join('\n');
-    const commands = quickstartCommands(readme);
-    expect(commands.map((command) => command.line)).toEqual([
+    const commands = quickstartCommands(readme, 'README.md', { hello: 'npm run build && echo' });
+    expect(commands.map((command) => command.run)).toEqual([
+      'echo from the script',
       'quarry --version',
       'echo "$GREETING" > greeting.txt',
       'quarry tool read --args \'{"path": "greeting.txt"}\'',
@@ -180,8 +182,9 @@ describe('the quickstart', () => {
     ]);
     const cwd = scratchCheckout();
     const results = await runQuickstart(commands, { cli: CLI_PATH, cwd, home: makeTempDir('quarry-quickstart-home-') });
-    expect(results.map((result) => result.code)).toEqual([0, 0, 0, 2]);
-    expect(results[2]!.output).toContain('hello');
+    expect(results.map((result) => result.code)).toEqual([0, 0, 0, 0, 2]);
+    expect(results[0]!.output).toBe('from the script\n');
+    expect(results[3]!.output).toContain('hello');
     expect(readFileSync(join(cwd, 'greeting.txt'), 'utf8')).toBe('hello\n');
     expect(existsSync(join(REPO_ROOT, 'greeting.txt'))).toBe(false);
     expect(() => quickstartCommands('# no quickstart here\n')).toThrow(
@@ -190,7 +193,8 @@ describe('the quickstart', () => {
   });
 
   it('of README.md: every command exits 0', async () => {
-    const commands = quickstartCommands(readFileSync(join(REPO_ROOT, 'README.md'), 'utf8'));
+    const { scripts } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const commands = quickstartCommands(readFileSync(join(REPO_ROOT, 'README.md'), 'utf8'), 'README.md', scripts);
     expect(commands.length).toBeGreaterThan(0);
     const results = await runQuickstart(commands, { cli: CLI_PATH, cwd: scratchCheckout(), home: makeTempDir('quarry-quickstart-home-') });
     for (const result of results) expect(result.code, `${result.line}\n${result.output}`).toBe(0);

@@ -5,9 +5,10 @@ import { join } from 'node:path';
 /**
  * The README's quickstart, run as a reader would: the ```sh blocks between `<!-- quickstart -->`
  * and `<!-- /quickstart -->`, one command per line (a trailing \ continues it; # comments and
- * blank lines are skipped), `quarry` being the built CLI (node dist/cli.cjs). Installing commands
- * (npm ci, npm install, npm link) are not run: the test runs on a built checkout. An `export`
- * line holds for the lines after it in the same block.
+ * blank lines are skipped), `quarry` being the built CLI (node dist/cli.cjs). The test runs on a
+ * built checkout: installing commands (npm ci, npm install, npm link) in a line are not run, and
+ * `npm run SCRIPT` whose script starts with `npm run build && ` runs the rest. An `export` line
+ * holds for the lines after it in the same block.
  */
 
 export const QUICKSTART_START = '<!-- quickstart -->';
@@ -17,12 +18,27 @@ const INSTALL = /^(npm (ci|install|i|link)\b)/;
 export interface QuickstartCommand {
   /** The line as the README has it. */
   line: string;
+  /** What runs: the line without install steps and builds. */
+  run: string;
   /** The export lines before it in its block. */
   exports: string[];
 }
 
 /** The commands of the quickstart; an Error saying what is missing when the README has no quickstart block. */
-export function quickstartCommands(readme: string, file = 'README.md'): QuickstartCommand[] {
+/** The line without its install steps, with `npm run SCRIPT` of a build-then-run script as the run part; '' when nothing is left. */
+function withoutInstallAndBuild(line: string, scripts: Record<string, string>): string {
+  return line
+    .split(/\s*&&\s*/)
+    .filter((part) => !INSTALL.test(part))
+    .map((part) => {
+      const [, name, rest = ''] = /^npm run (\S+)(.*)$/.exec(part) ?? [];
+      const script = name === undefined ? undefined : scripts[name];
+      return script?.startsWith('npm run build && ') ? `${script.slice('npm run build && '.length)}${rest.replace(/^\s*--/, '')}` : part;
+    })
+    .join(' && ');
+}
+
+export function quickstartCommands(readme: string, file = 'README.md', scripts: Record<string, string> = {}): QuickstartCommand[] {
   const start = readme.indexOf(QUICKSTART_START);
   const end = readme.indexOf(QUICKSTART_END, start + 1);
   if (start < 0 || end < 0)
@@ -38,7 +54,10 @@ export function quickstartCommands(readme: string, file = 'README.md'): Quicksta
       const line = raw.trim();
       if (line === '' || line.startsWith('#')) continue;
       if (/^export\s/.test(line)) exports.push(line);
-      else if (!INSTALL.test(line)) commands.push({ line, exports: [...exports] });
+      else {
+        const run = withoutInstallAndBuild(line, scripts);
+        if (run) commands.push({ line, run, exports: [...exports] });
+      }
     }
   }
   return commands;
@@ -64,8 +83,8 @@ export async function runQuickstart(
   writeFileSync(join(bin, 'quarry'), `#!/bin/sh\nexec "${process.execPath}" "${options.cli}" "$@"\n`);
   chmodSync(join(bin, 'quarry'), 0o755);
   const results: QuickstartResult[] = [];
-  for (const { line, exports } of commands) {
-    const script = [...exports, line].join('\n');
+  for (const { line, run, exports } of commands) {
+    const script = [...exports, run].join('\n');
     results.push(
       await new Promise<QuickstartResult>((resolve, reject) => {
         const child = spawn('bash', ['-c', script], {
