@@ -4,6 +4,28 @@ export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_CANCELLED = 130;
 
+/** What each exit code means, for docs/reference/exit-codes.md (scripts/gen-reference.mjs). */
+export const EXIT_CODES: ReadonlyArray<{ code: number; name: string; meaning: string }> = [
+  { code: EXIT_OK, name: 'EXIT_OK', meaning: 'The command did its work; a run completed.' },
+  {
+    code: EXIT_FAILED,
+    name: 'EXIT_FAILED',
+    meaning:
+      'A run failed (a model or tool infrastructure error after retries, --max-turns reached, the same call repeated three times) or was refused (the model declined to answer); a command could not do its work; report --refresh found a step that failed.',
+  },
+  {
+    code: EXIT_USAGE,
+    name: 'EXIT_USAGE',
+    meaning:
+      'A usage error: a bad flag or argument, a config file, profile, knowledge file or eval suite that does not load, no model configured. One line on stderr says what to fix.',
+  },
+  {
+    code: EXIT_CANCELLED,
+    name: 'EXIT_CANCELLED',
+    meaning: 'Cancelled: Ctrl+C, SIGTERM or quarry cancel ID; the session is saved and nothing is left running.',
+  },
+];
+
 /** A mistake in how quarry was called or configured: reported in one line, exit code 2. */
 export class UsageError extends Error {
   override name = 'UsageError';

@@ -2,6 +2,7 @@ import type { RunEvent, ToolEndEvent } from '../agent/events.js';
 import type { RunResult } from '../agent/loop.js';
 import { usageJson } from '../model/types.js';
 import { formatBytes } from '../tools/core/paths.js';
+import type { ResultObject, StreamJsonLine } from './stream-json-lines.js';
 import { MarkdownStream } from './terminal-markdown.js';
 
 /**
@@ -29,7 +30,7 @@ export interface Renderer {
   pauseLive?(paused: boolean): void;
 }
 
-export function resultObject(result: RunResult, info: RunInfo): Record<string, unknown> {
+export function resultObject(result: RunResult, info: RunInfo): ResultObject {
   return {
     status: result.status,
     text: result.text,
@@ -245,7 +246,7 @@ class JsonRenderer implements Renderer {
  * What `--format stream-json` prints for an event (docs/guide/running.md), or undefined for those
  * only the trace keeps (run_start, messages, llm_end, clear, run_end: the stream has its own start and result lines).
  */
-export function streamEvent(event: RunEvent): Record<string, unknown> | undefined {
+export function streamEvent(event: RunEvent): StreamJsonLine | undefined {
   switch (event.type) {
     case 'llm_start':
       return event.purpose === 'turn' ? { type: 'turn_start', turn: event.turn } : undefined;
@@ -268,7 +269,7 @@ export function streamEvent(event: RunEvent): Record<string, unknown> | undefine
 }
 
 class StreamJsonRenderer implements Renderer {
-  private line(value: Record<string, unknown>): void {
+  private line(value: StreamJsonLine): void {
     process.stdout.write(`${JSON.stringify(value)}\n`);
   }
   start(info: RunInfo): void {

@@ -10,9 +10,12 @@ export interface ConfigDocument {
   settings: Record<string, unknown>;
 }
 
-/** Parses the text of a config file: a mapping whose keys are CONFIG_KEYS (docs/guide/databases.md, files). */
+/** Parses the text of a config file: a mapping whose keys are CONFIG_KEYS, as schemas/config.schema.json describes (docs/guide/databases.md, files). */
 export function parseConfigText(text: string, file: string): ConfigDocument {
-  return { file, settings: readYamlMapping(text, file, { keys: CONFIG_KEYS, notMapping: 'expected a mapping of settings at the top level' }) };
+  return {
+    file,
+    settings: readYamlMapping(text, file, { keys: CONFIG_KEYS, notMapping: 'expected a mapping of settings at the top level', schema: 'config' }),
+  };
 }
 
 /**

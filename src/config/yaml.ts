@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../errors.js';
+import { checkDocument, type DocumentSchemaName } from './document-schemas.js';
 
 /**
  * Reading YAML files whose top level is a mapping with known keys: config.yaml, a `--databases`
@@ -60,6 +61,8 @@ export interface MappingRules {
   /** What follows `where: ` when the document is not a mapping. */
   notMapping: string;
   Kind?: ErrorKind;
+  /** The published schema (schemas/NAME.schema.json) the whole document is checked against, after the top-level keys. */
+  schema?: DocumentSchemaName;
 }
 
 /**
@@ -76,6 +79,7 @@ export function checkYamlMapping(document: unknown, where: string, rules: Mappin
   const Kind = rules.Kind ?? ConfigError;
   if (!isMapping(document)) throw new Kind(`${where}: ${rules.notMapping}`);
   checkKnownKeys(document, where, rules.keys, Kind);
+  if (rules.schema) checkDocument(rules.schema, document, where, Kind);
   return document;
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, extname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { checkDocument, keyPath } from '../config/document-schemas.js';
 import { UsageError } from '../errors.js';
 import { parseCsvRecords } from '../tools/database/csv.js';
 import type { CompareRule } from './compare.js';
@@ -162,9 +163,18 @@ function clarificationsOf(path: string, where: string, raw: Record<string, unkno
   return { clarifications: list as string[] };
 }
 
+/** A key path in a YAML suite as its errors name it: `question 3: tags[0]`. */
+function questionPath(segments: readonly string[]): string {
+  const [first, ...rest] = segments[0] === 'questions' ? segments.slice(1) : segments;
+  if (first === undefined) return keyPath(segments);
+  const inner = keyPath(rest);
+  return `question ${Number(first) + 1}${inner ? `: ${inner}` : ''}`;
+}
+
 function quarryQuestions(path: string, raw: unknown): EvalQuestion[] {
   const list = Array.isArray(raw) ? raw : (raw as { questions?: unknown } | null)?.questions;
   if (!Array.isArray(list) || list.length === 0) fail(path, 'top level', 'expected a list of questions (or {questions: [...]})');
+  checkDocument('eval-suite', raw, `suite ${path}`, UsageError, questionPath);
   const seen = new Set<string>();
   return list.map((value, index) => {
     const entry = asRecord(path, `question ${index + 1}`, value);

@@ -163,6 +163,7 @@ export function parseProfile(document: unknown, where: string, fallbackName: str
     keys: TOP_LEVEL_KEYS,
     notMapping: `a profile must be a YAML mapping of keys (${TOP_LEVEL_KEYS.join(', ')})`,
     Kind: ProfileError,
+    schema: 'profile',
   });
 
   const name = raw.name ?? fallbackName;

@@ -63,7 +63,8 @@ describe('set-up and packaging', () => {
   it('an installed package (no fixtures/, no optional Daytona SDK) hints --model script:FILE and says how to add the SDK', async () => {
     // What `npm install -g --omit=optional quarry-VERSION.tgz` lays out: the package's files and its dependencies.
     const pkg = makeTempDir('quarry-installed-');
-    for (const entry of ['dist', 'profiles', 'package.json', 'README.md', 'LICENSE']) cpSync(join(REPO_ROOT, entry), join(pkg, entry), { recursive: true });
+    const { files } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { files: string[] };
+    for (const entry of [...files, 'package.json']) cpSync(join(REPO_ROOT, entry), join(pkg, entry), { recursive: true });
     mkdirSync(join(pkg, 'node_modules'));
     for (const entry of readdirSync(join(REPO_ROOT, 'node_modules'))) {
       if (entry !== '@daytonaio') symlinkSync(join(REPO_ROOT, 'node_modules', entry), join(pkg, 'node_modules', entry));

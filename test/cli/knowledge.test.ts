@@ -51,7 +51,7 @@ describe('the knowledge folder formats', () => {
     [
       'synonyms that are not a list',
       { 'glossary.yaml': 'revenue:\n  definition: d\n  synonyms: sales\n' },
-      /glossary\.yaml: revenue: "synonyms" must be a list of text/,
+      /glossary\.yaml: "revenue\.synonyms" must be a list of text, got "sales"/,
     ],
     [
       'an unknown metric key',

@@ -129,7 +129,7 @@ describe('database configuration', () => {
     const yaml = join(dir, 'bad.yaml');
     writeFileSync(yaml, 'databases:\n  a:\n    type: nosql\n');
     expect(() => loadDatabaseConfigs({ databasesFile: yaml, env: {}, cwd: dir })).toThrow(
-      'databases.a.type must be one of sqlite, postgres, mysql, oracle, vertica, duckdb, clickhouse (got "nosql")',
+      '"databases.a.type" is "nosql"; allowed values: sqlite, sqlite3, duckdb, postgres, postgresql, mysql, mariadb, oracle, vertica, clickhouse',
     );
   });
 });

@@ -66,18 +66,20 @@ mcp_servers:
 
   it('refuses unknown keys, bad types, empty commands, bad URLs and bad timeouts with the allowed values', () => {
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: [x], url: y}}', FILE, {}))).toBe(
-      `${FILE}: mcp_servers.s: unknown key "url"; a stdio server takes type, startup_timeout_secs, tool_timeout_secs, allow_outward, command, env, cwd`,
+      `${FILE}: mcp_servers.s: unknown key "url"; allowed keys: type, command, env, cwd, startup_timeout_secs, tool_timeout_secs, allow_outward`,
     );
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: sse, url: y}}', FILE, {}))).toBe(
-      `${FILE}: mcp_servers.s.type must be stdio or http (got "sse")`,
+      `${FILE}: "mcp_servers.s.type" is "sse"; allowed values: stdio, http`,
     );
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: []}}', FILE, {}))).toMatch(/command must be a non-empty list/);
-    expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: "npx server"}}', FILE, {}))).toMatch(/command must be a non-empty list/);
+    expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: "npx server"}}', FILE, {}))).toMatch(
+      /"mcp_servers.s.command" must be a list, got "npx server" \(The program and its arguments/,
+    );
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http, url: "ftp://x"}}', FILE, {}))).toMatch(/must start with http/);
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http, url: "http://x", tool_timeout_secs: 0}}', FILE, {}))).toMatch(
       /tool_timeout_secs must be a positive number of seconds \(got 0\)/,
     );
-    expect(errorOf(() => parseMcpServers('mcp_servers: [a]', FILE, {}))).toMatch(/mcp_servers must be a mapping/);
+    expect(errorOf(() => parseMcpServers('mcp_servers: [a]', FILE, {}))).toMatch(/"mcp_servers" must be a mapping/);
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http', FILE, {}))).toMatch(/invalid YAML/);
   });
 

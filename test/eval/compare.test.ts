@@ -214,7 +214,7 @@ describe('suite files', () => {
       /question 1: needs exactly one of expected_sql, expected_rows, expected_csv \(has none\)/,
     );
     expect(() => loadSuite(write('m6.yaml', 'questions:\n  - {question: q, database: d, expected_sql: SELECT 1, expectd_rows: []}\n'), dir)).toThrow(
-      /unknown field "expectd_rows"/,
+      /question 1: unknown key "expectd_rows"; allowed keys: id, question, evidence, database, expected_sql, expected_rows/,
     );
     expect(() =>
       loadSuite(

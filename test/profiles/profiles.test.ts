@@ -89,7 +89,8 @@ describe('profile errors name the key and the allowed values', () => {
     ['approval: {patterns: ["(unclosed"]}\n', /"approval.patterns" entry "\(unclosed" is not a valid regular expression/],
     ['shell_timeout: 900\n', /"shell_timeout" must be a whole number of seconds from 1 to 600, got 900/],
     ['backend: docker\n', /"backend" is "docker"; allowed values: local, daytona/],
-    ['tools: bash\n', /"tools" must be a list of non-empty strings, got "bash"/],
+    ['tools: bash\n', /"tools" must be a list of strings, got "bash"/],
+    ['shell_timeout: "5"\n', /"shell_timeout" must be a whole number, got "5"/],
     ['- just\n- a list\n', /a profile must be a YAML mapping/],
     ['shell: [unclosed\n', /invalid YAML/],
   ];

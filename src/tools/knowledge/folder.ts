@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
+import { checkDocument, keyPath } from '../../config/document-schemas.js';
 import { checkKnownKeys, isMapping, parseYamlDocument } from '../../config/yaml.js';
 import { ConfigError } from '../../errors.js';
 import { nodeCrypto } from '../../node-crypto.js';
@@ -132,6 +133,7 @@ function mapping(value: unknown, where: string, keys: readonly string[]): Record
 export function parseRules(source: string, file: string): KnowledgeRule[] {
   const document = parseYamlDocument(source, file) ?? [];
   if (!Array.isArray(document)) fail(file, 'expected a list of {rule, tables?, database?}');
+  checkDocument('knowledge-rules', document, file, ConfigError, ([index, ...rest]) => keyPath([`rule ${Number(index) + 1}`, ...rest]));
   return document.map((item, index) => {
     const where = `${file}: rule ${index + 1}`;
     const entry = mapping(item, where, RULE_KEYS);
@@ -147,6 +149,7 @@ export function parseRules(source: string, file: string): KnowledgeRule[] {
 export function parseGlossary(source: string, file: string): GlossaryTerm[] {
   const document = parseYamlDocument(source, file) ?? {};
   if (!isMapping(document)) fail(file, 'expected a mapping TERM: {definition, synonyms?, sql?, tables?}');
+  checkDocument('knowledge-glossary', document, file);
   return Object.entries(document).map(([term, value]) => {
     const where = `${file}: ${term}`;
     const entry = mapping(value, where, TERM_KEYS);
@@ -163,6 +166,7 @@ export function parseGlossary(source: string, file: string): GlossaryTerm[] {
 export function parseMetrics(source: string, file: string): Metric[] {
   const document = parseYamlDocument(source, file) ?? {};
   if (!isMapping(document)) fail(file, 'expected a mapping NAME: {description, table, sql, ...}');
+  checkDocument('knowledge-metrics', document, file);
   return Object.entries(document).map(([name, value]) => {
     const where = `${file}: ${name}`;
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) fail(where, 'a metric name is letters, digits and _ (it becomes a column name)');
@@ -184,6 +188,7 @@ export function parseQuery(source: string, file: string): VerifiedQuery {
   const id = basename(file).replace(/\.ya?ml$/, '');
   if (!QUERY_ID.test(id)) fail(file, 'a query id (the file name) is letters, digits, _, . and -');
   const entry = mapping(parseYamlDocument(source, file) ?? {}, file, QUERY_KEYS);
+  checkDocument('knowledge-query', entry, file);
   let expect: Expectation | undefined;
   if (entry.expect !== undefined && entry.expect !== null) {
     const raw = mapping(entry.expect, `${file}: expect`, EXPECT_KEYS);
@@ -209,6 +214,7 @@ export function parseNote(source: string, file: string): Note {
   const match = FRONT_MATTER.exec(source);
   if (!match) return { id, text: source.trim(), tables: [], file };
   const entry = mapping(parseYamlDocument(match[1]!, `${file}: front matter`) ?? {}, `${file}: front matter`, NOTE_KEYS);
+  checkDocument('knowledge-note', entry, `${file}: front matter`);
   return {
     id,
     text: source.slice(match[0].length).trim(),
