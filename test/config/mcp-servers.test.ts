@@ -73,7 +73,7 @@ mcp_servers:
     );
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: []}}', FILE, {}))).toMatch(/command must be a non-empty list/);
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: stdio, command: "npx server"}}', FILE, {}))).toMatch(
-      /"mcp_servers.s.command" must be a list, got "npx server" \(The program and its arguments/,
+      /"mcp_servers.s.command" must be a list of text, got "npx server" \(The program and its arguments/,
     );
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http, url: "ftp://x"}}', FILE, {}))).toMatch(/must start with http/);
     expect(errorOf(() => parseMcpServers('mcp_servers: {s: {type: http, url: "http://x", tool_timeout_secs: 0}}', FILE, {}))).toMatch(

@@ -164,8 +164,8 @@ describe('vertica', () => {
     const setup = log.length;
     const found = await searchCatalog('vertica', driver, 'Region', 'any', { readOnly: true, signal });
     expect(found.text).toBe('No table, view or column name or comment contains "Region".');
-    const listed = await listTables('vertica', driver, 'fact%', { readOnly: true, signal });
-    expect(listed.text).toBe('No tables or views match "fact%".');
+    const listed = await listTables('vertica', driver, 'fa%ct%', { readOnly: true, signal });
+    expect(listed.text).toBe('No tables or views match "fa%ct%".');
     const sent = log.slice(setup);
     expect(sent).toHaveLength(6);
     expect(sent.filter((_, i) => i % 3 === 0)).toEqual([VERTICA_BEGIN_READ_ONLY, VERTICA_BEGIN_READ_ONLY]);
