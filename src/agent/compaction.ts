@@ -57,15 +57,23 @@ function clip(text: string, limit: number): string {
   return text.length > limit ? `${text.slice(0, limit)} [... ${text.length - limit} more characters]` : text;
 }
 
-/** The older part as one text for the summariser (no tool-call structure, so any provider accepts it). */
-export function renderForSummary(messages: readonly Message[]): string {
+/** What of one tool result the summariser sees. */
+export function clipToolResult(text: string): string {
+  return clip(text, SUMMARY_TOOL_RESULT_CHARS);
+}
+
+/**
+ * The older part as one text for the summariser (no tool-call structure, so any provider accepts it).
+ * `resultsClipped`: the tool results were already cut with clipToolResult (and marked, src/agent/marking.ts).
+ */
+export function renderForSummary(messages: readonly Message[], resultsClipped = false): string {
   const lines: string[] = [];
   for (const message of messages) {
     if (message.role === 'user') lines.push(`USER: ${clip(message.content, SUMMARY_MESSAGE_CHARS)}`);
     else if (message.role === 'assistant') {
       if (message.content) lines.push(`ASSISTANT: ${clip(message.content, SUMMARY_MESSAGE_CHARS)}`);
       for (const call of message.toolCalls ?? []) lines.push(`ASSISTANT CALLED ${call.name} ${clip(call.arguments, SUMMARY_MESSAGE_CHARS)}`);
-    } else lines.push(`RESULT OF ${message.name}${message.isError ? ' (error)' : ''}: ${clip(message.content, SUMMARY_TOOL_RESULT_CHARS)}`);
+    } else lines.push(`RESULT OF ${message.name}${message.isError ? ' (error)' : ''}: ${resultsClipped ? message.content : clipToolResult(message.content)}`);
   }
   return `Summarise this conversation so far:\n\n${lines.join('\n\n')}`;
 }

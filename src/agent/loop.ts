@@ -12,6 +12,7 @@ import {
   KEEP_RECENT_FRACTION,
   MIN_SUMMARISED_FRACTION,
   SUMMARY_SYSTEM_PROMPT,
+  clipToolResult,
   compactedConversation,
   compactionSplit,
   estimateTokens,
@@ -22,6 +23,7 @@ import { toolResultMessage, traceSubscriber, type ModelCallPurpose, type RunEven
 import type { Session, SessionStatus } from './session.js';
 import { UntrustedSources } from './untrusted.js';
 import { gateCall } from './gate.js';
+import { DataMarker } from './marking.js';
 
 /**
  * The agent loop (docs/guide/running.md): model turn, tool calls, trace, until the model answers without
@@ -131,6 +133,8 @@ export class Agent {
   private readonly subscribers: RunEventSubscriber[];
   /** Where the untrusted content in this conversation came from (the outward-tool rule). */
   private readonly untrusted: UntrustedSources;
+  /** This agent's boundary around untrusted data (a nonce of its own). */
+  private readonly marker = new DataMarker();
 
   constructor(private readonly options: AgentOptions) {
     this.messages = options.messages ? [...options.messages] : [];
@@ -248,12 +252,14 @@ export class Agent {
     let reasoning: Reasoning | undefined;
     let refusal: string | undefined;
     let attempts = 1;
+    // Marked on a copy (src/agent/marking.ts): the conversation and the trace keep the raw results.
+    const lookup = (name: string) => this.options.workspace.registry.get(name);
     const events = streamWithRetries(
       provider,
       {
-        system: request?.system ?? this.options.system,
-        messages,
-        tools: request?.tools ?? this.toolSpecs,
+        system: (request?.system ?? this.options.system) + this.marker.systemNote(),
+        messages: request?.messages ?? this.marker.messages(messages, lookup),
+        tools: this.marker.tools(request?.tools ?? this.toolSpecs, lookup),
         signal,
         purpose,
         ...(this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : {}),
@@ -318,7 +324,15 @@ export class Agent {
     try {
       const turn = await this.modelTurn(0, signal, 'compaction', {
         system: SUMMARY_SYSTEM_PROMPT,
-        messages: [{ role: 'user', content: renderForSummary(older) }],
+        messages: [
+          {
+            role: 'user',
+            content: renderForSummary(
+              this.marker.messages(older, (name) => this.options.workspace.registry.get(name), clipToolResult),
+              true,
+            ),
+          },
+        ],
         tools: [],
       });
       summary = turn.text.trim();

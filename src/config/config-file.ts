@@ -10,8 +10,16 @@ export interface ConfigDocument {
   settings: Record<string, unknown>;
 }
 
+/** Every config file this process has read (the known secret values include theirs: src/security/secret-values.ts). */
+const filesRead = new Set<string>();
+
+export function configFilesRead(): string[] {
+  return [...filesRead];
+}
+
 /** Parses the text of a config file: a mapping whose keys are CONFIG_KEYS, as schemas/config.schema.json describes (docs/guide/databases.md, files). */
 export function parseConfigText(text: string, file: string): ConfigDocument {
+  filesRead.add(file);
   return {
     file,
     settings: readYamlMapping(text, file, { keys: CONFIG_KEYS, notMapping: 'expected a mapping of settings at the top level', schema: 'config' }),

@@ -1,4 +1,4 @@
-import { knownSecretValues, redactSecrets } from './redact.js';
+import { redactSecrets, sessionSecretValues } from './redact.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Marked, type Tokens } from 'marked';
@@ -362,7 +362,7 @@ export function pageHead(title: string, extraStyle = ''): string {
 <body>`;
 }
 
-export function renderReport(session: SessionData, generatedAt = new Date(), secrets: readonly string[] = knownSecretValues()): string {
+export function renderReport(session: SessionData, generatedAt = new Date(), secrets: readonly string[] = sessionSecretValues(session.meta.databases)): string {
   return redactSecrets(reportPage(session, generatedAt), secrets);
 }
 

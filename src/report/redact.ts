@@ -1,23 +1,17 @@
-import { isSecretVariable } from '../security/secret-variables.js';
+import { join } from 'node:path';
+import type { StoredDatabases } from '../agent/session.js';
+import { configFilesRead } from '../config/config-file.js';
+import { redactUrl } from '../config/databases.js';
+import { quarryHome } from '../config/home.js';
+import { knownSecretValues, SECRET_REMOVED } from '../security/secret-values.js';
 import { escapeHtml } from './step-output.js';
 
 /**
- * Known secret values (docs/security.md): the values of the environment variables the
- * restricted shell withholds (API keys, tokens, passwords, URLs with a password). A report or chart
- * that carries one, as text or inside a link, shows `[secret removed]` instead, so that opening or
- * sharing the page cannot send it anywhere.
+ * A report or chart page that carries a known secret value (src/security/secret-values.ts: secret
+ * environment variables and config.yaml's passwords, tokens and headers), as text or inside a link,
+ * shows `[secret removed]` instead, so that opening or sharing the page cannot send it anywhere; the
+ * password of any URL on the page is hidden too (`:***@`), however short.
  */
-const MIN_SECRET_CHARS = 8;
-
-export function knownSecretValues(env: NodeJS.ProcessEnv = process.env): string[] {
-  const values = Object.entries(env)
-    .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].length >= MIN_SECRET_CHARS && isSecretVariable(entry[0], entry[1]))
-    .map(([, value]) => value);
-  // Longest first, so a secret that contains another is removed whole.
-  return [...new Set(values)].sort((a, b) => b.length - a.length);
-}
-
-const REMOVED = '[secret removed]';
 
 /** Every spelling a page may hold a value in: as written, HTML-escaped, URL-encoded. */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
@@ -26,7 +20,13 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
     const escaped = escapeHtml(secret);
     const encoded = encodeURIComponent(secret);
     const encodedEscaped = encoded.replace(/&/g, '&amp;');
-    for (const form of new Set([secret, escaped, encoded, encodedEscaped])) out = out.split(form).join(REMOVED);
+    for (const form of new Set([secret, escaped, encoded, encodedEscaped])) out = out.split(form).join(SECRET_REMOVED);
   }
-  return out;
+  return redactUrl(out);
+}
+
+/** The secrets a session's page must not carry: the environment's, $QUARRY_HOME/config.yaml's and those of the config and databases files the session used. */
+export function sessionSecretValues(databases: StoredDatabases | undefined, env: NodeJS.ProcessEnv = process.env): string[] {
+  const files = [join(quarryHome(env), 'config.yaml'), databases?.config_file, databases?.databases_file].filter((file): file is string => Boolean(file));
+  return knownSecretValues(env, [...new Set([...files, ...configFilesRead()])]);
 }

@@ -1,4 +1,4 @@
-import { knownSecretValues, redactSecrets } from './redact.js';
+import { redactSecrets, sessionSecretValues } from './redact.js';
 import { escapeHtml, inlineImage, pageHead, renderMarkdown, REPORT_PREVIEW_LINES, type SessionData } from './html.js';
 import { answerWithChanges, type RefreshedStep, type RefreshResult } from './refresh.js';
 
@@ -68,7 +68,11 @@ function renderRefreshedStep(step: RefreshedStep): string {
   return parts.join('\n');
 }
 
-export function renderRefreshReport(session: SessionData, result: RefreshResult, secrets: readonly string[] = knownSecretValues()): string {
+export function renderRefreshReport(
+  session: SessionData,
+  result: RefreshResult,
+  secrets: readonly string[] = sessionSecretValues(session.meta.databases),
+): string {
   return redactSecrets(refreshPage(session, result), secrets);
 }
 

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cliEnv, runCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
+import { withoutMarkingNote } from '../support/marking.js';
 
 /** System prompts (docs/guide/running.md "Prompts"): the default analyst prompt and templates with front matter. */
 
@@ -33,7 +34,7 @@ async function setup() {
   writeFileSync(join(work, 'review.md'), TEMPLATE);
   const url = server.url;
   const run = (args: string[], input = '') => runCli(['--base-url', url, '--model', 'm', '-w', work, ...args], { env: cliEnv(home), input });
-  const system = (index = 0) => (server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[0]?.content ?? '';
+  const system = (index = 0) => withoutMarkingNote((server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[0]?.content ?? '');
   const firstUser = (index = 0) => (server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[1]?.content ?? '';
   return { home, work, run, system, firstUser };
 }

@@ -9,6 +9,7 @@ import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { hostname } from 'node:os';
 import { seededRandom, testSeed } from '../support/random.js';
+import { unmarked, withoutMarkingNote } from '../support/marking.js';
 
 /**
  * Sessions under faults: resuming under exactly the session's profile (with its model and
@@ -248,7 +249,7 @@ describe("resume keeps the session's system prompt", () => {
     expect(first.code).toBe(0);
     const again = await runCli(['--resume', 'latest', 'go on'], { env, cwd: home });
     expect(again.code).toBe(0);
-    const systemOf = (index: number) => ((server!.requests[index]!.body.messages as ChatMessage[])[0]!.content ?? '').trim();
+    const systemOf = (index: number) => withoutMarkingNote((server!.requests[index]!.body.messages as ChatMessage[])[0]!.content ?? '').trim();
     expect(systemOf(1)).toBe('You review Q2.');
     const replaced = await runCli(['--resume', 'latest', '--system-prompt', join(work, 'review.md'), '--var', 'quarter=Q3', 'and Q3?'], { env, cwd: home });
     expect(replaced.code).toBe(0);
@@ -368,7 +369,7 @@ describe('one process per session', () => {
     // The delegate call was under way: the model is told so, not that it never ran.
     const lastRequest = server.requests.at(-1)!.body.messages as ChatMessage[];
     const delegateResult = lastRequest.find((m) => m.role === 'tool' && m.tool_call_id === 'd1');
-    expect(delegateResult?.content).toMatch(/^interrupted: the session ended while this call was running; it may or may not have taken effect/);
+    expect(unmarked(delegateResult?.content)).toMatch(/^interrupted: the session ended while this call was running; it may or may not have taken effect/);
     const childId = readdirSync(join(home, 'sessions', id!, 'children'))[0]!;
     const childDir = join(home, 'sessions', id!, 'children', childId);
     expect(JSON.parse(readFileSync(join(childDir, 'meta.json'), 'utf8'))).toMatchObject({ status: 'interrupted' });
@@ -428,10 +429,10 @@ describe('crash and resume', () => {
     expect(resumed.code).toBe(0);
     const sent = server.requests[0]!.body.messages as ChatMessage[];
     const exportResult = sent.find((m) => m.role === 'tool' && m.tool_call_id === 'script_1_1');
-    expect(exportResult?.content).toMatch(/60,?000 rows/);
-    expect(exportResult?.content).not.toMatch(/not run|interrupted/);
+    expect(unmarked(exportResult?.content)).toMatch(/60,?000 rows/);
+    expect(unmarked(exportResult?.content)).not.toMatch(/not run|interrupted/);
     const queryResult = sent.find((m) => m.role === 'tool' && m.tool_call_id === 'script_1_2');
-    expect(queryResult?.content).toMatch(/^interrupted: /);
+    expect(unmarked(queryResult?.content)).toMatch(/^interrupted: /);
     expect(sent.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'user']);
     validTrace(home, id);
   });
@@ -512,9 +513,9 @@ describe('crash and resume', () => {
       const started = new Set(before.filter((e) => e.type === 'tool_start').map((e) => e.id as string));
       for (const message of sent.filter((m) => m.role === 'tool')) {
         const id = message.tool_call_id as string;
-        if (finished.has(id)) expect(message.content).toBe(finished.get(id));
-        else if (started.has(id)) expect(message.content).toMatch(/^interrupted: /);
-        else expect(message.content).toMatch(/^not run: /);
+        if (finished.has(id)) expect(unmarked(message.content)).toBe(finished.get(id));
+        else if (started.has(id)) expect(unmarked(message.content)).toMatch(/^interrupted: /);
+        else expect(unmarked(message.content)).toMatch(/^not run: /);
       }
       // The export (the first message's fourth call): told finished only if its file is complete.
       const exportEnd = before.find((e) => e.type === 'tool_end' && e.id === 'script_1_4');

@@ -83,7 +83,11 @@ describe('sessions', () => {
     expect(compactions).toHaveLength(1);
     expect(JSON.stringify(compactions[0]?.body.messages)).toContain('row of data');
     const last = messages(requests.at(-1));
-    expect(last[1]?.content).toMatch(/^\[Summary of the earlier conversation.*\]\nSUMMARY: the user asked about big.txt/);
+    // The summary was written from tool results: the model gets it marked as data (src/agent/marking.ts), and so were the results the summariser read.
+    expect(last[1]?.content).toMatch(
+      /^\[Summary of the earlier conversation.*\]\n<<data-([0-9a-f]{32}) source="[^"]*summary[^"]*">>\nSUMMARY: the user asked about big.txt.*\n<<end-\1>>$/,
+    );
+    expect(JSON.stringify(compactions[0]?.body.messages)).toMatch(/RESULT OF read: <<data-[0-9a-f]{32} source=\\"read \(big.txt\)\\">>/);
     expect(JSON.stringify(last)).not.toContain('row of data');
     expect(last.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['n1']);
     const id = (JSON.parse(result.stdout) as { session_id: string }).session_id;
@@ -94,6 +98,11 @@ describe('sessions', () => {
     expect(resumed.code).toBe(0);
     const afterResume = messages(server?.requests.at(-1));
     expect(afterResume[1]?.content).toMatch(/SUMMARY: the user asked about big.txt/);
+    // Marked again with the resumed run's own boundary; the trace holds none.
+    const nonce = (text: unknown) => /<<data-([0-9a-f]{32})/.exec(String(text))?.[1];
+    expect(nonce(afterResume[1]?.content)).toBeDefined();
+    expect(nonce(afterResume[1]?.content)).not.toBe(nonce(last[1]?.content));
+    expect(trace).not.toContain(nonce(last[1]?.content));
     expect(JSON.stringify(afterResume)).not.toContain('row of data');
     expect(afterResume.at(-1)).toEqual({ role: 'user', content: 'one more' });
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderMarkdown } from '../../src/report/html.js';
-import { knownSecretValues, redactSecrets } from '../../src/report/redact.js';
+import { redactSecrets } from '../../src/report/redact.js';
+import { knownSecretValues } from '../../src/security/secret-values.js';
 
 describe('reports defang known secret values', () => {
   it('finds the secret variables of the environment and removes their values from text and links, in every spelling', () => {

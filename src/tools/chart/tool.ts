@@ -6,6 +6,7 @@ import { plural } from '../core/file-write-support.js';
 import { formatCount } from '../core/long-lines.js';
 import { displayPath, formatBytes, resolveToolPath, shownPath } from '../core/paths.js';
 import { refuseSecrets } from '../core/existing-path.js';
+import { knownSecretValues, redactJsonSecrets, redactPlainSecrets } from '../../security/secret-values.js';
 import { effects } from '../core/effects.js';
 import { success, ToolError, type ToolContext, type Tool } from '../core/types.js';
 import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
@@ -151,13 +152,16 @@ export function createChartTool(configs: readonly DatabaseConfig[], options: Cha
         ...(args.color !== undefined ? { color: args.color } : {}),
         ...(args.title !== undefined ? { title: args.title } : {}),
       });
+      // No known secret (an API key, a configured password or token) is drawn or written, whatever the data or the title held.
+      const secrets = knownSecretValues();
+      const spec = redactJsonSecrets(chart.spec, secrets);
       const renderStarted = Date.now();
-      const rendered = await renderChart(chart.spec);
+      const rendered = await renderChart(spec);
       const renderMs = Date.now() - renderStarted;
       const contents: Record<string, Buffer> = {
         '.svg': Buffer.from(rendered.svg, 'utf8'),
         '.png': rendered.png,
-        '.vl.json': Buffer.from(`${JSON.stringify(chart.spec, null, 2)}\n`, 'utf8'),
+        '.vl.json': Buffer.from(`${JSON.stringify(spec, null, 2)}\n`, 'utf8'),
       };
       const written: string[] = [];
       try {
@@ -187,7 +191,7 @@ export function createChartTool(configs: readonly DatabaseConfig[], options: Cha
         `Files: ${shown(svgPath)} (${formatBytes(contents['.svg']!.length)}), ${shown(pngPath)} (${rendered.pngWidth}×${rendered.pngHeight} px, ` +
           `${formatBytes(rendered.png.length)}), ${shown(specPath)} (the Vega-Lite specification, to adjust and re-render).`,
       ].filter(Boolean);
-      return success(lines.join('\n'), {
+      return success(redactPlainSecrets(lines.join('\n'), secrets), {
         path: pngPath,
         files: [svgPath, pngPath, specPath],
         type: chart.type,

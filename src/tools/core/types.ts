@@ -109,6 +109,12 @@ export interface Tool<Args = Record<string, unknown>> {
    * outward-tool rule and `quarry mcp`'s annotations. A tool that declares nothing is taken to do everything.
    */
   effects?: ToolEffects;
+  /**
+   * Set when the description or the schema's descriptions carry a third party's words (an MCP
+   * server's): the model is sent `describe(mark)`, with those words passed through `mark`, and every
+   * description and title in the schema marked, as data from `source` (src/agent/marking.ts).
+   */
+  foreign?: { source: string; describe(mark: (text: string) => string): string };
   /** Optional per-call refinement of readOnly (e.g. a database tool's export_query writes a file). */
   callIsReadOnly?(args: Args): boolean;
   run(args: Args, context: ToolContext): Promise<ToolResult>;

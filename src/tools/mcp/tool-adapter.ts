@@ -88,13 +88,19 @@ export function adaptMcpTool(serverName: string, client: Client, info: McpToolIn
   const readOnlyNote = info.annotations?.readOnlyHint
     ? ' The server marks it read-only (quarry still asks for approval where the profile asks before MCP tools).'
     : '';
-  const schemaNote = unchecked ? ` Arguments are passed unchecked; the server's schema: ${JSON.stringify(info.inputSchema)}` : '';
   const name = mcpToolName(serverName, info.name);
+  const serverText = info.description ?? info.title ?? info.annotations?.title ?? '';
+  // The server's name for the tool stands unmarked in quarry's prefix: only name characters, bounded.
+  const shownName = info.name.replace(/[^\w.-]/g, '_').slice(0, 64);
+  // The server's words (its description, the schema shown when unchecked) are data from the server
+  // (README "Security model"): the model gets them marked (src/agent/marking.ts).
+  const describe = (mark: (text: string) => string) =>
+    `[MCP server "${serverName}", tool "${shownName}"] ${serverText ? mark(serverText) : ''}`.trim() +
+    ` Stopped after ${toolTimeoutMs / 1000} s.${readOnlyNote}${unchecked ? ` Arguments are passed unchecked; the server's schema: ${mark(JSON.stringify(info.inputSchema))}` : ''}`;
   return {
     name,
-    description:
-      `[MCP server "${serverName}", tool "${info.name}"] ${info.description ?? info.title ?? info.annotations?.title ?? ''}`.trim() +
-      ` Stopped after ${toolTimeoutMs / 1000} s.${readOnlyNote}${schemaNote}`,
+    description: describe((text) => text),
+    foreign: { source: `MCP server "${serverName}" (its description of tool "${shownName}")`, describe },
     parameters,
     // Whatever the server's readOnlyHint says: hints come from the server, approval is the user's.
     readOnly: false,

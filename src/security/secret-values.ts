@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { configFilesRead } from '../config/config-file.js';
+import { quarryHome } from '../config/home.js';
+import { isSecretVariable } from './secret-variables.js';
+
+/**
+ * Known secret values (README "Security model"): what a report or a chart must never carry, as text
+ * or inside a link. Two sources:
+ * - the environment: the values of the variables the restricted shell withholds (API keys, tokens,
+ *   passwords, URLs with a password), at least MIN_ENV_SECRET_CHARS long;
+ * - config.yaml (`$QUARRY_HOME/config.yaml`, and every config or databases file the process read): every
+ *   value under a secret-sounding key (password, passphrase, token, api_key, secret, auth...: database
+ *   passwords, SSH passwords and passphrases of every hop, MCP servers' env tokens), every MCP server
+ *   header value (and the credential after `Bearer`/`Basic`/`Token`), and the password of any URL,
+ *   with `${VAR}` references resolved from the environment; at least MIN_CONFIG_SECRET_CHARS long.
+ * Shorter values are not listed: removed as plain text they would hit ordinary words (the page would
+ * lose "select" to a password "select"). A config file that is missing or not YAML adds nothing
+ * (quarry could not have run with it).
+ */
+const MIN_ENV_SECRET_CHARS = 8;
+const MIN_CONFIG_SECRET_CHARS = 6;
+
+/** Keys whose values in config.yaml are secrets. */
+const SECRET_KEY = /pass|pwd|token|secret|api_?key|auth|credential|cookie|private|(?:^|_)key(?:$|_)/i;
+/** A URL's userinfo password: scheme://user:PASSWORD@host. */
+const URL_PASSWORD = /[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:([^/\s]+)@/gi;
+/** An Authorization header's scheme, before the credential itself. */
+const AUTH_SCHEME = /^\s*(?:bearer|basic|token|apikey|api-key)\s+(\S+)\s*$/i;
+
+export function knownSecretValues(env: NodeJS.ProcessEnv = process.env, configFiles: readonly string[] = defaultConfigFiles(env)): string[] {
+  const values = new Set<string>();
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && value.length >= MIN_ENV_SECRET_CHARS && isSecretVariable(name, value)) values.add(value);
+  }
+  for (const file of configFiles) for (const value of configSecrets(file, env)) if (value.length >= MIN_CONFIG_SECRET_CHARS) values.add(value);
+  // Longest first, so a secret that contains another is removed whole.
+  return [...values].sort((a, b) => b.length - a.length);
+}
+
+/** $QUARRY_HOME/config.yaml and every config or databases file this process has read (--config, --databases). */
+function defaultConfigFiles(env: NodeJS.ProcessEnv): string[] {
+  return [...new Set([join(quarryHome(env), 'config.yaml'), ...configFilesRead()])];
+}
+
+function configSecrets(file: string, env: NodeJS.ProcessEnv): string[] {
+  let document: unknown;
+  try {
+    document = parseYaml(readFileSync(file, 'utf8'));
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const add = (value: string) => {
+    out.push(value);
+    const credential = AUTH_SCHEME.exec(value)?.[1];
+    if (credential) out.push(credential);
+  };
+  const walk = (node: unknown, key: string, inHeaders: boolean) => {
+    if (Array.isArray(node)) for (const item of node) walk(item, key, inHeaders);
+    else if (node && typeof node === 'object') for (const [name, value] of Object.entries(node)) walk(value, name, inHeaders || name === 'headers');
+    else if (typeof node === 'string' || typeof node === 'number') {
+      const value = resolveVariables(String(node), env);
+      if (inHeaders || SECRET_KEY.test(key)) add(value);
+      for (const match of value.matchAll(URL_PASSWORD)) {
+        const password = match[1]!;
+        out.push(password);
+        try {
+          out.push(decodeURIComponent(password));
+        } catch {
+          // Not percent-encoded: the raw form is listed.
+        }
+      }
+    }
+  };
+  walk(document, '', false);
+  return out;
+}
+
+/** `${VAR}` as quarry reads config.yaml; an unset variable reads as nothing here. */
+function resolveVariables(value: string, env: NodeJS.ProcessEnv): string {
+  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_match, name: string) => env[name] ?? '');
+}
+
+export const SECRET_REMOVED = '[secret removed]';
+
+/** Every spelling of a value in plain text (a chart's labels, a tool's answer): as written and URL-encoded. */
+export function redactPlainSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) for (const form of new Set([secret, encodeURIComponent(secret)])) out = out.split(form).join(SECRET_REMOVED);
+  return out;
+}
+
+/** Every string in a JSON value (a chart specification: data, titles, labels, descriptions) with the secrets removed. */
+export function redactJsonSecrets<T>(value: T, secrets: readonly string[]): T {
+  if (secrets.length === 0) return value;
+  const walk = (node: unknown): unknown => {
+    if (typeof node === 'string') return redactPlainSecrets(node, secrets);
+    if (Array.isArray(node)) return node.map(walk);
+    if (node && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([key, item]) => [redactPlainSecrets(key, secrets), walk(item)]));
+    return node;
+  };
+  return walk(value) as T;
+}
