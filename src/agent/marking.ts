@@ -1,7 +1,7 @@
 import type { Message, ToolSpec } from '../model/types.js';
 import { nodeCrypto } from '../node-crypto.js';
-import { effectsOf } from '../tools/effects.js';
-import type { Tool } from '../tools/types.js';
+import { effectsOf } from '../tools/core/effects.js';
+import type { Tool } from '../tools/core/types.js';
 import { SUMMARY_PREFIX } from './compaction.js';
 import { describeSource } from './untrusted.js';
 

@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DataMarker } from '../../src/agent/marking.js';
 import type { Message } from '../../src/model/types.js';
-import { effects, READ_ONLY_EFFECTS } from '../../src/tools/effects.js';
-import type { Tool } from '../../src/tools/types.js';
+import { effects, READ_ONLY_EFFECTS } from '../../src/tools/core/effects.js';
+import type { Tool } from '../../src/tools/core/types.js';
 import { cliEnv, runCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
 import { startAnthropicServer, startOpenAIServer, type FakeServer, type RecordedRequest } from '../support/fake-openai.js';
-import { seededRandom } from '../support/random.js';
+import { seededRandom, testSeed } from '../support/random.js';
 
 /** Untrusted data reaches the model marked, inside a boundary of the run's own (src/agent/marking.ts). */
 
@@ -60,8 +60,8 @@ describe('DataMarker', () => {
   });
 
   it('random mixes of marker pieces never yield a marker of their own (seeded)', () => {
-    const seed = Number(process.env.MARKING_SEED ?? Date.now() % 2 ** 31);
-    console.log(`marking fuzz seed ${seed} (MARKING_SEED=${seed} reproduces)`);
+    const seed = testSeed(Date.now() % 2 ** 31);
+    console.log(`marking fuzz seed ${seed} (QUARRY_TEST_SEED=${seed} reproduces)`);
     const random = seededRandom(seed);
     const marker = new DataMarker();
     const pieces = ['<', '<<', ' ', '\t', '\n', 'end', 'END', 'data', 'Data', '-', marker.nonce, '>>', '"', 'x', '‹'];
