@@ -9,7 +9,7 @@ import { makeTempDir } from '../support/context.js';
 import { clickhouseClient, crlfRecords, mariadbCsv, mariadbRows, psqlCsv, psqlRows, tableCells } from '../support/engine-truth.js';
 import { processesMatching } from '../support/processes.js';
 import { TEST_DB_PASSWORD, TEST_DB_USER } from '../support/servers.js';
-import { generateKey, startSshd, type RunningSshd, type SshKeyPair } from '../support/sshd.js';
+import { forwardedTo, generateKey, startSshd, type RunningSshd, type SshKeyPair } from '../support/sshd.js';
 
 /**
  * Agent runs of the built CLI (scripted model, several tool calls per message) against databases
@@ -75,12 +75,7 @@ describe('an agent run through an SSH tunnel to PostgreSQL and MariaDB', () => {
   let pgUrl: string;
   let mysqlUrl: string;
 
-  function forwardsTo(port: string): number {
-    return sshd
-      .log()
-      .split('\n')
-      .filter((line) => line.includes('server_request_direct_tcpip') && line.includes(`port ${port}`)).length;
-  }
+  const forwardsTo = (port: string) => forwardedTo(sshd, port);
 
   beforeAll(async () => {
     dir = makeTempDir('quarry-tunnel-run-');
