@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { cliEnv } from '../support/agent-cli.js';
 import { runQuarry } from '../support/cli.js';
+import { clickhouseAdmin } from '../support/clickhouse.js';
 import { makeTempDir } from '../support/context.js';
 import { clickhouseClient, crlfRecords, mariadbCsv, mariadbRows, psqlCsv, psqlRows, tableCells } from '../support/engine-truth.js';
 import { processesMatching } from '../support/processes.js';
@@ -98,6 +99,13 @@ describe('an agent run through an SSH tunnel to PostgreSQL and MariaDB', () => {
 
   afterAll(async () => {
     await sshd?.stop();
+    const admin = new pg.Client({ connectionString: requireEnv('QUARRY_TEST_PG_ADMIN_URL') });
+    await admin.connect();
+    await admin.query('DROP TABLE IF EXISTS tunnel_orders');
+    await admin.end();
+    const my = await mysql.createConnection(requireEnv('QUARRY_TEST_MYSQL_ADMIN_URL'));
+    await my.query('DROP TABLE IF EXISTS tunnel_orders');
+    await my.end();
   });
 
   test('queries and exports go through the tunnel, match psql and mariadb, and the run leaves no process', async () => {
@@ -159,7 +167,6 @@ describe('an agent run through an SSH tunnel to PostgreSQL and MariaDB', () => {
 });
 
 const chUrl = process.env.QUARRY_TEST_CLICKHOUSE_URL;
-const chAdmin = process.env.QUARRY_TEST_CLICKHOUSE_ADMIN_URL;
 
 describe.skipIf(!chUrl)(`an agent run against ClickHouse${chUrl ? '' : ' (skipped: clickhouse-server is not installed)'}`, () => {
   const target = () => ({
@@ -169,40 +176,41 @@ describe.skipIf(!chUrl)(`an agent run against ClickHouse${chUrl ? '' : ' (skippe
     database: 'runs_ch',
   });
 
-  async function admin(sql: string): Promise<string> {
-    const response = await fetch(chAdmin!, { method: 'POST', body: sql });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`clickhouse admin: ${text}`);
-    return text;
-  }
+  const admin = (sql: string) => clickhouseAdmin(sql);
 
   beforeAll(async () => {
     await admin('DROP DATABASE IF EXISTS runs_ch');
     await admin('CREATE DATABASE runs_ch');
-    await admin('CREATE TABLE runs_ch.sales (id UInt64, region String, amount Decimal(18, 4), note Nullable(String)) ENGINE = MergeTree ORDER BY id');
-    await admin("INSERT INTO runs_ch.sales VALUES (1, 'north', 12345678901234.5678, NULL), (2, 'so\"uth, east', 0.1, 'line\\ntwo'), (3, 'west\\\\x', -5, '')");
+    await admin('CREATE TABLE runs_ch.ch_orders (id UInt64, area String, total Decimal(18, 4), remark Nullable(String)) ENGINE = MergeTree ORDER BY id');
     await admin(
-      "INSERT INTO runs_ch.sales SELECT number + 4, concat('r', toString(number % 7)), toDecimal64(number / 8, 4), NULL FROM system.numbers LIMIT 5000",
+      "INSERT INTO runs_ch.ch_orders VALUES (1, 'north', 12345678901234.5678, NULL), (2, 'so\"uth, east', 0.1, 'line\\ntwo'), (3, 'west\\\\x', -5, '')",
     );
+    await admin(
+      "INSERT INTO runs_ch.ch_orders SELECT number + 4, concat('r', toString(number % 7)), toDecimal64(number / 8, 4), NULL FROM system.numbers LIMIT 5000",
+    );
+  });
+
+  afterAll(async () => {
+    await admin('DROP DATABASE IF EXISTS runs_ch');
   });
 
   test('query, list_tables, describe and export match clickhouse-client; a write is refused and changes nothing', async () => {
     const home = makeTempDir('quarry-ch-run-home-');
     const work = makeTempDir('quarry-ch-run-work-');
     writeFileSync(join(home, 'config.yaml'), `databases:\n  sales_ch: {url: ${JSON.stringify(chUrl!.replace(/\/default$/, '/runs_ch'))}}\n`);
-    const querySql = 'SELECT id, region, amount FROM sales WHERE id <= 3 ORDER BY id';
-    const exportSql = 'SELECT * FROM sales ORDER BY id';
-    const countBefore = await admin('SELECT count() FROM runs_ch.sales');
+    const querySql = 'SELECT id, area, total FROM ch_orders WHERE id <= 3 ORDER BY id';
+    const exportSql = 'SELECT * FROM ch_orders ORDER BY id';
+    const countBefore = await admin('SELECT count() FROM runs_ch.ch_orders');
     const { code, summary } = await scriptedRun(
       home,
       work,
       [
         { name: 'clickhouse', arguments: { operation: 'query', sql: querySql } },
         { name: 'clickhouse', arguments: { operation: 'list_tables' } },
-        { name: 'clickhouse', arguments: { operation: 'describe', table_name: 'sales' } },
+        { name: 'clickhouse', arguments: { operation: 'describe', table_name: 'ch_orders' } },
         { name: 'clickhouse', arguments: { operation: 'export_query', sql: exportSql, output_path: 'sales.csv' } },
-        { name: 'clickhouse', arguments: { operation: 'query', sql: "INSERT INTO sales VALUES (99, 'evil', 1, NULL)" } },
-        { name: 'clickhouse', arguments: { operation: 'query', sql: 'ALTER TABLE sales DELETE WHERE id > 0' } },
+        { name: 'clickhouse', arguments: { operation: 'query', sql: "INSERT INTO ch_orders VALUES (99, 'evil', 1, NULL)" } },
+        { name: 'clickhouse', arguments: { operation: 'query', sql: 'ALTER TABLE ch_orders DELETE WHERE id > 0' } },
       ],
       'North sold the most.',
     );
@@ -213,11 +221,11 @@ describe.skipIf(!chUrl)(`an agent run against ClickHouse${chUrl ? '' : ' (skippe
       .split('\n')
       .filter(Boolean)
       .map((line) => line.split('\t').map((field) => field.replace(/\\(.)/g, (_, ch: string) => (ch === '\\' ? '\\' : `\\${ch}`))));
-    expect(tableCells(query!)).toEqual([['id', 'region', 'amount'], ...tsv]);
+    expect(tableCells(query!)).toEqual([['id', 'area', 'total'], ...tsv]);
     expect(tableCells(query!)[1]).toEqual(['1', 'north', '12345678901234.5678']);
-    expect(tables).toMatch(/│ runs_ch +│ sales +│ table +│ ~5,003/);
+    expect(tables).toMatch(/│ runs_ch +│ ch_orders +│ table +│ ~5,003/);
     expect(described).toContain('primary key: id');
-    expect(described).toMatch(/│ amount +│ Decimal\(18, 4\) +│ no/);
+    expect(described).toMatch(/│ total +│ Decimal\(18, 4\) +│ no/);
     expect(exported).toMatch(/^Exported 5,003 rows .* to sales\.csv/);
     const own = clickhouseClient(target(), exportSql, 'CSVWithNames');
     const file = readFileSync(join(work, 'sales.csv'), 'utf8');
@@ -225,7 +233,7 @@ describe.skipIf(!chUrl)(`an agent run against ClickHouse${chUrl ? '' : ' (skippe
     expect(file).toContain('1,"north",12345678901234.5678,\r\n2,"so""uth, east",0.1000,"line\ntwo"\r\n');
     expect(insert).toMatch(/^refused: /);
     expect(alter).toMatch(/^refused: /);
-    expect(await admin('SELECT count() FROM runs_ch.sales')).toBe(countBefore);
+    expect(await admin('SELECT count() FROM runs_ch.ch_orders')).toBe(countBefore);
     expect(countBefore.trim()).toBe('5003');
     expect(readdirSync(work)).toEqual(['sales.csv']);
   });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clickhouseAdmin } from '../support/clickhouse.js';
 import { makeTempDir } from '../support/context.js';
 import { cancelStopsOnServer, type ServedQuarry, serveQuarryMcp, toolText } from '../support/mcp-served.js';
 import { clickhouseClient, crlfRecords, psqlCsv } from '../support/engine-truth.js';
@@ -23,7 +24,6 @@ function requireEnv(name: string): string {
 }
 
 const chUrl = process.env.QUARRY_TEST_CLICKHOUSE_URL;
-const chAdmin = process.env.QUARRY_TEST_CLICKHOUSE_ADMIN_URL;
 
 let home: string;
 let work: string;
@@ -32,12 +32,7 @@ let pgUrl: string;
 let pgAdmin: pg.Client;
 const clients: Client[] = [];
 
-async function chAdminQuery(sql: string): Promise<string> {
-  const response = await fetch(chAdmin!, { method: 'POST', body: sql });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`clickhouse admin: ${text}`);
-  return text;
-}
+const chAdminQuery = (sql: string) => clickhouseAdmin(sql);
 
 async function serve(args: string[]): Promise<ServedQuarry> {
   const served = await serveQuarryMcp(home, work, args);
@@ -78,7 +73,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.allSettled(clients.map((client) => client.close()));
+  await pgAdmin?.query('DROP TABLE IF EXISTS mcp_remote_items');
   await pgAdmin?.end();
+  if (chUrl) await chAdminQuery('DROP DATABASE IF EXISTS mcp_ch');
   await sshd?.stop();
 });
 

@@ -90,3 +90,13 @@ export async function startClickhouse(): Promise<RunningServer & { tcpPort: numb
     },
   };
 }
+
+/** A statement as the suite's ClickHouse admin (`default`, not read-only), with an optional request body (data to insert): its answer as text. */
+export async function clickhouseAdmin(sql: string, body?: string): Promise<string> {
+  const base = process.env.QUARRY_TEST_CLICKHOUSE_ADMIN_URL;
+  if (!base) throw new Error('QUARRY_TEST_CLICKHOUSE_ADMIN_URL is not set: the ClickHouse test server did not start');
+  const response = await fetch(body === undefined ? base : `${base}/?query=${encodeURIComponent(sql)}`, { method: 'POST', body: body ?? sql });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`clickhouse admin: ${text}`);
+  return text;
+}

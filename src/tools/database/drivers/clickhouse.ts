@@ -24,6 +24,8 @@ const WINDOW_COUNT = /,\s*COUNT\(\*\) OVER \(\) AS \w+(?=\s+FROM)/;
 export class ClickhouseDriver implements DatabaseDriver {
   readonly engine = 'clickhouse' as const;
   private client: ClickHouseClient | null = null;
+  /** Whether the server takes query parameters (hasParameters), once known. */
+  private parameters: Promise<boolean> | null = null;
 
   constructor(
     private readonly config: DatabaseConfig,
@@ -73,12 +75,13 @@ export class ClickhouseDriver implements DatabaseDriver {
   }
 
   /** One request's whole answer as text, with the read-only settings, cancellable by query id. */
-  private async text(client: ClickHouseClient, sql: string, queryId: string, signal: AbortSignal): Promise<string> {
+  private async text(client: ClickHouseClient, sql: string, queryId: string, signal: AbortSignal, params?: Record<string, unknown>): Promise<string> {
     const result = await client.exec({
       query: `${sql}\nFORMAT ${QUERY_FORMAT}`,
       query_id: queryId,
       abort_signal: signal,
       clickhouse_settings: this.settings(),
+      ...(params ? { query_params: params } : {}),
     });
     const chunks: Buffer[] = [];
     for await (const chunk of result.stream as Readable) chunks.push(chunk as Buffer);
@@ -151,23 +154,40 @@ export class ClickhouseDriver implements DatabaseDriver {
   }
 
   async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
-    // Servers before 19.x have no query parameters: quarry's own values are spliced as escaped literals.
-    let index = 0;
-    const statement = sql.replace(/\?/g, () => literal(params[index++]));
+    // quarry's own values (find_values' value, search patterns) are query parameters ({p0:String}) where the
+    // server has them; servers before 19.x have none, and there they are spliced as escaped literals.
+    const bound = params.length > 0 && (await this.hasParameters(options));
+    const { statement, values } = bindParameters(sql, params, bound);
     // Servers before 21.x have no window functions: the total that search and list_tables add to
     // every row (COUNT(*) OVER ()) is counted by a query of its own.
     const windowCount = WINDOW_COUNT.exec(statement);
     if (windowCount) {
       const plain = statement.replace(WINDOW_COUNT, '');
-      const [[total] = []] = await this.catalogRows(`SELECT count() FROM (\n${plain.replace(/\s+LIMIT \d+\s*$/, '')}\n)`, options);
-      return (await this.catalogRows(plain, options)).map((row) => [...row, total]);
+      const [[total] = []] = await this.catalogRows(`SELECT count() FROM (\n${plain.replace(/\s+LIMIT \d+\s*$/, '')}\n)`, values, options);
+      return (await this.catalogRows(plain, values, options)).map((row) => [...row, total]);
     }
-    return this.catalogRows(statement, options);
+    return this.catalogRows(statement, values, options);
   }
 
-  private async catalogRows(statement: string, options: RunOptions): Promise<CellValue[][]> {
-    const table = await this.run(options, (queryId) => this.text(this.connected(), statement, queryId, options.signal));
+  private async catalogRows(statement: string, values: Record<string, unknown> | undefined, options: RunOptions): Promise<CellValue[][]> {
+    const table = await this.run(options, (queryId) => this.text(this.connected(), statement, queryId, options.signal, values));
     return parseTsv(table).rows;
+  }
+
+  /** Whether the server takes query parameters: asked once per connection (18.16 answers "Unknown setting param_..."). */
+  private async hasParameters(options: RunOptions): Promise<boolean> {
+    this.parameters ??= this.run(options, (queryId) =>
+      this.text(this.connected(), 'SELECT {quarry_probe:String}', queryId, options.signal, { quarry_probe: 'ok' }),
+    ).then(
+      (answer) => parseTsv(answer).rows[0]?.[0] === 'ok',
+      (error: unknown) => {
+        this.parameters = null;
+        if (options.signal.aborted || !/Unknown setting param_|Syntax error/.test((error as Error).message ?? '')) throw error;
+        this.parameters = Promise.resolve(false);
+        return false;
+      },
+    );
+    return this.parameters;
   }
 
   async ping(options: RunOptions): Promise<string> {
@@ -178,15 +198,41 @@ export class ClickhouseDriver implements DatabaseDriver {
   async close(): Promise<void> {
     const client = this.client;
     this.client = null;
+    this.parameters = null;
     await client?.close();
   }
 }
 
-/** A ClickHouse string literal (or NULL, or a number). */
+/** A ClickHouse string literal (or NULL, or a number); a NUL byte is written as \0, which the parser reads back. */
 function literal(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  return `'${String(value).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  return `'${String(value).replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\0/g, '\\0')}'`;
+}
+
+/** A query parameter's ClickHouse type for a value quarry binds. */
+function parameterType(value: unknown): string {
+  if (value === null || value === undefined) return 'Nullable(String)';
+  if (typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value))) return 'Int64';
+  if (typeof value === 'number') return 'Float64';
+  return 'String';
+}
+
+/**
+ * quarry's catalogue statements with their `?` placeholders (none inside its literals) as query
+ * parameters `{p0:String}` with their values, or, for servers without parameters, as escaped literals.
+ */
+export function bindParameters(sql: string, params: readonly unknown[], bound: boolean): { statement: string; values?: Record<string, unknown> } {
+  let index = 0;
+  if (!bound) return { statement: sql.replace(/\?/g, () => literal(params[index++])) };
+  const values: Record<string, unknown> = {};
+  const statement = sql.replace(/\?/g, () => {
+    const name = `p${index}`;
+    const value = params[index++];
+    values[name] = typeof value === 'number' || typeof value === 'bigint' || value === null || value === undefined ? value : String(value);
+    return `{${name}:${parameterType(value)}}`;
+  });
+  return { statement, values };
 }
 
 const TSV_ESCAPES: Record<string, string> = { b: '\b', f: '\f', r: '\r', n: '\n', t: '\t', '0': '\0', "'": "'", '\\': '\\', N: '' };
