@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { bindParameters, ClickhouseDriver } from '../../../src/tools/database/drivers/clickhouse.js';
@@ -187,13 +187,28 @@ describe.skipIf(!url)(`clickhouse${url ? '' : ' (skipped: clickhouse-server is n
     const table = await runner.run('clickhouse', { operation: 'validate', sql: 'SELECT * FROM sals' });
     expect(table.output).toMatch(/^not valid: .*; did you mean sales\?/);
     const queried = await runner.run('clickhouse', { operation: 'query', sql: 'SELECT amout FROM sales' });
-    expect(queried.output).toMatch(/did you mean sales\.amount\?\n?$/);
+    expect(queried.output).toMatch(/did you mean sales\.amount\?$/);
     const described = await runner.run('clickhouse', { operation: 'describe', table_name: 'sale' });
     expect(described.output).toBe('clickhouse: no table "sale" in database quarry; use list_tables or search; did you mean sales?');
     const write = await runner.run('clickhouse', { operation: 'validate', sql: 'ALTER TABLE sales DELETE WHERE 1' });
     expect(write.output).toMatch(/^not valid: the read-only statement check refuses it\n/);
     expect(write.output).toContain('- engine: not asked');
     expect(await state()).toBe(before);
+  });
+
+  test("a syntax error is one line that points into the statement as written, not into quarry's LIMIT and FORMAT", async () => {
+    const inside = await runner.run('clickhouse', { operation: 'query', sql: 'SELECT id FROM sales WHERE id = = 2' });
+    expect(inside.ok).toBe(false);
+    expect(inside.output).toMatch(/Syntax error: failed at position 33: = 2\. Expected /);
+    const atEnd = await runner.run('clickhouse', { operation: 'query', sql: 'SELECT 1 +' });
+    expect(atEnd.output).toMatch(/Syntax error: failed at the end of the statement\. Expected /);
+    const exported = await runner.run('clickhouse', { operation: 'export_query', sql: 'SELECT id FROM sales WHERE id = = 2', output_path: 'bad.csv' });
+    expect(exported.output).toMatch(/Syntax error: failed at position 33: = 2\. Expected /);
+    expect(existsSync(join(dir, 'bad.csv'))).toBe(false);
+    for (const result of [inside, atEnd, exported]) {
+      expect(result.output.split('\n')).toHaveLength(1);
+      expect(result.output).not.toMatch(/LIMIT|FORMAT|line \d+, col/);
+    }
   });
 
   test('cancel stops the query on the server; a timeout too', async () => {

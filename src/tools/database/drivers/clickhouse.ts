@@ -105,12 +105,13 @@ export class ClickhouseDriver implements DatabaseDriver {
 
   async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
     // The limit is pushed down to the server: it stops reading after limit+1 rows.
-    const statement = LIMITABLE.test(sql) ? `SELECT * FROM (\n${sql}\n)\nLIMIT ${limit + 1}` : sql;
+    const prefix = 'SELECT * FROM (\n';
+    const statement = LIMITABLE.test(sql) ? `${prefix}${sql}\n)\nLIMIT ${limit + 1}` : sql;
     const table = await this.run(options, (queryId) => this.text(this.connected(), statement, queryId, options.signal)).catch((error: unknown) => {
       // Servers before 20.6 have no EXPLAIN: their parser fails on its first word.
       if (/^\s*EXPLAIN\b/i.test(sql) && /Syntax error: failed at position 1\b/.test((error as Error).message ?? ''))
         throw new ToolError('explain: this ClickHouse server has no EXPLAIN (it needs 20.6 or newer); count or sample rows instead', 'unsupported');
-      throw error;
+      throw asWritten(error, sql, statement === sql ? 0 : prefix.length);
     });
     const { columns, rows } = parseTsv(table);
     return { columns, rows: rows.slice(0, limit), more: rows.length > limit };
@@ -130,6 +131,8 @@ export class ClickhouseDriver implements DatabaseDriver {
       }
       if (!(await writeEngineCsv(converted(), sink))) throw new ToolError('ClickHouse returned no header for the export', 'database_error');
       sink.setRowCount(csv.records - 1);
+    }).catch((error: unknown) => {
+      throw asWritten(error, sql, 0);
     });
   }
 
@@ -201,6 +204,26 @@ export class ClickhouseDriver implements DatabaseDriver {
     this.parameters = null;
     await client?.close();
   }
+}
+
+/**
+ * A server error as it concerns the statement the user wrote: ClickHouse ends its messages with a
+ * newline, and a syntax error names a position (and a line and column) in quarry's wrapping of the
+ * statement (`SELECT * FROM (...) LIMIT n FORMAT ...`): the position is told in the user's text
+ * (`prefix` characters of wrapping before it), or as its end, and what stood there from the text.
+ */
+export function asWritten(error: unknown, sql: string, prefix: number): unknown {
+  if (!(error instanceof Error) || error instanceof ToolError) return error;
+  error.message = error.message.trimEnd();
+  const found = /failed at position (\d+)(?: \(line \d+, col \d+\))?: [\s\S]*?(?=\. Expected |,? e\.what\(\)|$)/.exec(error.message);
+  if (!found) return error;
+  const offset = Number(found[1]) - 1 - prefix;
+  const where =
+    offset >= 0 && offset < sql.trimEnd().length
+      ? `position ${offset + 1}: ${sql.slice(offset, offset + 40).replace(/\s+/g, ' ')}`
+      : 'the end of the statement';
+  error.message = error.message.replace(found[0], `failed at ${where}`);
+  return error;
 }
 
 /** A ClickHouse string literal (or NULL, or a number); a NUL byte is written as \0, which the parser reads back. */
