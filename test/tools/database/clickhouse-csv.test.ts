@@ -55,6 +55,7 @@ describe('ClickHouse CSV to quarry CSV', () => {
 
   test('NULL at a record end, at a chunk end, and backslashes that are not NULL', () => {
     const text = '"a","b"\n\\N,\\N\n1,\\x\n\\Nx,"\\N"\n5\\N,6\n';
-    for (let size = 1; size <= text.length; size++) expect(convert(text, () => size).out, `chunks of ${size}`).toBe('"a","b"\r\n,\r\n1,\\x\r\n\\Nx,"\\N"\r\n5\\N,6\r\n');
+    for (let size = 1; size <= text.length; size++)
+      expect(convert(text, () => size).out, `chunks of ${size}`).toBe('"a","b"\r\n,\r\n1,\\x\r\n\\Nx,"\\N"\r\n5\\N,6\r\n');
   });
 });
