@@ -177,16 +177,17 @@ export class ClickhouseDriver implements DatabaseDriver {
     return parseTsv(table).rows;
   }
 
-  /** Whether the server takes query parameters: asked once per connection (18.16 answers "Unknown setting param_..."). */
+  /** Whether the server takes query parameters: asked once per connection. */
   private async hasParameters(options: RunOptions): Promise<boolean> {
     this.parameters ??= this.run(options, (queryId) =>
       this.text(this.connected(), 'SELECT {quarry_probe:String}', queryId, options.signal, { quarry_probe: 'ok' }),
     ).then(
       (answer) => parseTsv(answer).rows[0]?.[0] === 'ok',
       (error: unknown) => {
-        this.parameters = null;
-        if (options.signal.aborted || !/Unknown setting param_|Syntax error/.test((error as Error).message ?? '')) throw error;
-        this.parameters = Promise.resolve(false);
+        // A cancel is asked again next time; any other failure (18.16: "Unknown setting param_quarry_probe") means
+        // escaped literals, which every server reads.
+        this.parameters = options.signal.aborted ? null : Promise.resolve(false);
+        if (options.signal.aborted) throw error;
         return false;
       },
     );
