@@ -211,12 +211,13 @@ describe.skipIf(!chUrl)(`an agent run against ClickHouse${chUrl ? '' : ' (skippe
         { name: 'clickhouse', arguments: { operation: 'export_query', sql: exportSql, output_path: 'sales.csv' } },
         { name: 'clickhouse', arguments: { operation: 'query', sql: "INSERT INTO ch_orders VALUES (99, 'evil', 1, NULL)" } },
         { name: 'clickhouse', arguments: { operation: 'query', sql: 'ALTER TABLE ch_orders DELETE WHERE id > 0' } },
+        { name: 'clickhouse', arguments: { operation: 'find_values', value: 'SO"UTH, EAST', table_pattern: 'ch\\_orders' } },
       ],
       'North sold the most.',
     );
     expect(code).toBe(0);
-    expect(summary).toMatchObject({ status: 'completed', tool_calls: 6 });
-    const [query, tables, described, exported, insert, alter] = toolResults(home, summary.session_id);
+    expect(summary).toMatchObject({ status: 'completed', tool_calls: 7 });
+    const [query, tables, described, exported, insert, alter, found] = toolResults(home, summary.session_id);
     const tsv = clickhouseClient(target(), querySql, 'TSV')
       .split('\n')
       .filter(Boolean)
@@ -233,6 +234,7 @@ describe.skipIf(!chUrl)(`an agent run against ClickHouse${chUrl ? '' : ' (skippe
     expect(file).toContain('1,"north",12345678901234.5678,\r\n2,"so""uth, east",0.1000,"line\ntwo"\r\n');
     expect(insert).toMatch(/^refused: /);
     expect(alter).toMatch(/^refused: /);
+    expect(found).toMatch(/│ runs_ch\.ch_orders │ area +│ String │ case-insensitive │ 1 of 5,003 │/);
     expect(await admin('SELECT count() FROM runs_ch.ch_orders')).toBe(countBefore);
     expect(countBefore.trim()).toBe('5003');
     expect(readdirSync(work)).toEqual(['sales.csv']);
