@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 
 /**
  * What the engines' own command-line clients say (psql, mariadb, clickhouse-client), as the
@@ -86,6 +87,7 @@ export interface ClickhouseClientTarget {
 
 /** clickhouse-client (native protocol) answering a statement in a format, as text. */
 export function clickhouseClient(target: ClickhouseClientTarget, sql: string, format: string): string {
+  if (!existsSync('/usr/bin/clickhouse-client')) throw new Error('clickhouse-client not found (install it: apt-get install -y clickhouse-client)');
   return execFileSync(
     'clickhouse-client',
     [
