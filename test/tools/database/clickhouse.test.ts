@@ -211,6 +211,23 @@ describe.skipIf(!url)(`clickhouse${url ? '' : ' (skipped: clickhouse-server is n
     }
   });
 
+  test('the most frequent values come first: profile top values and the values find_values shows', async () => {
+    // 60 kinds, kind k on k rows: ClickHouse before 22.x reads ORDER BY 2 as ordering by the constant 2.
+    await adminQuery('DROP TABLE IF EXISTS quarry.skewed');
+    await adminQuery('CREATE TABLE quarry.skewed (id UInt64, kind String) ENGINE = MergeTree ORDER BY id');
+    await adminQuery(
+      "INSERT INTO quarry.skewed SELECT number, concat('kind', toString(k)) FROM (SELECT arrayJoin(arrayMap(x -> x + 1, range(60))) AS k) ARRAY JOIN range(k) AS number",
+    );
+    const profile = await runner.run('clickhouse', { operation: 'profile', table_name: 'skewed' });
+    expect(profile.output).toMatch(/kind60 \(60\), kind59 \(59\), kind58 \(58\)/);
+    const found = await runner.run('clickhouse', { operation: 'find_values', value: 'kind', match: 'prefix', table_pattern: 'skewed' });
+    expect(found.output).toMatch(/"kind60" \(60\), "kind59" \(59\), "kind58" \(58\), "kind57" \(57\), "kind56" \(56\)/);
+    // Fuzzy reads its candidates (at most 20,000 a column) in the same order.
+    const fuzzy = await runner.run('clickhouse', { operation: 'find_values', value: 'kinq60', match: 'fuzzy', table_pattern: 'skewed' });
+    expect(fuzzy.output).toMatch(/"kind60" \(60\)/);
+    await adminQuery('DROP TABLE quarry.skewed');
+  });
+
   test('cancel stops the query on the server; a timeout too', async () => {
     const controller = new AbortController();
     const running = runner.run('clickhouse', { operation: 'query', sql: 'SELECT sum(number) AS quarry_cancel_me FROM system.numbers' }, controller.signal);

@@ -2,7 +2,7 @@ import { ToolError } from '../../types.js';
 import { formatTable, plural } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions } from '../types.js';
 import { valueToText } from '../values.js';
-import { DIALECTS } from './dialects.js';
+import { byCountThenValue, DIALECTS } from './dialects.js';
 import { categoryOf } from './profile.js';
 
 /**
@@ -364,7 +364,7 @@ async function fuzzyScanTable(
     const text = textOf(engine, column.column);
     const found = await driver.catalog(
       dialect.limit(
-        `SELECT ${text}, COUNT(*) FROM ${from} WHERE ${dialect.length(text)} BETWEEN ? AND ? GROUP BY ${text} ORDER BY 2 DESC`,
+        `SELECT ${text}, COUNT(*) FROM ${from} WHERE ${dialect.length(text)} BETWEEN ? AND ? GROUP BY ${text} ${byCountThenValue(engine, text)}`,
         FUZZY_CANDIDATES + 1,
       ),
       [Math.max(1, length - allowance), length + allowance],
@@ -426,7 +426,7 @@ async function matchingValues(input: FindValuesInput, match: ColumnMatch, reques
   const condition = conditionFor(engine, { ...match, kind: 'text' }, request).partial!;
   const rows = await driver.catalog(
     dialect.limit(
-      `SELECT ${text}, COUNT(*) FROM ${qualifiedTable(engine, match.schema, match.table)} WHERE ${condition[0]} GROUP BY ${text} ORDER BY 2 DESC, 1`,
+      `SELECT ${text}, COUNT(*) FROM ${qualifiedTable(engine, match.schema, match.table)} WHERE ${condition[0]} GROUP BY ${text} ${byCountThenValue(engine, text)}`,
       SHOWN_VALUES,
     ),
     condition[1],
