@@ -1,14 +1,13 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, runCli } from '../support/agent-cli.js';
-import { CLI_PATH, REPO_ROOT } from '../support/cli.js';
+import { CLI_PATH } from '../support/cli.js';
 import { makeTempDir } from '../support/context.js';
+import { cancelStopsOnServer, type ServedQuarry, serveQuarryMcp, toolText } from '../support/mcp-served.js';
 
 /**
  * `quarry mcp` over stdio with the SDK's own Client, against a real SQLite file and the real
@@ -29,45 +28,15 @@ let sqlitePath: string;
 let pgUrl: string;
 let mysqlUrl: string;
 let pgAdmin: pg.Client;
-const openClients: Array<{ client: Client; transport: StdioClientTransport }> = [];
+const openClients: ServedQuarry[] = [];
 
-interface Served {
-  client: Client;
-  transport: StdioClientTransport;
-  stderr: () => string;
-  exited: Promise<number | null>;
+async function serve(args: string[]): Promise<ServedQuarry> {
+  const served = await serveQuarryMcp(home, work, args);
+  openClients.push(served);
+  return served;
 }
 
-async function serve(args: string[]): Promise<Served> {
-  let stderr = '';
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI_PATH, 'mcp', '-w', work, ...args],
-    cwd: REPO_ROOT,
-    env: cliEnv(home) as Record<string, string>,
-    stderr: 'pipe',
-  });
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const client = new Client({ name: 'quarry-test', version: '1.0.0' });
-  await client.connect(transport);
-  const pid = transport.pid;
-  const exited = new Promise<number | null>((resolve) => {
-    const check = setInterval(() => {
-      try {
-        if (pid) process.kill(pid, 0);
-      } catch {
-        clearInterval(check);
-        resolve(0);
-      }
-    }, 50);
-  });
-  openClients.push({ client, transport });
-  return { client, transport, stderr: () => stderr, exited };
-}
-
-function text(result: Awaited<ReturnType<Client['callTool']>>): string {
-  return (result.content as Array<{ type: string; text: string }>).map((part) => part.text).join('');
-}
+const text = toolText;
 
 beforeAll(async () => {
   home = makeTempDir('quarry-mcp-serve-home-');
@@ -184,29 +153,13 @@ describe('quarry mcp over stdio', () => {
 
   it("a client's cancellation stops a running PostgreSQL query on the server", async () => {
     const served = await serve(['--db', `pg=${pgUrl}`]);
-    const controller = new AbortController();
-    const call = served.client.callTool({ name: 'postgres', arguments: { operation: 'query', sql: 'SELECT pg_sleep(60), 42 AS answer' } }, undefined, {
-      signal: controller.signal,
-      timeout: 90_000,
-    });
     const sleeping = async () =>
       (
         await pgAdmin.query(
           "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> pg_backend_pid()",
         )
       ).rows[0].n as number;
-    const started = Date.now();
-    while ((await sleeping()) === 0) {
-      if (Date.now() - started > 10_000) throw new Error('the query never started');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    controller.abort();
-    await expect(call).rejects.toThrow();
-    const stopped = Date.now();
-    while ((await sleeping()) > 0) {
-      if (Date.now() - stopped > 10_000) throw new Error('the query kept running on the server after the client cancelled');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await cancelStopsOnServer(served.client, { name: 'postgres', arguments: { operation: 'query', sql: 'SELECT pg_sleep(60), 42 AS answer' } }, sleeping);
     // The server still answers afterwards.
     const after = await served.client.callTool({ name: 'postgres', arguments: { operation: 'query', sql: 'SELECT 7 AS seven' } });
     expect(text(after)).toMatch(/│ 7 +│/);

@@ -20,7 +20,8 @@ function xmlText(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-export async function startClickhouse(): Promise<RunningServer> {
+/** The server, and its native (TCP) port for clickhouse-client. */
+export async function startClickhouse(): Promise<RunningServer & { tcpPort: number }> {
   if (!clickhouseInstalled()) throw new Error(`${CLICKHOUSE_SERVER} not found (install it: apt-get install -y clickhouse-server)`);
   const dir = mkdtempSync(join(tmpdir(), 'quarry-clickhouse-'));
   const [httpPort, tcpPort] = [await freePort(), await freePort()];
@@ -76,6 +77,7 @@ export async function startClickhouse(): Promise<RunningServer> {
     url: `clickhouse://${TEST_DB_USER}:${encodeURIComponent(TEST_DB_PASSWORD)}@127.0.0.1:${httpPort}/default`,
     adminUrl: base,
     port: httpPort,
+    tcpPort,
     stop: async () => {
       if (child.exitCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -87,4 +89,14 @@ export async function startClickhouse(): Promise<RunningServer> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A statement as the suite's ClickHouse admin (`default`, not read-only), with an optional request body (data to insert): its answer as text. */
+export async function clickhouseAdmin(sql: string, body?: string): Promise<string> {
+  const base = process.env.QUARRY_TEST_CLICKHOUSE_ADMIN_URL;
+  if (!base) throw new Error('QUARRY_TEST_CLICKHOUSE_ADMIN_URL is not set: the ClickHouse test server did not start');
+  const response = await fetch(body === undefined ? base : `${base}/?query=${encodeURIComponent(sql)}`, { method: 'POST', body: body ?? sql });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`clickhouse admin: ${text}`);
+  return text;
 }

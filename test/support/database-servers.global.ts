@@ -25,6 +25,7 @@ export default async function setup(): Promise<() => Promise<void>> {
       started.push(clickhouse);
       process.env.QUARRY_TEST_CLICKHOUSE_URL = clickhouse.url;
       process.env.QUARRY_TEST_CLICKHOUSE_ADMIN_URL = clickhouse.adminUrl;
+      process.env.QUARRY_TEST_CLICKHOUSE_TCP_PORT = String(clickhouse.tcpPort);
     }
   } catch (error) {
     await Promise.allSettled(started.map((server) => server.stop()));

@@ -131,3 +131,11 @@ export async function startSshd(dir: string, authorizedKeys: string[], name = 's
     },
   };
 }
+
+/** How many forwardings (direct-tcpip channels) to a port the server's DEBUG1 log shows: proof that traffic went through it. */
+export function forwardedTo(server: RunningSshd, port: string | number): number {
+  return server
+    .log()
+    .split('\n')
+    .filter((line) => (line.includes('direct-tcpip') || line.includes('server_request_direct_tcpip')) && line.includes(`port ${port}`)).length;
+}

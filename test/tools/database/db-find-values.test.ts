@@ -18,6 +18,7 @@ import { driverFor } from '../../../src/tools/database/connections.js';
 import type { DatabaseConfig, Engine } from '../../../src/tools/database/types.js';
 import { cliEnv, runCli } from '../../support/agent-cli.js';
 import { REPO_ROOT } from '../../support/cli.js';
+import { clickhouseAdmin } from '../../support/clickhouse.js';
 import { makeTempDir } from '../../support/context.js';
 import { seededRandom, testSeed } from '../../support/random.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
@@ -168,7 +169,7 @@ async function measure(engine: Engine, config: DatabaseConfig, prefix: string, w
       value: question.value,
       match: question.mode === 'lower' ? ('exact' as const) : question.mode,
       limit: 100,
-      ...(engine === 'mysql' ? { tablePattern: 'fv\\_%' } : {}),
+      ...(engine === 'mysql' || engine === 'clickhouse' ? { tablePattern: 'fv\\_%' } : {}),
     };
     const result = await findValues(
       { engine, driver, options, budgetSeconds: 60 },
@@ -197,6 +198,22 @@ async function measure(engine: Engine, config: DatabaseConfig, prefix: string, w
     .join('; ');
   console.log(`find_values accuracy on ${engine}${withIndex ? ' with the value index' : ''} (seed ${SEED}, ${QUESTIONS.length / 5} values x 5 modes): ${line}`);
   return accuracy;
+}
+
+/** Builds the value index of the fv_ tables through the driver (in a QUARRY_HOME of its own), then expects find_values perfect from it. */
+async function measureWithIndex(engine: Engine, config: DatabaseConfig): Promise<Awaited<ReturnType<typeof buildValueIndex>>> {
+  const previous = process.env.QUARRY_HOME;
+  process.env.QUARRY_HOME = makeTempDir('quarry-home-');
+  try {
+    const driver = await driverFor(config, true);
+    await driver.connect(new AbortController().signal);
+    const summary = await buildValueIndex(config, driver, { readOnly: true, signal: new AbortController().signal }, { tablePattern: 'fv\\_%' });
+    expectPerfect(await measure(engine, config, 'fv_', true));
+    return summary;
+  } finally {
+    if (previous === undefined) delete process.env.QUARRY_HOME;
+    else process.env.QUARRY_HOME = previous;
+  }
 }
 
 function expectPerfect(accuracy: Record<Mode, Accuracy>): void {
@@ -360,21 +377,10 @@ describe('postgres', () => {
   });
 
   test('the value index built through the driver (GROUP BY per column, read-only) answers as the scan does', async () => {
-    const home = makeTempDir('quarry-home-');
-    const previous = process.env.QUARRY_HOME;
-    process.env.QUARRY_HOME = home;
-    try {
-      const driver = await driverFor(config, true);
-      await driver.connect(new AbortController().signal);
-      const summary = await buildValueIndex(config, driver, { readOnly: true, signal: new AbortController().signal }, { tablePattern: 'fv\\_%' });
-      // fv_secret cannot be read: skipped and named, the rest indexed.
-      expect(summary).toMatchObject({ tables: 5, overLimit: 0, rows: 4720 + ODD.length - 1 });
-      expect(summary.skipped).toEqual([{ table: 'public.fv_secret', reason: 'permission denied for table fv_secret' }]);
-      expectPerfect(await measure('postgres', config, 'fv_', true));
-    } finally {
-      if (previous === undefined) delete process.env.QUARRY_HOME;
-      else process.env.QUARRY_HOME = previous;
-    }
+    const summary = await measureWithIndex('postgres', config);
+    // fv_secret cannot be read: skipped and named, the rest indexed.
+    expect(summary).toMatchObject({ tables: 5, overLimit: 0, rows: 4720 + ODD.length - 1 });
+    expect(summary.skipped).toEqual([{ table: 'public.fv_secret', reason: 'permission denied for table fv_secret' }]);
   });
 
   test('awkward values; a NUL byte (which PostgreSQL text cannot hold) answers without an error', async () => {
@@ -459,6 +465,88 @@ describe('duckdb', () => {
 
   test(`generated values (seed ${SEED}): every column that holds each value, nothing else`, async () => {
     expectPerfect(await measure('duckdb', config, 'fv_'));
+  });
+});
+
+const clickhouseUrl = process.env.QUARRY_TEST_CLICKHOUSE_URL;
+
+describe.skipIf(!clickhouseUrl)(`clickhouse${clickhouseUrl ? '' : ' (skipped: clickhouse-server is not installed)'}`, () => {
+  let config: DatabaseConfig;
+
+  const admin = clickhouseAdmin;
+
+  beforeAll(async () => {
+    await admin('DROP DATABASE IF EXISTS quarry_fv');
+    await admin('CREATE DATABASE quarry_fv');
+    const type = (declared: string) => (declared === 'TEXT' ? 'Nullable(String)' : declared === 'INTEGER' ? 'Int64' : 'Decimal(12, 2)');
+    for (const table of TABLES) {
+      const columns = sample.columns[table]!;
+      await admin(
+        `CREATE TABLE quarry_fv.fv_${table} (${columns.map((column) => `${column.name} ${type(column.type)}`).join(', ')}) ENGINE = MergeTree ORDER BY id`,
+      );
+      const rows = sample.rows[table]!.map((row) =>
+        JSON.stringify(Object.fromEntries(columns.map((column, index) => [column.name, typeof row[index] === 'bigint' ? Number(row[index]) : row[index]]))),
+      );
+      await admin(`INSERT INTO quarry_fv.fv_${table} FORMAT JSONEachRow`, rows.join('\n'));
+    }
+    await admin('CREATE TABLE quarry_fv.fv_odd (id UInt64, label String) ENGINE = MergeTree ORDER BY id');
+    await admin('INSERT INTO quarry_fv.fv_odd FORMAT JSONEachRow', ODD.map((label, id) => JSON.stringify({ id, label })).join('\n'));
+    config = configsFor([`c=${clickhouseUrl!.replace(/\/default$/, '/quarry_fv')}`], dir)[0]!;
+  }, 120_000);
+
+  afterAll(async () => {
+    await admin('DROP DATABASE IF EXISTS quarry_fv');
+  });
+
+  test('generated values: every column that holds each value, nothing else', async () => {
+    expectPerfect(await measure('clickhouse', config, 'fv_'));
+  });
+
+  test('the value index built through the driver (GROUP BY per column, readonly=1) answers as the scan does', async () => {
+    const summary = await measureWithIndex('clickhouse', config);
+    expect(summary).toMatchObject({ tables: 4, overLimit: 0, rows: 4720 + ODD.length, skipped: [] });
+  });
+
+  test('quotes, % and _, NUL, unicode and 10 KB values through the tool; nothing written', async () => {
+    const before = await admin("SELECT name, total_rows FROM system.tables WHERE database = 'quarry_fv' ORDER BY name FORMAT TSV").catch(() =>
+      admin("SELECT table, sum(rows) FROM system.parts WHERE database = 'quarry_fv' AND active GROUP BY table ORDER BY table FORMAT TSV"),
+    );
+    const { run } = makeRunner([config], dir);
+    await checkOddValues((args) => run('clickhouse', args), true);
+    const upper = await run('clickhouse', { operation: 'find_values', value: 'SÃO PAULO', table_pattern: 'fv\\_customers' });
+    expect(upper.output).toMatch(/│ quarry_fv\.fv_customers │ city +│ Nullable\(String\) │ case-insensitive │ \d+ of 600 │/);
+    const number = await run('clickhouse', { operation: 'find_values', value: '12', table_pattern: 'fv\\_products' });
+    expect(number.output).toMatch(/│ quarry_fv\.fv_products +│ id +│ Int64 +│ exact +│ 1 of 120/);
+    const after = await admin("SELECT name, total_rows FROM system.tables WHERE database = 'quarry_fv' ORDER BY name FORMAT TSV").catch(() =>
+      admin("SELECT table, sum(rows) FROM system.parts WHERE database = 'quarry_fv' AND active GROUP BY table ORDER BY table FORMAT TSV"),
+    );
+    expect(after).toBe(before);
+  });
+
+  test('accents folded, enums as text, decimals and integers as numbers, days against Date and DateTime: found, nothing skipped', async () => {
+    await admin(
+      "CREATE TABLE quarry_fv.fv_kinds (label String, e Enum8('Alpha' = 1, 'beta' = 2), price Decimal(12, 2), n Int64, d Date, ts DateTime) ENGINE = MergeTree ORDER BY n",
+    );
+    await admin(
+      "INSERT INTO quarry_fv.fv_kinds VALUES ('ÉCOLE', 'Alpha', 12.50, 12, '2024-03-05', '2024-03-05 10:00:00'), ('x', 'beta', 7, 7, '2024-03-06', '2024-03-06 00:00:00')",
+    );
+    const { run } = makeRunner([config], dir);
+    const cases: [string, string[]][] = [
+      ['école', ['quarry_fv.fv_kinds.label']],
+      ['alpha', ['quarry_fv.fv_kinds.e']],
+      ['12.5', ['quarry_fv.fv_kinds.price']],
+      ['12', ['quarry_fv.fv_kinds.n']],
+      ['7', ['quarry_fv.fv_kinds.n', 'quarry_fv.fv_kinds.price']],
+      ['2024-03-05', ['quarry_fv.fv_kinds.d', 'quarry_fv.fv_kinds.ts']],
+      ['2024-03-05 10:00', ['quarry_fv.fv_kinds.ts']],
+    ];
+    for (const [value, columns] of cases) {
+      const found = await run('clickhouse', { operation: 'find_values', value, table_pattern: 'fv\\_kinds' });
+      expect(found.metadata.skipped, `${value}: ${found.output}`).toBe(0);
+      expect((found.metadata.columns as string[]).sort(), value).toEqual(columns);
+    }
+    const folded = await run('clickhouse', { operation: 'find_values', value: 'école', table_pattern: 'fv\\_kinds' });
+    expect(folded.output).toMatch(/│ label +│ String +│ case-insensitive │ 1 of 2 /);
   });
 });
 

@@ -7,7 +7,7 @@ import { closeAllDatabaseConnections } from '../../../src/tools/database/connect
 import type { DatabaseConfig } from '../../../src/tools/database/types.js';
 import { runQuarry } from '../../support/cli.js';
 import { makeTempDir } from '../../support/context.js';
-import { generateKey, startSshd, type RunningSshd, type SshKeyPair } from '../../support/sshd.js';
+import { forwardedTo, generateKey, startSshd, type RunningSshd, type SshKeyPair } from '../../support/sshd.js';
 import { makeRunner, requireEnv } from './helpers.js';
 
 /**
@@ -59,13 +59,7 @@ function viaSshd(extra: Record<string, unknown> = {}): Record<string, unknown> {
 }
 
 /** Forwarding requests sshd logged to a port, e.g. PostgreSQL's. */
-function forwardsTo(server: RunningSshd, port: string | number): number {
-  return server
-    .log()
-    .split('\n')
-    .filter((line) => line.includes('direct-tcpip') || line.includes('server_request_direct_tcpip'))
-    .filter((line) => line.includes(`port ${port}`)).length;
-}
+const forwardsTo = forwardedTo;
 
 function acceptedLogins(server: RunningSshd): number {
   return server

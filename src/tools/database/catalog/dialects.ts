@@ -228,4 +228,12 @@ const clickhouse: Dialect = {
   random: 'rand()',
   stddev: (expression) => `stddevSamp(${expression})`,
 };
+/**
+ * ORDER BY for `SELECT value, COUNT(*) ... GROUP BY value`: the most frequent first, then by value.
+ * ClickHouse before 22.x reads `ORDER BY 2` as ordering by the constant 2 (no positions), so there the expressions are named.
+ */
+export function byCountThenValue(engine: Engine, value: string): string {
+  return engine === 'clickhouse' ? `ORDER BY count() DESC, ${value}` : 'ORDER BY 2 DESC, 1';
+}
+
 export const DIALECTS: Record<Engine, Dialect> = { sqlite, postgres, mysql, oracle, vertica, duckdb, clickhouse };

@@ -2,7 +2,7 @@ import { ToolError } from '../../core/types.js';
 import { formatTable, plural } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions } from '../types.js';
 import { valueToText } from '../values.js';
-import { DIALECTS } from './dialects.js';
+import { byCountThenValue, DIALECTS } from './dialects.js';
 import { categoryOf } from './profile.js';
 
 /**
@@ -226,10 +226,10 @@ function count(value: CellValue | undefined): number {
   return Number.isFinite(number) ? number : 0;
 }
 
-/** The SQL text of a column for comparison: PostgreSQL and DuckDB have no LOWER for enums, uuids and the like, so those are cast to text. */
+/** The SQL text of a column for comparison: PostgreSQL, DuckDB and ClickHouse have no LOWER for enums, uuids and the like, so those are cast to text. */
 function textOf(engine: Engine, column: string): string {
   const quoted = DIALECTS[engine].quote(column);
-  return engine === 'postgres' || engine === 'duckdb' ? DIALECTS[engine].asText(quoted) : quoted;
+  return engine === 'postgres' || engine === 'duckdb' || engine === 'clickhouse' ? DIALECTS[engine].asText(quoted) : quoted;
 }
 
 /** Exact (case-sensitive) equality: MySQL/MariaDB's usual collations ignore case, so its bytes are compared. */
@@ -245,6 +245,8 @@ function timestampParam(engine: Engine): string {
       return `TO_TIMESTAMP(?, 'YYYY-MM-DD HH24:MI:SS')`;
     case 'mysql':
       return 'CAST(? AS DATETIME)';
+    case 'clickhouse':
+      return 'toDateTime(?)';
     default:
       return 'CAST(? AS TIMESTAMP)';
   }
@@ -255,10 +257,14 @@ function timestampParam(engine: Engine): string {
  * column's own type (12.5 against an integer column is an error there), so both sides are compared
  * as exact decimals (DuckDB: doubles, its decimals being of fixed scale); the others convert.
  */
-function numberEquals(engine: Engine, quoted: string, value: string): [string, unknown[]] {
+function numberEquals(engine: Engine, quoted: string, value: string, type: string): [string, unknown[]] {
   const text = value.trim();
   if (engine === 'postgres' || engine === 'vertica') return [`(${quoted})::numeric = (?)::numeric`, [text]];
   if (engine === 'duckdb') return [`CAST(${quoted} AS DOUBLE) = CAST(? AS DOUBLE)`, [text]];
+  // ClickHouse has no equality of a Decimal and a Float64 (and a Decimal parameter would need the column's scale):
+  // integer columns against an integer compare exactly, anything else as doubles, as DuckDB does.
+  if (engine === 'clickhouse' && !(/^(Nullable\()?(LowCardinality\()?U?Int\d/.test(type) && /^[-+]?\d+$/.test(text)))
+    return [`toFloat64(${quoted}) = toFloat64(?)`, [text]];
   return [`${quoted} = ?`, [numberValue(value)]];
 }
 
@@ -273,19 +279,22 @@ interface ColumnCondition {
 
 function conditionFor(engine: Engine, column: CandidateColumn, request: FindValuesRequest): ColumnCondition {
   const dialect = DIALECTS[engine];
-  if (column.kind === 'number') return { exact: numberEquals(engine, dialect.quote(column.column), request.value), folded: null, partial: null };
+  if (column.kind === 'number') return { exact: numberEquals(engine, dialect.quote(column.column), request.value, column.type), folded: null, partial: null };
   if (column.kind === 'temporal') {
     const [start, end] = dateRange(request.value)!;
-    const quoted = dialect.quote(column.column);
+    // ClickHouse compares a Date with a DateTime wrongly (18.16: a day is never >= its own midnight): both as DateTime.
+    const quoted = engine === 'clickhouse' ? `toDateTime(${dialect.quote(column.column)})` : dialect.quote(column.column);
     return { exact: [`${quoted} >= ${timestampParam(engine)} AND ${quoted} < ${timestampParam(engine)}`, [start, end]], folded: null, partial: null };
   }
   const text = textOf(engine, column.column);
   const lower = request.value.toLowerCase();
   // Both sides folded by the engine's own LOWER (SQLite's folds ASCII only), the parameter typed as text for PostgreSQL and DuckDB.
-  const param = engine === 'postgres' || engine === 'duckdb' ? `LOWER(${dialect.asText('?')})` : 'LOWER(?)';
+  // ClickHouse's LOWER folds ASCII letters only; lowerUTF8 folds the others too (É to é).
+  const lowerOf = engine === 'clickhouse' ? 'lowerUTF8' : 'LOWER';
+  const param = engine === 'postgres' || engine === 'duckdb' ? `LOWER(${dialect.asText('?')})` : `${lowerOf}(?)`;
   const partial: [string, unknown[]] | null =
     request.match === 'prefix' ? [dialect.startsWith(text, param), [lower]] : request.match === 'contains' ? [dialect.contains(text, param), [lower]] : null;
-  return { exact: [sameText(engine, text), [request.value]], folded: [`LOWER(${text}) = ${param}`, [lower]], partial };
+  return { exact: [sameText(engine, text), [request.value]], folded: [`${lowerOf}(${text}) = ${param}`, [lower]], partial };
 }
 
 /** One table's counts per column: COUNT(*), then per column exact, case-insensitive and partial matches. */
@@ -355,7 +364,7 @@ async function fuzzyScanTable(
     const text = textOf(engine, column.column);
     const found = await driver.catalog(
       dialect.limit(
-        `SELECT ${text}, COUNT(*) FROM ${from} WHERE ${dialect.length(text)} BETWEEN ? AND ? GROUP BY ${text} ORDER BY 2 DESC`,
+        `SELECT ${text}, COUNT(*) FROM ${from} WHERE ${dialect.length(text)} BETWEEN ? AND ? GROUP BY ${text} ${byCountThenValue(engine, text)}`,
         FUZZY_CANDIDATES + 1,
       ),
       [Math.max(1, length - allowance), length + allowance],
@@ -417,7 +426,7 @@ async function matchingValues(input: FindValuesInput, match: ColumnMatch, reques
   const condition = conditionFor(engine, { ...match, kind: 'text' }, request).partial!;
   const rows = await driver.catalog(
     dialect.limit(
-      `SELECT ${text}, COUNT(*) FROM ${qualifiedTable(engine, match.schema, match.table)} WHERE ${condition[0]} GROUP BY ${text} ORDER BY 2 DESC, 1`,
+      `SELECT ${text}, COUNT(*) FROM ${qualifiedTable(engine, match.schema, match.table)} WHERE ${condition[0]} GROUP BY ${text} ${byCountThenValue(engine, text)}`,
       SHOWN_VALUES,
     ),
     condition[1],

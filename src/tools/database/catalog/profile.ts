@@ -2,7 +2,7 @@ import { ToolError } from '../../core/types.js';
 import { cellText, formatTable } from '../format.js';
 import type { CellValue, DatabaseDriver, Engine, RunOptions, TableDescription } from '../types.js';
 import { shortened, valueToText } from '../values.js';
-import { DIALECTS } from './dialects.js';
+import { byCountThenValue, DIALECTS } from './dialects.js';
 import { PROFILE_ROWS, profileSource, targetFor, type ProfileSource } from './sampling.js';
 
 /**
@@ -253,7 +253,10 @@ async function profileColumn(
       if (value && profile.distinct !== null && profile.distinct > 0 && profile.distinct <= LOW_CARDINALITY) {
         try {
           const top = await driver.catalog(
-            dialect.limit(`SELECT ${value}, COUNT(*) FROM ${source.from} WHERE ${column} IS NOT NULL GROUP BY ${value} ORDER BY 2 DESC, 1`, TOP_VALUES),
+            dialect.limit(
+              `SELECT ${value}, COUNT(*) FROM ${source.from} WHERE ${column} IS NOT NULL GROUP BY ${value} ${byCountThenValue(engine, value)}`,
+              TOP_VALUES,
+            ),
             source.params,
             options,
           );

@@ -24,6 +24,8 @@ const WINDOW_COUNT = /,\s*COUNT\(\*\) OVER \(\) AS \w+(?=\s+FROM)/;
 export class ClickhouseDriver implements DatabaseDriver {
   readonly engine = 'clickhouse' as const;
   private client: ClickHouseClient | null = null;
+  /** Whether the server takes query parameters (hasParameters), once known. */
+  private parameters: Promise<boolean> | null = null;
 
   constructor(
     private readonly config: DatabaseConfig,
@@ -73,12 +75,13 @@ export class ClickhouseDriver implements DatabaseDriver {
   }
 
   /** One request's whole answer as text, with the read-only settings, cancellable by query id. */
-  private async text(client: ClickHouseClient, sql: string, queryId: string, signal: AbortSignal): Promise<string> {
+  private async text(client: ClickHouseClient, sql: string, queryId: string, signal: AbortSignal, params?: Record<string, unknown>): Promise<string> {
     const result = await client.exec({
       query: `${sql}\nFORMAT ${QUERY_FORMAT}`,
       query_id: queryId,
       abort_signal: signal,
       clickhouse_settings: this.settings(),
+      ...(params ? { query_params: params } : {}),
     });
     const chunks: Buffer[] = [];
     for await (const chunk of result.stream as Readable) chunks.push(chunk as Buffer);
@@ -102,12 +105,13 @@ export class ClickhouseDriver implements DatabaseDriver {
 
   async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
     // The limit is pushed down to the server: it stops reading after limit+1 rows.
-    const statement = LIMITABLE.test(sql) ? `SELECT * FROM (\n${sql}\n)\nLIMIT ${limit + 1}` : sql;
+    const prefix = 'SELECT * FROM (\n';
+    const statement = LIMITABLE.test(sql) ? `${prefix}${sql}\n)\nLIMIT ${limit + 1}` : sql;
     const table = await this.run(options, (queryId) => this.text(this.connected(), statement, queryId, options.signal)).catch((error: unknown) => {
       // Servers before 20.6 have no EXPLAIN: their parser fails on its first word.
       if (/^\s*EXPLAIN\b/i.test(sql) && /Syntax error: failed at position 1\b/.test((error as Error).message ?? ''))
         throw new ToolError('explain: this ClickHouse server has no EXPLAIN (it needs 20.6 or newer); count or sample rows instead', 'unsupported');
-      throw error;
+      throw asWritten(error, sql, statement === sql ? 0 : prefix.length);
     });
     const { columns, rows } = parseTsv(table);
     return { columns, rows: rows.slice(0, limit), more: rows.length > limit };
@@ -127,6 +131,8 @@ export class ClickhouseDriver implements DatabaseDriver {
       }
       if (!(await writeEngineCsv(converted(), sink))) throw new ToolError('ClickHouse returned no header for the export', 'database_error');
       sink.setRowCount(csv.records - 1);
+    }).catch((error: unknown) => {
+      throw asWritten(error, sql, 0);
     });
   }
 
@@ -151,23 +157,41 @@ export class ClickhouseDriver implements DatabaseDriver {
   }
 
   async catalog(sql: string, params: readonly unknown[], options: RunOptions): Promise<CellValue[][]> {
-    // Servers before 19.x have no query parameters: quarry's own values are spliced as escaped literals.
-    let index = 0;
-    const statement = sql.replace(/\?/g, () => literal(params[index++]));
+    // quarry's own values (find_values' value, search patterns) are query parameters ({p0:String}) where the
+    // server has them; servers before 19.x have none, and there they are spliced as escaped literals.
+    const bound = params.length > 0 && (await this.hasParameters(options));
+    const { statement, values } = bindParameters(sql, params, bound);
     // Servers before 21.x have no window functions: the total that search and list_tables add to
     // every row (COUNT(*) OVER ()) is counted by a query of its own.
     const windowCount = WINDOW_COUNT.exec(statement);
     if (windowCount) {
       const plain = statement.replace(WINDOW_COUNT, '');
-      const [[total] = []] = await this.catalogRows(`SELECT count() FROM (\n${plain.replace(/\s+LIMIT \d+\s*$/, '')}\n)`, options);
-      return (await this.catalogRows(plain, options)).map((row) => [...row, total]);
+      const [[total] = []] = await this.catalogRows(`SELECT count() FROM (\n${plain.replace(/\s+LIMIT \d+\s*$/, '')}\n)`, values, options);
+      return (await this.catalogRows(plain, values, options)).map((row) => [...row, total]);
     }
-    return this.catalogRows(statement, options);
+    return this.catalogRows(statement, values, options);
   }
 
-  private async catalogRows(statement: string, options: RunOptions): Promise<CellValue[][]> {
-    const table = await this.run(options, (queryId) => this.text(this.connected(), statement, queryId, options.signal));
+  private async catalogRows(statement: string, values: Record<string, unknown> | undefined, options: RunOptions): Promise<CellValue[][]> {
+    const table = await this.run(options, (queryId) => this.text(this.connected(), statement, queryId, options.signal, values));
     return parseTsv(table).rows;
+  }
+
+  /** Whether the server takes query parameters: asked once per connection. */
+  private async hasParameters(options: RunOptions): Promise<boolean> {
+    this.parameters ??= this.run(options, (queryId) =>
+      this.text(this.connected(), 'SELECT {quarry_probe:String}', queryId, options.signal, { quarry_probe: 'ok' }),
+    ).then(
+      (answer) => parseTsv(answer).rows[0]?.[0] === 'ok',
+      (error: unknown) => {
+        // A cancel is asked again next time; any other failure (18.16: "Unknown setting param_quarry_probe") means
+        // escaped literals, which every server reads.
+        this.parameters = options.signal.aborted ? null : Promise.resolve(false);
+        if (options.signal.aborted) throw error;
+        return false;
+      },
+    );
+    return this.parameters;
   }
 
   async ping(options: RunOptions): Promise<string> {
@@ -178,15 +202,61 @@ export class ClickhouseDriver implements DatabaseDriver {
   async close(): Promise<void> {
     const client = this.client;
     this.client = null;
+    this.parameters = null;
     await client?.close();
   }
 }
 
-/** A ClickHouse string literal (or NULL, or a number). */
+/**
+ * A server error as it concerns the statement the user wrote: ClickHouse ends its messages with a
+ * newline, and a syntax error names a position (and a line and column) in quarry's wrapping of the
+ * statement (`SELECT * FROM (...) LIMIT n FORMAT ...`): the position is told in the user's text
+ * (`prefix` characters of wrapping before it), or as its end, and what stood there from the text.
+ */
+export function asWritten(error: unknown, sql: string, prefix: number): unknown {
+  if (!(error instanceof Error) || error instanceof ToolError) return error;
+  error.message = error.message.trimEnd();
+  const found = /failed at position (\d+)(?: \(line \d+, col \d+\))?: [\s\S]*?(?=\. Expected |,? e\.what\(\)|$)/.exec(error.message);
+  if (!found) return error;
+  const offset = Number(found[1]) - 1 - prefix;
+  const where =
+    offset >= 0 && offset < sql.trimEnd().length
+      ? `position ${offset + 1}: ${sql.slice(offset, offset + 40).replace(/\s+/g, ' ')}`
+      : 'the end of the statement';
+  error.message = error.message.replace(found[0], `failed at ${where}`);
+  return error;
+}
+
+/** A ClickHouse string literal (or NULL, or a number); a NUL byte is written as \0, which the parser reads back. */
 function literal(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  return `'${String(value).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  return `'${String(value).replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\0/g, '\\0')}'`;
+}
+
+/** A query parameter's ClickHouse type for a value quarry binds. */
+function parameterType(value: unknown): string {
+  if (value === null || value === undefined) return 'Nullable(String)';
+  if (typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value))) return 'Int64';
+  if (typeof value === 'number') return 'Float64';
+  return 'String';
+}
+
+/**
+ * quarry's catalogue statements with their `?` placeholders (none inside its literals) as query
+ * parameters `{p0:String}` with their values, or, for servers without parameters, as escaped literals.
+ */
+export function bindParameters(sql: string, params: readonly unknown[], bound: boolean): { statement: string; values?: Record<string, unknown> } {
+  let index = 0;
+  if (!bound) return { statement: sql.replace(/\?/g, () => literal(params[index++])) };
+  const values: Record<string, unknown> = {};
+  const statement = sql.replace(/\?/g, () => {
+    const name = `p${index}`;
+    const value = params[index++];
+    values[name] = typeof value === 'number' || typeof value === 'bigint' || value === null || value === undefined ? value : String(value);
+    return `{${name}:${parameterType(value)}}`;
+  });
+  return { statement, values };
 }
 
 const TSV_ESCAPES: Record<string, string> = { b: '\b', f: '\f', r: '\r', n: '\n', t: '\t', '0': '\0', "'": "'", '\\': '\\', N: '' };
@@ -201,58 +271,79 @@ function parseTsv(text: string): { columns: string[]; rows: CellValue[][] } {
   return { columns, rows: lines.slice(2).map((line) => split(line).map(field)) };
 }
 
+const QUOTE = 0x22;
+const NEWLINE = 0x0a;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const CARRIAGE_RETURN = 0x0d;
+const LETTER_N = 0x4e;
+
 /**
  * ClickHouse's CSV as quarry writes CSV: records end with CRLF (a newline inside a quoted field
  * stays as it is) and NULL, which ClickHouse writes as an unquoted `\N`, is an empty field.
- * Byte by byte across chunk boundaries.
+ * Across chunk boundaries. The bytes are only read here, the state kept in locals; the runs
+ * between changes (one per record) are copied by Buffer.copy. (Writing every byte from
+ * JavaScript and keeping the state on the object took most of an export's time:
+ * bench/clickhouse.bench.mjs.)
  */
 export class ClickhouseCsv {
   private quoted = false;
-  private fieldStart = true;
-  /** 1: a `\` at a field's start; 2: `\N` at a field's start, not yet ended. */
+  /** The last byte of the previous chunk: a backslash after a comma or a newline opens a field. */
+  private lastByte = NEWLINE;
+  /** 1: a `\` at a field's start (held back); 2: `\N` at a field's start, not yet ended. */
   private pendingNull = 0;
   records = 0;
 
   convert(chunk: Buffer): Buffer {
-    const out = Buffer.allocUnsafe(chunk.length * 2 + 4);
+    const end = chunk.length;
+    // Every byte copied at most once, plus a CR per newline and the two bytes of a `\N` held back from the last chunk.
+    const out = Buffer.allocUnsafe(end * 2 + 4);
     let length = 0;
-    const flushPending = () => {
-      if (this.pendingNull >= 1) out[length++] = 0x5c;
-      if (this.pendingNull === 2) out[length++] = 0x4e;
-      this.pendingNull = 0;
-    };
-    for (let index = 0; index < chunk.length; index++) {
-      const byte = chunk[index]!;
-      if (this.quoted) {
-        out[length++] = byte;
+    let quoted = this.quoted;
+    let pending = this.pendingNull;
+    let records = this.records;
+    // Where the bytes not yet copied begin.
+    let run = 0;
+    for (let at = 0; at < end; at++) {
+      const byte = chunk[at]!;
+      if (quoted) {
         // A doubled quote inside a field closes and reopens it: the state comes out the same.
-        if (byte === 0x22) this.quoted = false;
+        if (byte === QUOTE) quoted = false;
         continue;
       }
-      if (this.pendingNull === 1) {
-        if (byte === 0x4e) {
-          this.pendingNull = 2;
+      if (pending !== 0) {
+        if (pending === 1 && byte === LETTER_N) {
+          pending = 2;
+          run = at + 1;
           continue;
         }
-        flushPending();
-      } else if (this.pendingNull === 2) {
-        // `\N` followed by the field's end: NULL, written as nothing.
-        if (byte === 0x2c || byte === 0x0a) this.pendingNull = 0;
-        else flushPending();
+        // `\N` followed by the field's end is NULL, written as nothing; anything else was not NULL after all.
+        if (pending === 1 || (byte !== COMMA && byte !== NEWLINE)) {
+          out[length++] = BACKSLASH;
+          if (pending === 2) out[length++] = LETTER_N;
+        }
+        pending = 0;
       }
-      if (this.fieldStart && byte === 0x5c) {
-        this.pendingNull = 1;
-        this.fieldStart = false;
-        continue;
+      if (byte === QUOTE) quoted = true;
+      else if (byte === NEWLINE) {
+        length += chunk.copy(out, length, run, at);
+        out[length++] = CARRIAGE_RETURN;
+        run = at;
+        records++;
+      } else if (byte === BACKSLASH) {
+        const previous = at > 0 ? chunk[at - 1] : this.lastByte;
+        if (previous === COMMA || previous === NEWLINE) {
+          length += chunk.copy(out, length, run, at);
+          run = at + 1;
+          pending = 1;
+        }
       }
-      if (byte === 0x22) this.quoted = true;
-      if (byte === 0x0a) {
-        out[length++] = 0x0d;
-        this.records++;
-      }
-      out[length++] = byte;
-      this.fieldStart = byte === 0x2c || byte === 0x0a;
     }
+    length += chunk.copy(out, length, run, end);
+    if (end > 0) this.lastByte = chunk[end - 1]!;
+    this.quoted = quoted;
+    this.pendingNull = pending;
+    this.records = records;
     return out.subarray(0, length);
   }
 }
