@@ -39,9 +39,18 @@ export interface Directive {
   args: Record<string, unknown>;
 }
 
-/** The text, and where it is a JSON document (bash's result), every string inside it, unescaped as a model reads it. */
+const ENTITIES: Record<string, string> = { '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'", '&amp;': '&' };
+
+/**
+ * The text, and where it is a JSON document (bash's result), every string inside it, unescaped as a
+ * model reads it; text with HTML entities (a result marked or escaped on its way) is read decoded too.
+ * Directives are found anywhere in these readings, so wrapping a result in any envelope changes nothing.
+ */
 function readings(text: string): string[] {
   const out = [text];
+  if (/&(lt|gt|quot|#39|amp);/.test(text)) out.push(text.replace(/&(lt|gt|quot|#39|amp);/g, (entity) => ENTITIES[entity]!));
+  // A listing shows a backslash in a file name doubled: read it as the name.
+  if (text.includes('\\\\')) out.push(text.replaceAll('\\\\', '\\'));
   const collect = (value: unknown) => {
     if (typeof value === 'string') out.push(value);
     else if (value && typeof value === 'object') Object.values(value).forEach(collect);
@@ -55,7 +64,15 @@ function readings(text: string): string[] {
 }
 
 export function directives(text: string): Directive[] {
-  return readings(text).flatMap(directivesIn);
+  const seen = new Set<string>();
+  return readings(text)
+    .flatMap(directivesIn)
+    .filter((found) => {
+      const key = `${found.name} ${JSON.stringify(found.args)}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
 }
 
 function directivesIn(text: string): Directive[] {

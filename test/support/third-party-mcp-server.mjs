@@ -27,3 +27,5 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
   return { content: [{ type: 'text', text: process.env.TICKET_TEXT ?? '' }] };
 });
 await server.connect(new StdioServerTransport());
+// Like most stdio servers, exit when the client closes stdin (else the client waits, then signals).
+process.stdin.on('end', () => process.exit(0));

@@ -99,14 +99,26 @@ function quarryHomeReason(quarryDirs: readonly string[], candidate: string): str
 }
 
 /**
- * Every write mode, full included: a file in $QUARRY_HOME is never written or edited by a tool (its
- * config.yaml starts MCP server commands at the next start; docs/security.md).
+ * A `.quarry` directory anywhere: a project's `.quarry/knowledge/` is the team's knowledge folder, text
+ * later sessions trust as the user's own (docs/security.md), so a model steered by data it read must
+ * not write there.
+ */
+function quarryFolderReason(path: string): string | null {
+  return path.split(sep).includes('.quarry')
+    ? "files inside a .quarry directory are never written by a tool (its knowledge folder is read by later sessions as the team's own text; edit it yourself)"
+    : null;
+}
+
+/**
+ * Every write mode, full included: a file in $QUARRY_HOME or in any `.quarry` directory is never
+ * written or edited by a tool (config.yaml there starts MCP server commands at the next start, and a
+ * knowledge folder is trusted; docs/security.md).
  */
 export async function refuseQuarryHome(backend: Backend, requested: string): Promise<void> {
   const quarryDirs = await quarryHomeDirs(backend);
   const resolved = await resolveExistingPrefix(backend, requested).catch(() => requested);
   for (const candidate of new Set([requested, resolved])) {
-    const reason = quarryHomeReason(quarryDirs, candidate);
+    const reason = quarryHomeReason(quarryDirs, candidate) ?? quarryFolderReason(candidate);
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
 }
@@ -151,7 +163,8 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
   const realHome = await resolveExistingPrefix(backend, home);
   const quarryDirs = await quarryHomeDirs(backend);
   for (const candidate of new Set([requested, resolved])) {
-    const reason = sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home) ?? quarryHomeReason(quarryDirs, candidate);
+    const reason =
+      sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home) ?? quarryHomeReason(quarryDirs, candidate) ?? quarryFolderReason(candidate);
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
   // The working directory is a place to write only where it exists: a Daytona session's is the
