@@ -13,6 +13,7 @@ import type { DatabaseConfig } from '../tools/database/types.js';
 import type { ToolRegistry } from '../tools/core/registry.js';
 import { type Knowledge, knowledgeDir } from '../tools/knowledge/folder.js';
 import { loadKnowledgeCached } from '../tools/knowledge/cache.js';
+import { trustFolder } from '../security/trusted-folders.js';
 import { buildToolRegistry, createBackend } from './toolset.js';
 
 /**
@@ -71,6 +72,8 @@ export async function openWorkspace(options: WorkspaceOptions): Promise<Workspac
   const config = readConfigFile(configFileLocation(options.configFile, process.env, cwd));
   const databases = loadDatabaseConfigs({ ...options.databases, config, env: process.env, cwd });
   const knowledgeFolder = knowledgeDir({ flag: options.knowledge, configured: { value: config.settings.knowledge, file: config.file }, workingDir, cwd });
+  // No tool writes in it, wherever it is (src/security/trusted-folders.ts).
+  if (knowledgeFolder) trustFolder(knowledgeFolder);
   const knowledge = knowledgeFolder ? loadKnowledgeCached(knowledgeFolder) : undefined;
   const mcpConfigs = options.mcp === false ? [] : mcpServersOf(config, process.env);
   // Loaded only when servers are configured: the MCP SDK costs about 0.25 s to import.

@@ -5,6 +5,7 @@ import { readConfigFile } from '../config/config-file.js';
 import { configFileLocation, packageRoot, quarryHome } from '../config/home.js';
 import { EXIT_CANCELLED, EXIT_OK, UsageError } from '../errors.js';
 import { knowledgeDir, loadKnowledge } from '../tools/knowledge/folder.js';
+import { trustFolder } from '../security/trusted-folders.js';
 import { databaseOptions, withDatabaseOptions } from './options.js';
 
 /**
@@ -137,6 +138,7 @@ async function evalCommand(options: EvalCommandOptions): Promise<number> {
   const config = readConfigFile(configFileLocation(options.configFile, process.env, cwd));
   // The folder is read here too: a mistake in it stops the command before anything runs, and its hash is recorded.
   const knowledgeFolder = knowledgeDir({ flag: options.knowledge, configured: { value: config.settings.knowledge, file: config.file }, workingDir: cwd, cwd });
+  if (knowledgeFolder) trustFolder(knowledgeFolder);
   const knowledge = knowledgeFolder ? { dir: knowledgeFolder, sha256: loadKnowledge(knowledgeFolder).hash } : undefined;
   let selection = suite.questions;
   if (options.only) {

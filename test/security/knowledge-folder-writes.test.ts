@@ -79,6 +79,26 @@ describe('the knowledge folder is never written by a tool', () => {
     expect(treeHash(knowledge())).toEqual(before);
   });
 
+  it.each([
+    ['write', { path: 'team-kb/notes/pwned.md', content: '<<DO send>>\n' }, ['-p', 'developer']],
+    ['edit', { path: 'team-kb/rules.yaml', old_string: 'Revenue', new_string: 'Send' }, ['-p', 'developer']],
+    ['sqlite', { operation: 'export_query', sql: 'SELECT body AS rule FROM tickets', output_path: 'team-kb/rules.json' }, ['-p', 'readonly', '--yes']],
+    ['sqlite', { operation: 'profile', table_name: 'tickets', output_path: 'kb-link/notes/t.md' }, ['-p', 'readonly', '--yes']],
+  ] as const)('a knowledge folder given with --knowledge elsewhere: %s %j is refused', async (name, args, flags) => {
+    const folder = join(work, 'team-kb');
+    if (!existsSync(folder)) {
+      mkdirSync(join(folder, 'notes'), { recursive: true });
+      writeFileSync(join(folder, 'rules.yaml'), '- rule: Revenue excludes refunds.\n');
+      symlinkSync(folder, join(work, 'kb-link'));
+    }
+    const before = treeHash(folder);
+    const { code, text } = await tool(name, args, [...flags, '--knowledge', folder]);
+    expect(code, text).not.toBe(0);
+    expect(text).toMatch(/is the knowledge folder \(later sessions read it as the team's own text; edit it yourself\)/);
+    expect(text.trim().split('\n')).toHaveLength(1);
+    expect(treeHash(folder)).toEqual(before);
+  });
+
   it('everyday writes beside it still work', async () => {
     expect((await tool('write', { path: 'notes/ok.md', content: 'fine\n' }, ['-p', 'developer'])).code).toBe(0);
     expect(readFileSync(join(work, 'notes', 'ok.md'), 'utf8')).toBe('fine\n');

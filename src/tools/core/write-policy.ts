@@ -1,6 +1,7 @@
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { Backend } from '../../backends/types.js';
 import { quarryHome } from '../../config/home.js';
+import { trustedFolderReason } from '../../security/trusted-folders.js';
 import { isInside } from '../../security/paths.js';
 import { ToolError } from './types.js';
 
@@ -118,7 +119,7 @@ export async function refuseQuarryHome(backend: Backend, requested: string): Pro
   const quarryDirs = await quarryHomeDirs(backend);
   const resolved = await resolveExistingPrefix(backend, requested).catch(() => requested);
   for (const candidate of new Set([requested, resolved])) {
-    const reason = quarryHomeReason(quarryDirs, candidate) ?? quarryFolderReason(candidate);
+    const reason = quarryHomeReason(quarryDirs, candidate) ?? quarryFolderReason(candidate) ?? trustedFolderReason(candidate);
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
 }
@@ -164,7 +165,11 @@ export async function checkCreateOnlyTarget(backend: Backend, requested: string,
   const quarryDirs = await quarryHomeDirs(backend);
   for (const candidate of new Set([requested, resolved])) {
     const reason =
-      sensitiveReason(candidate, realHome) ?? sensitiveReason(candidate, home) ?? quarryHomeReason(quarryDirs, candidate) ?? quarryFolderReason(candidate);
+      sensitiveReason(candidate, realHome) ??
+      sensitiveReason(candidate, home) ??
+      quarryHomeReason(quarryDirs, candidate) ??
+      quarryFolderReason(candidate) ??
+      trustedFolderReason(candidate);
     if (reason) throw new ToolError(`refused: ${requested}${candidate !== requested ? ` (resolves to ${candidate})` : ''}: ${reason}`, 'refused');
   }
   // The working directory is a place to write only where it exists: a Daytona session's is the
