@@ -224,6 +224,22 @@ export async function run({ root, workDir, measure }) {
       unit: 'ms',
       note: 'target <= 1.3x (ratio: median of alternating pairs)',
     });
+    // The COPY reader alone, quarry's against pg-copy-streams (README "Benchmarks"; docs/development/hand-written.md).
+    const readerArgs = (mode) => [
+      'bash',
+      '-c',
+      `rm -f ${shellQuote(out)} && exec ${shellQuote(process.execPath)} ${shellQuote(join(root, 'bench/pg-copy-reader.mjs'))} ${mode} ${shellQuote(postgres.url)} 'SELECT * FROM events' ${shellQuote(out)}`,
+    ];
+    const readers = measurePair(readerArgs('pg-copy-streams'), readerArgs('quarry'), { runs: RUNS });
+    rows.push({
+      name: 'postgres COPY reader, 1M rows: pg-copy-streams',
+      quarry: readers.a.ms,
+      reference: readers.b.ms,
+      ratio: readers.ratio,
+      referenceName: "quarry's pg-copy-out.ts",
+      unit: 'ms',
+      note: `CPU ${(readers.a.cpuMs ?? 0).toFixed(0)} vs ${(readers.b.cpuMs ?? 0).toFixed(0)} ms; quarry keeps its own while the library is > 1.1x`,
+    });
     const session = await sessionExports(root, postgres.url, dir, 'postgres', 'SELECT * FROM events', [
       'bash',
       '-c',
