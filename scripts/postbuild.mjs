@@ -240,12 +240,10 @@ for (const name of IMPORT_ONLY) {
 }
 writeFileSync(bundlePath, bundled);
 
-// The SQLite export's worker thread (src/tools/database/drivers/sqlite-export.ts finds it beside the
-// bundle) and the process SQLite runs in (sqlite-process.ts finds it there too).
+// The process SQLite runs in (src/tools/database/drivers/sqlite-process.ts finds it beside the bundle).
 await build({
   ...shared,
   entryPoints: {
-    'sqlite-export-worker': 'dist/tools/database/drivers/sqlite-export-worker.js',
     'sqlite-child': 'dist/tools/database/drivers/sqlite-child.js',
   },
   format: 'esm',

@@ -27,8 +27,15 @@ import type { CellValue, CsvSink, RunOptions } from '../types.js';
  * per database connection and kills it on Ctrl+C, the statement timeout or the profile budget.
  *
  * Requests come one at a time over the IPC channel; an export writes its CSV as frames to its own
- * pipe (sqlite-child-protocol.ts), running the statement with a JavaScript aggregate as its sink
- * in one call (why: sqlite-export-worker.ts), in this process's only thread.
+ * pipe (sqlite-child-protocol.ts), in this process's only thread.
+ *
+ * An export runs the statement as `SELECT <sink>(c0, …) FROM (<the user's statement>)` in one
+ * call: better-sqlite3 hands rows over one `iterate()` call at a time, which costs more than
+ * SQLite's own work, and calling a JavaScript aggregate from inside the statement costs a
+ * fraction of that. The sink is an aggregate other than count/min/max, so SQLite keeps the inner
+ * ORDER BY and feeds the rows in that order (SQLite's select.c: an ORDER BY in a FROM subquery is
+ * only dropped when the outer query has its own ORDER BY or a join; an aggregate outer query
+ * never flattens an ordered subquery). Its name is random, so the user's statement cannot call it.
  */
 
 /** Lines gathered as one string before they are encoded and written. */

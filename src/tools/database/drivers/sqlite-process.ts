@@ -18,7 +18,6 @@ import {
   type ChildReply,
   type ChildRequest,
 } from './sqlite-child-protocol.js';
-import { stopError } from './sqlite-export.js';
 
 /**
  * SQLite, used in a child process of its own (sqlite-child.ts says why): this driver sends each
@@ -287,6 +286,12 @@ export class SqliteProcessDriver implements DatabaseDriver {
     running.dismissWatchdog();
     running.child.unref();
   }
+}
+
+function stopError(reason: 'cancel' | 'timeout', config: DatabaseConfig): ToolError {
+  return reason === 'timeout'
+    ? new ToolError(`the statement ran longer than the statement timeout (${config.statementTimeoutMs / 1000} s) and was stopped`, 'timeout')
+    : new ToolError('cancelled: the SQLite statement was stopped', 'cancelled');
 }
 
 /** Reads the export pipe's frames and hands each to its export. */
