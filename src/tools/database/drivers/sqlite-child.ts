@@ -1,5 +1,4 @@
 import type Database from 'better-sqlite3';
-import { randomBytes } from 'node:crypto';
 import { writeSync } from 'node:fs';
 import {
   EXPORT_FD,
@@ -14,6 +13,7 @@ import {
 import { EXPORT_CACHE_SIZE, wrapStatement } from './sqlite-export-protocol.js';
 import { SqliteDriver } from './sqlite.js';
 import { csvLine } from '../csv.js';
+import { nodeCrypto } from '../../../node-crypto.js';
 import { ToolError } from '../../types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import type { CellValue, CsvSink, RunOptions } from '../types.js';
@@ -105,7 +105,7 @@ let sinkName: string | null = null;
 /** A wrappable statement's export, in this thread: `SELECT sink(c0, …) FROM (statement)`. */
 async function exportHere(db: Database.Database, sql: string, columnCount: number, sink: CsvSink): Promise<void> {
   if (!sinkName) {
-    sinkName = `quarry_csv_${randomBytes(8).toString('hex')}`;
+    sinkName = `quarry_csv_${nodeCrypto().randomBytes(8).toString('hex')}`;
     db.aggregate(sinkName, {
       start: 0,
       varargs: true,
