@@ -123,6 +123,12 @@ async function sessionExports(root, dbFlag, dir, engine, sql, reference, runs = 
   return { quarryMs: median(quarry), referenceMs: median(referenceTimes), ratio: median(ratios) };
 }
 
+/** Both sides' CPU (every process each started) and their ratio, for a row's note. */
+const cpuNote = (pair) =>
+  pair.a.cpuMs !== undefined && pair.b.cpuMs
+    ? `${pair.a.cpuMs.toFixed(0)} vs ${pair.b.cpuMs.toFixed(0)} ms (${(pair.a.cpuMs / pair.b.cpuMs).toFixed(2)}x)`
+    : 'not measured';
+
 const shellQuote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
 
 export async function run({ root, workDir, measure }) {
@@ -158,7 +164,7 @@ export async function run({ root, workDir, measure }) {
     ratio: sqliteExport.ratio,
     referenceName: 'sqlite3 -csv',
     unit: 'ms',
-    note: 'target <= 1.3x (ratio: median of alternating pairs)',
+    note: `target <= 1.3x (ratio: median of alternating pairs); CPU ${cpuNote(sqliteExport)}`,
   });
   rows.push({
     name: 'sqlite export 1M rows (peak memory)',
@@ -222,7 +228,7 @@ export async function run({ root, workDir, measure }) {
       ratio: pgExport.ratio,
       referenceName: 'psql \\copy',
       unit: 'ms',
-      note: 'target <= 1.3x (ratio: median of alternating pairs)',
+      note: `target <= 1.3x (ratio: median of alternating pairs); CPU ${cpuNote(pgExport)}`,
     });
     // The COPY reader alone, quarry's against pg-copy-streams (README "Benchmarks"; docs/development/hand-written.md).
     const readerArgs = (mode) => [
