@@ -123,6 +123,12 @@ async function sessionExports(root, dbFlag, dir, engine, sql, reference, runs = 
   return { quarryMs: median(quarry), referenceMs: median(referenceTimes), ratio: median(ratios) };
 }
 
+/** Both sides' CPU (every process each started) and their ratio, for a row's note. */
+const cpuNote = (pair) =>
+  pair.a.cpuMs !== undefined && pair.b.cpuMs
+    ? `${pair.a.cpuMs.toFixed(0)} vs ${pair.b.cpuMs.toFixed(0)} ms (${(pair.a.cpuMs / pair.b.cpuMs).toFixed(2)}x)`
+    : 'not measured';
+
 const shellQuote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
 
 export async function run({ root, workDir, measure }) {
@@ -158,7 +164,7 @@ export async function run({ root, workDir, measure }) {
     ratio: sqliteExport.ratio,
     referenceName: 'sqlite3 -csv',
     unit: 'ms',
-    note: 'target <= 1.3x (ratio: median of alternating pairs)',
+    note: `target <= 1.3x (ratio: median of alternating pairs); CPU ${cpuNote(sqliteExport)}`,
   });
   rows.push({
     name: 'sqlite export 1M rows (peak memory)',
@@ -222,7 +228,23 @@ export async function run({ root, workDir, measure }) {
       ratio: pgExport.ratio,
       referenceName: 'psql \\copy',
       unit: 'ms',
-      note: 'target <= 1.3x (ratio: median of alternating pairs)',
+      note: `target <= 1.3x (ratio: median of alternating pairs); CPU ${cpuNote(pgExport)}`,
+    });
+    // The COPY reader alone, quarry's against pg-copy-streams (README "Benchmarks"; docs/development/hand-written.md).
+    const readerArgs = (mode) => [
+      'bash',
+      '-c',
+      `rm -f ${shellQuote(out)} && exec ${shellQuote(process.execPath)} ${shellQuote(join(root, 'bench/pg-copy-reader.mjs'))} ${mode} ${shellQuote(postgres.url)} 'SELECT * FROM events' ${shellQuote(out)}`,
+    ];
+    const readers = measurePair(readerArgs('pg-copy-streams'), readerArgs('quarry'), { runs: RUNS });
+    rows.push({
+      name: 'postgres COPY reader, 1M rows: pg-copy-streams',
+      quarry: readers.a.ms,
+      reference: readers.b.ms,
+      ratio: readers.ratio,
+      referenceName: "quarry's pg-copy-out.ts",
+      unit: 'ms',
+      note: `CPU ${(readers.a.cpuMs ?? 0).toFixed(0)} vs ${(readers.b.cpuMs ?? 0).toFixed(0)} ms; quarry keeps its own while the library is > 1.1x`,
     });
     const session = await sessionExports(root, postgres.url, dir, 'postgres', 'SELECT * FROM events', [
       'bash',

@@ -1,5 +1,6 @@
 // Shared measuring helpers for bench modules.
 import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 export function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
@@ -8,7 +9,7 @@ export function median(values) {
 }
 
 /**
- * Runs a command `runs` times (after one warm-up) under GNU time when available and returns
+ * Runs a command `runs` times (after one warm-up) under bench/tree-usage.py (or GNU time) and returns
  * median wall milliseconds and median peak RSS in MB.
  */
 export function measure(argv, { runs = 5, cwd, env, warmup = 1, input } = {}) {
@@ -53,9 +54,15 @@ export function measurePair(a, b, { runs = 5, warmup = 1 } = {}) {
 }
 
 const hasTime = spawnSync('/usr/bin/time', ['-f', '%M', 'true']).status === 0;
+/**
+ * The whole process tree's CPU and peak memory (tree-usage.py says why), where the system's python3
+ * runs (not a pyenv shim, whose interpreter added about 50 ms of CPU to every command); else GNU time.
+ */
+const treeUsage = fileURLToPath(new URL('tree-usage.py', import.meta.url));
+const hasTreeUsage = spawnSync('/usr/bin/python3', [treeUsage, 'true']).status === 0;
 
 function runOnce(argv, { cwd, env, input } = {}) {
-  const command = hasTime ? ['/usr/bin/time', '-f', '__RSS_KB=%M __CPU_S=%U+%S', ...argv] : argv;
+  const command = hasTreeUsage ? ['/usr/bin/python3', treeUsage, ...argv] : hasTime ? ['/usr/bin/time', '-f', '__RSS_KB=%M __CPU_S=%U+%S', ...argv] : argv;
   const started = process.hrtime.bigint();
   const result = spawnSync(command[0], command.slice(1), { cwd, env, input, maxBuffer: 1024 * 1024 * 1024, encoding: 'utf8' });
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
@@ -63,8 +70,8 @@ function runOnce(argv, { cwd, env, input } = {}) {
     throw new Error(`${argv.join(' ')} exited ${result.status}: ${(result.stderr ?? '').slice(-500)}`);
   }
   const match = /__RSS_KB=(\d+)/.exec(result.stderr ?? '');
-  // User + system CPU seconds (GNU time prints them to 10 ms): less disturbed than wall time by
-  // other work on a shared machine.
+  // User + system CPU seconds of the command and everything it started: less disturbed than wall
+  // time by other work on a shared machine.
   const cpu = /__CPU_S=([\d.]+)\+([\d.]+)/.exec(result.stderr ?? '');
   return { ms, rssMb: match ? Number(match[1]) / 1024 : undefined, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined };
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { removeStaleTempFiles } from '../../../src/backends/temp-files.js';
 import { MysqlDriver } from '../../../src/tools/database/drivers/mysql.js';
 import { PostgresDriver } from '../../../src/tools/database/drivers/postgres.js';
-import { SqliteDriver } from '../../../src/tools/database/drivers/sqlite.js';
+import { SqliteProcessDriver } from '../../../src/tools/database/drivers/sqlite-process.js';
 import type { DatabaseDriver } from '../../../src/tools/database/types.js';
 import { KEPT_LONG_VALUE_CHARS, KEPT_VALUE_CHARS, LONG_VALUE_ROWS } from '../../../src/tools/database/values.js';
 import { writeToolOptions } from '../../../src/agent/toolset.js';
@@ -174,7 +174,7 @@ describe('query keeps only what a table can show', () => {
     test(`${engine}: 30 rows of 1 MB values come back cut: the first ${LONG_VALUE_ROWS} to ${KEPT_LONG_VALUE_CHARS}, the rest to ${KEPT_VALUE_CHARS} characters`, async () => {
       const config = configsFor([`q=${targets()[engine]}`], work)[0]!;
       const driver: DatabaseDriver =
-        engine === 'postgres' ? new PostgresDriver(config, true) : engine === 'mysql' ? new MysqlDriver(config, true) : new SqliteDriver(config, true);
+        engine === 'postgres' ? new PostgresDriver(config, true) : engine === 'mysql' ? new MysqlDriver(config, true) : new SqliteProcessDriver(config, true);
       const signal = new AbortController().signal;
       try {
         await driver.connect(signal);

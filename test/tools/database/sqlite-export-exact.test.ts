@@ -3,14 +3,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { csvLine } from '../../../src/tools/database/csv.js';
-import { exportInWorker } from '../../../src/tools/database/drivers/sqlite-export.js';
+import { SqliteProcessDriver } from '../../../src/tools/database/drivers/sqlite-process.js';
 import type { CellValue, CsvSink } from '../../../src/tools/database/types.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, makeRunner } from './helpers.js';
 
 /**
  * export_query of SQLite must be exact: every value of the file reads back as what the table
- * holds. Exports run in a worker thread (sqlite-export-worker.ts) that encodes with csv.ts, the
+ * holds. Exports run in SQLite's own process (sqlite-child.ts), which encodes with csv.ts, the
  * encoder every engine shares, so csv.ts over the rows better-sqlite3 returns is the reference,
  * REAL values included: they are written as the shortest text that reads back as the same double.
  */
@@ -312,7 +312,7 @@ describe('sqlite export_query stops when asked', () => {
     expect(readdirSync(dir).sort()).toEqual(['big.db']);
   });
 
-  test('a write that fails (disk full) stops the export thread and is the error reported', async () => {
+  test('a write that fails (disk full) stops the SQLite process and is the error reported', async () => {
     const { dir, dbPath } = bigDatabase();
     const config = { ...configsFor([`full${++tables}=${dbPath}`], dir)[0]!, statementTimeoutMs: 60_000 };
     let chunks = 0;
@@ -328,10 +328,14 @@ describe('sqlite export_query stops when asked', () => {
     };
     // 10^10 rows: only a stop ends this export.
     const started = Date.now();
-    await expect(exportInWorker(config, 'SELECT a.v, b.v FROM t a, t b', 2, sink, { readOnly: true, signal: new AbortController().signal })).rejects.toThrow(
-      'ENOSPC',
-    );
+    const driver = new SqliteProcessDriver(config, true);
+    const options = { readOnly: true, signal: new AbortController().signal };
+    await driver.connect();
+    await expect(driver.exportCsv('SELECT a.v, b.v FROM t a, t b', sink, options)).rejects.toThrow('ENOSPC');
     expect(Date.now() - started).toBeLessThan(20_000);
+    // The SQLite process that ran it was stopped; the next call starts a fresh one.
+    expect((await driver.query('SELECT count(*) FROM t', 10, options)).rows).toEqual([[100000n]]);
+    await driver.close();
     expect(chunks).toBe(2);
     expect(bytesAccepted).toBeGreaterThan(0);
   });

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { wrapStatement } from '../../../src/tools/database/drivers/sqlite-export-protocol.js';
-import { SqliteDriver } from '../../../src/tools/database/drivers/sqlite.js';
+import { SqliteProcessDriver } from '../../../src/tools/database/drivers/sqlite-process.js';
 import { isReadOnlyCall } from '../../../src/tools/core/types.js';
 import { makeTempDir } from '../../support/context.js';
 import { configsFor, directoryFingerprint, makeRunner, tableCells } from './helpers.js';
@@ -140,9 +140,9 @@ describe('sqlite read-only: the engine layer alone (statement check bypassed)', 
   const connectionChanges = ["VACUUM INTO 'copy.db'", 'PRAGMA query_only = 0', 'PRAGMA user_version = 7', 'DETACH DATABASE main'];
   const options = { readOnly: true, signal: new AbortController().signal };
 
-  async function openDriver(): Promise<SqliteDriver> {
+  async function openDriver(): Promise<SqliteProcessDriver> {
     const [config] = configsFor(['shop.db'], dir);
-    const driver = new SqliteDriver(config!, true);
+    const driver = new SqliteProcessDriver(config!, true);
     await driver.connect();
     return driver;
   }

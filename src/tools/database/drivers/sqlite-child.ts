@@ -1,5 +1,4 @@
 import type Database from 'better-sqlite3';
-import { randomBytes } from 'node:crypto';
 import { writeSync } from 'node:fs';
 import {
   EXPORT_FD,
@@ -14,6 +13,7 @@ import {
 import { EXPORT_CACHE_SIZE, wrapStatement } from './sqlite-export-protocol.js';
 import { SqliteDriver } from './sqlite.js';
 import { csvLine } from '../csv.js';
+import { nodeCrypto } from '../../../node-crypto.js';
 import { ToolError } from '../../core/types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import type { CellValue, CsvSink, RunOptions } from '../types.js';
@@ -27,8 +27,15 @@ import type { CellValue, CsvSink, RunOptions } from '../types.js';
  * per database connection and kills it on Ctrl+C, the statement timeout or the profile budget.
  *
  * Requests come one at a time over the IPC channel; an export writes its CSV as frames to its own
- * pipe (sqlite-child-protocol.ts), running the statement with a JavaScript aggregate as its sink
- * in one call (why: sqlite-export-worker.ts), in this process's only thread.
+ * pipe (sqlite-child-protocol.ts), in this process's only thread.
+ *
+ * An export runs the statement as `SELECT <sink>(c0, …) FROM (<the user's statement>)` in one
+ * call: better-sqlite3 hands rows over one `iterate()` call at a time, which costs more than
+ * SQLite's own work, and calling a JavaScript aggregate from inside the statement costs a
+ * fraction of that. The sink is an aggregate other than count/min/max, so SQLite keeps the inner
+ * ORDER BY and feeds the rows in that order (SQLite's select.c: an ORDER BY in a FROM subquery is
+ * only dropped when the outer query has its own ORDER BY or a join; an aggregate outer query
+ * never flattens an ordered subquery). Its name is random, so the user's statement cannot call it.
  */
 
 /** Lines gathered as one string before they are encoded and written. */
@@ -98,7 +105,7 @@ let sinkName: string | null = null;
 /** A wrappable statement's export, in this thread: `SELECT sink(c0, …) FROM (statement)`. */
 async function exportHere(db: Database.Database, sql: string, columnCount: number, sink: CsvSink): Promise<void> {
   if (!sinkName) {
-    sinkName = `quarry_csv_${randomBytes(8).toString('hex')}`;
+    sinkName = `quarry_csv_${nodeCrypto().randomBytes(8).toString('hex')}`;
     db.aggregate(sinkName, {
       start: 0,
       varargs: true,

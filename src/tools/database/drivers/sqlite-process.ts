@@ -18,7 +18,6 @@ import {
   type ChildReply,
   type ChildRequest,
 } from './sqlite-child-protocol.js';
-import { stopError } from './sqlite-export.js';
 
 /**
  * SQLite, used in a child process of its own (sqlite-child.ts says why): this driver sends each
@@ -35,9 +34,9 @@ const MAX_QUEUED_WRITES = 4;
 /** What of the child's standard error is kept, for the message when it dies. */
 const STDERR_KEPT = 4096;
 
-/** Compiled JavaScript of the child: beside the bundle (dist/bundle), else the build's per-module copy (tests run TypeScript). */
+/** Compiled JavaScript of the child: the CommonJS bundle beside the CLI's (dist/bundle), else the build's per-module copy (tests run TypeScript). */
 export function childScript(name: string, moduleUrl: string): string {
-  const beside = join(fileURLToPath(new URL('.', moduleUrl)), `${name}.js`);
+  const beside = join(fileURLToPath(new URL('.', moduleUrl)), `${name}.cjs`);
   if (existsSync(beside)) return beside;
   return join(packageRoot(), `dist/tools/database/drivers/${name}.js`);
 }
@@ -289,24 +288,52 @@ export class SqliteProcessDriver implements DatabaseDriver {
   }
 }
 
+function stopError(reason: 'cancel' | 'timeout', config: DatabaseConfig): ToolError {
+  return reason === 'timeout'
+    ? new ToolError(`the statement ran longer than the statement timeout (${config.statementTimeoutMs / 1000} s) and was stopped`, 'timeout')
+    : new ToolError('cancelled: the SQLite statement was stopped', 'cancelled');
+}
+
 /** Reads the export pipe's frames and hands each to its export. */
 function readFrames(pipe: Readable, running: Running): void {
-  let buffered: Buffer = Buffer.alloc(0);
-  pipe.on('data', (chunk: Buffer) => {
-    buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
-    while (buffered.length >= FRAME_HEADER_BYTES) {
-      const bytes = buffered.readUInt32LE(8);
-      if (buffered.length < FRAME_HEADER_BYTES + bytes) break;
-      const id = buffered.readUInt32LE(0);
-      const type = buffered.readUInt32LE(4);
-      const rows = buffered.readUInt32LE(12);
-      // A copy: the sink may keep it (the preview) after this buffer is reused.
-      const payload = Buffer.from(buffered.subarray(FRAME_HEADER_BYTES, FRAME_HEADER_BYTES + bytes));
-      buffered = buffered.subarray(FRAME_HEADER_BYTES + bytes);
-      running.exports.get(id)?.(type, payload, rows);
-    }
-  });
+  pipe.on(
+    'data',
+    frameReader((id, type, payload, rows) => running.exports.get(id)?.(type, payload, rows)),
+  );
   pipe.on('error', () => undefined);
+}
+
+/**
+ * The export pipe's bytes, in chunks cut anywhere, back into frames (sqlite-child-protocol.ts).
+ * Each payload byte is copied once, from the pipe's chunk into a buffer of the frame's own (the
+ * sink may keep it: the preview).
+ */
+export function frameReader(onFrame: (id: number, type: number, payload: Buffer, rows: number) => void): (chunk: Buffer) => void {
+  const header = Buffer.alloc(FRAME_HEADER_BYTES);
+  let headerUsed = 0;
+  let payload: Buffer | null = null;
+  let payloadUsed = 0;
+  return (chunk) => {
+    let offset = 0;
+    while (offset < chunk.length) {
+      if (!payload) {
+        const taken = chunk.copy(header, headerUsed, offset, Math.min(chunk.length, offset + FRAME_HEADER_BYTES - headerUsed));
+        headerUsed += taken;
+        offset += taken;
+        if (headerUsed < FRAME_HEADER_BYTES) return;
+        payload = Buffer.allocUnsafe(header.readUInt32LE(8));
+        payloadUsed = 0;
+      }
+      const taken = chunk.copy(payload, payloadUsed, offset, Math.min(chunk.length, offset + payload.length - payloadUsed));
+      payloadUsed += taken;
+      offset += taken;
+      if (payloadUsed < payload.length) return;
+      const frame = payload;
+      payload = null;
+      headerUsed = 0;
+      onFrame(header.readUInt32LE(0), header.readUInt32LE(4), frame, header.readUInt32LE(12));
+    }
+  };
 }
 
 /** Blobs cross as Uint8Array (structured clone); the tool layer expects Buffers. */

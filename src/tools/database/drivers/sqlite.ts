@@ -2,7 +2,6 @@ import Database from 'better-sqlite3';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { EXPORT_CACHE_SIZE, NOT_READ_ONLY, wrapStatement } from './sqlite-export-protocol.js';
 import { withDoubleQuotedStrings } from './sqlite-dqs.js';
-import { exportInWorker } from './sqlite-export.js';
 import { ToolError } from '../../core/types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
 import { cutForDisplay } from '../values.js';
@@ -16,16 +15,15 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
  * one statement, so multiple statements are refused by the driver too.
  *
  * better-sqlite3 is synchronous and this build cannot interrupt a statement, so quarry uses this
- * class inside a child process of its own (sqlite-child.ts), which it kills to stop a statement
- * (sqlite-process.ts). Used directly (tests), exports of ordinary queries run in a worker thread
- * (sqlite-export.ts).
+ * class only inside a child process of its own (sqlite-child.ts), which it kills to stop a
+ * statement (sqlite-process.ts); that process also says how ordinary queries are exported.
  */
 
 /** Rows read between two checks of the abort signal. */
 const ROWS_PER_CHUNK = 5000;
 /** SQLite takes at most 1000 arguments per function call (SQLITE_MAX_FUNCTION_ARG in better-sqlite3's build). */
 const MAX_SINK_ARGUMENTS = 1000;
-/** Leading keywords whose statement can be the body of a CTE, so the export thread can wrap it. */
+/** Leading keywords whose statement can be the body of a CTE, so an export can wrap it. */
 const WRAPPABLE = /^\s*(\(\s*)*(SELECT|WITH|VALUES)\b/i;
 
 type SqliteStatement = Database.Statement<unknown[], unknown>;
@@ -38,8 +36,8 @@ export class SqliteDriver implements DatabaseDriver {
   constructor(
     private readonly config: DatabaseConfig,
     private readonly readOnly: boolean,
-    /** How a wrappable statement is exported (sqlite-child.ts exports in its own thread). */
-    private readonly exportWrapped: WrappedExport = (sql, columnCount, sink, options) => exportInWorker(this.config, sql, columnCount, sink, options),
+    /** How a wrappable statement is exported (sqlite-child.ts: in one call, through a JavaScript aggregate). */
+    private readonly exportWrapped: WrappedExport,
   ) {}
 
   async connect(): Promise<void> {

@@ -3,7 +3,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { SqliteDriver } from '../../../../src/tools/database/drivers/sqlite.js';
+import { SqliteProcessDriver } from '../../../../src/tools/database/drivers/sqlite-process.js';
 import { checkReadOnlyStatement } from '../../../../src/tools/database/sql/statement-check.js';
 import { makeTempDir } from '../../../support/context.js';
 import { configsFor, directoryFingerprint, makeRunner } from '../helpers.js';
@@ -48,7 +48,7 @@ function reference(statements: string[]): string[] {
   });
 }
 
-async function quarry(driver: SqliteDriver, sql: string): Promise<string> {
+async function quarry(driver: SqliteProcessDriver, sql: string): Promise<string> {
   try {
     const checked = checkReadOnlyStatement(sql, 'sqlite').sql;
     const result = await driver.query(checked, 1000, { readOnly: true, signal: new AbortController().signal });
@@ -83,7 +83,7 @@ describe.runIf(hasSqlite3)('SQLite double-quoted string literals, compared with 
       "SELECT name FROM country WHERE GovernmentForm = 'Republic'",
     ];
     const [config] = configsFor([path], dir);
-    const driver = new SqliteDriver(config!, true);
+    const driver = new SqliteProcessDriver(config!, true);
     await driver.connect();
     const expected = reference(statements);
     for (const [index, sql] of statements.entries()) {
@@ -114,7 +114,7 @@ describe.runIf(hasSqlite3)('SQLite double-quoted string literals, compared with 
     ];
     const statements = Array.from({ length: 300 }, () => pick(templates)());
     const [config] = configsFor([path], dir);
-    const driver = new SqliteDriver(config!, true);
+    const driver = new SqliteProcessDriver(config!, true);
     await driver.connect();
     const expected = reference(statements);
     let strings = 0;
