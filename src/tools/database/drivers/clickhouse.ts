@@ -18,6 +18,8 @@ import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, R
 
 const QUERY_FORMAT = 'TabSeparatedWithNamesAndTypes';
 const LIMITABLE = /^\s*(\(\s*)*(SELECT|WITH)\b/i;
+/** Statements that answer with rows (the others run as commands in mutations mode). */
+const RETURNS_ROWS = /^\s*(\(\s*)*(SELECT|WITH|SHOW|DESC|DESCRIBE|EXISTS|EXPLAIN)\b/i;
 /** The last column of catalog/search.ts's statements: each row's share of the total. */
 const WINDOW_COUNT = /,\s*COUNT\(\*\) OVER \(\) AS \w+(?=\s+FROM)/;
 
@@ -104,6 +106,19 @@ export class ClickhouseDriver implements DatabaseDriver {
   }
 
   async query(sql: string, limit: number, options: RunOptions): Promise<QueryResult> {
+    // Mutations mode (the eval profile): a statement without rows runs as a command, since a FORMAT
+    // clause after INSERT ... VALUES would be read as its data.
+    if (!options.readOnly && !this.readOnly && !RETURNS_ROWS.test(sql)) {
+      const summary = await this.run(options, async (queryId) => {
+        const result = await this.connected().command({ query: sql, query_id: queryId, abort_signal: options.signal, clickhouse_settings: this.settings() });
+        return result.summary;
+      }).catch((error: unknown) => {
+        throw asWritten(error, sql, 0);
+      });
+      // Servers before 19.x send no summary header: then the count is not known, and not claimed.
+      const written = summary?.written_rows;
+      return { columns: [], rows: [], more: false, ...(written !== undefined ? { affectedRows: Number(written) } : {}) };
+    }
     // The limit is pushed down to the server: it stops reading after limit+1 rows.
     const prefix = 'SELECT * FROM (\n';
     const statement = LIMITABLE.test(sql) ? `${prefix}${sql}\n)\nLIMIT ${limit + 1}` : sql;

@@ -64,7 +64,8 @@ describe.skipIf(!url)(`clickhouse${url ? '' : ' (skipped: clickhouse-server is n
       },
       // Exports are ClickHouse's own CSVWithNames, which quotes every text.
       exportLines: ['"id","label","amount"', '1,"row 1",0.25', '20000,"row 20000",5000.00'],
-      evalInsertBug: 'the driver appends FORMAT TabSeparatedWithNamesAndTypes to INSERT … VALUES, which ClickHouse then reads as data',
+      // 18.16 sends no X-ClickHouse-Summary header, so the count of written rows is not known.
+      insertSays: 'The statement ran and returned no rows.',
       failingExport: { sql: 'SELECT id, intDiv(1, 19000 - id) FROM big ORDER BY id', says: 'Division by zero' },
       wrongPassword: {
         configs: (target) =>
