@@ -39,7 +39,7 @@ describe('the bundle and its code cache', () => {
     expect(cached.tools).toMatch(/^Tools under profile "readonly":/);
     // A copy of the package without the cache file (and without node_modules: tools needs none).
     const copy = makeTempDir('quarry-package-');
-    for (const entry of ['package.json', 'profiles', 'dist/profiles', 'dist/bundle/main.cjs'])
+    for (const entry of ['package.json', 'profiles', 'schemas', 'dist/profiles', 'dist/bundle/main.cjs'])
       cpSync(join(REPO_ROOT, entry), join(copy, entry), { recursive: true });
     const uncached = load(join(copy, 'dist/bundle/main.cjs'));
     expect(uncached.cacheUsed).toBe(false);

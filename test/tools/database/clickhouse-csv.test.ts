@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { ClickhouseCsv } from '../../../src/tools/database/drivers/clickhouse.js';
 import { crlfRecords } from '../../support/engine-truth.js';
-import { seededRandom } from '../../support/random.js';
+import { seededRandom, testSeed } from '../../support/random.js';
 
 /**
  * The conversion of ClickHouse's CSVWithNames to quarry's CSV (README "ClickHouse": CRLF, NULL
@@ -10,7 +10,7 @@ import { seededRandom } from '../../support/random.js';
  * the real server's output is in clickhouse.test.ts and the agent-run and MCP tests.
  */
 
-const SEED = Number(process.env.QUARRY_TEST_SEED ?? 20261128);
+const SEED = testSeed(20261128);
 
 /** A field as ClickHouse writes it: strings quoted (quotes doubled), numbers bare, NULL as \N. */
 function field(random: () => number): string {
