@@ -35,10 +35,13 @@ const markdown = new Marked({
     html(token: Tokens.HTML | Tokens.Tag) {
       return escapeHtml(token.text);
     },
-    // Only web and mail links; images are never loaded (the page makes no requests): shown as links.
+    // Links are shown, never followed: the text and then the address as text, so a click cannot carry
+    // data that a model wrote into an address out of the machine (docs/security.md); copy it to open it.
     link(token: Tokens.Link) {
       const text = this.parser.parseInline(token.tokens);
-      return /^(https?:|mailto:)/i.test(token.href) ? `<a href="${escapeHtml(token.href)}" rel="noopener noreferrer">${text}</a>` : text;
+      if (!/^(https?:|mailto:)/i.test(token.href)) return text;
+      const address = escapeHtml(token.href);
+      return text === address ? `<span class="link-ref">${address}</span>` : `${text} <span class="link-ref">(${address})</span>`;
     },
     image(token: Tokens.Image) {
       return `<span class="image-ref">[image: ${escapeHtml(token.text || token.href)}]</span>`;

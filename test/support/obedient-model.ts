@@ -55,10 +55,14 @@ function readings(text: string): string[] {
     if (typeof value === 'string') out.push(value);
     else if (value && typeof value === 'object') Object.values(value).forEach(collect);
   };
-  try {
-    collect(JSON.parse(text));
-  } catch {
-    // Not JSON: read as it is.
+  // A result marked as data (src/agent/marking.ts) is read inside its envelope, as a model reads it.
+  const inner = text.replace(/^\s*<<data-[0-9a-f]+ source="[^"\n]*">>\n?/, '').replace(/\n?<<end-[0-9a-f]+>>\s*$/, '');
+  for (const document of new Set([text, inner])) {
+    try {
+      collect(JSON.parse(document));
+    } catch {
+      // Not JSON: read as it is.
+    }
   }
   return out;
 }
