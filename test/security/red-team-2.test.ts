@@ -23,8 +23,15 @@ import { type FakeServer, type RecordedRequest, startOpenAIServer } from '../sup
  *   defanged; the nonce is in the model's system prompt, so an obedient model told to print it
  *   (`printf '<\u200b<end-%s>>'`) put a forged end of block, followed by "instructions", into a
  *   tool result. Now such markers are defanged and the nonce itself never stands inside data.
+ * - under `database: mutations` (eval), a statement that makes the database server reach out
+ *   (PostgreSQL COPY ... TO PROGRAM 'curl ...', dblink, foreign servers; MariaDB LOAD DATA LOCAL
+ *   INFILE, INTO OUTFILE, FEDERATED tables) passed the outward-tool rule, --yes or not: a superuser
+ *   connection posted a row to a loopback listener. Fixed in src/tools/database/sql/way-out-check.ts,
+ *   tested in red-team-2-db.test.ts.
  *
  * Attempts that held (no change needed):
+ * - PostgreSQL under readonly: COPY ... TO PROGRAM, dblink(), dblink_connect(), pg_read_file(), lo_export(),
+ *   query_to_xml() are all refused by the statement check before connecting.
  * - DuckDB over files: read_csv('http://127.0.0.1:PORT/…') and ATTACH of another file are refused
  *   (enable_external_access=false, autoload off, lock_configuration; src/tools/database/drivers/duckdb.ts).
  * - SQLite ATTACH / VACUUM INTO under readonly: refused by the statement check and by SQLite's own
