@@ -40,6 +40,21 @@ import { type FakeServer, type RecordedRequest, startOpenAIServer } from '../sup
  *   Content-Security-Policy is default-src 'none'; images become `[image: …]` text.
  * - An MCP tool's description, title and parameter descriptions closing the block with `<<end-`: defanged
  *   (test/agent/marking.test.ts); the nonce never reaches a session file or trace.
+ * - The restricted shell (readonly, QUARRY_NO_BWRAP=1 so the policy alone is tried) against a loopback
+ *   listener: gawk /inet/tcp and system(), sed e/w, sort --compress-program, find -exec curl, xargs curl,
+ *   env -S, timeout/nice/command curl, git ls-remote / remote show / remote update / -c core.pager /
+ *   --exec-path / --output / --ext-diff / --textconv / grep --open-files-in-pager, rg --pre,
+ *   less '+!cmd', tar --to-command, getent hosts (DNS), docker run, kubectl exec, ip netns exec,
+ *   jq --rawfile ~/.pgpass, git -C over a tree holding ~/.pgpass: all refused, nothing arrived.
+ * - A repository whose .git/config (or a file it includes) sets core.fsmonitor, diff.external or a
+ *   clean filter: git status/diff/log/blame refused in the restricted shell, nothing arrived.
+ * - $QUARRY_HOME/config.yaml through a hard link in the working directory: write and edit (developer)
+ *   replace the link's name by rename, config.yaml is untouched. edit of ~/.pgpass (or a hard link to
+ *   it) in an agent run is refused by the read-before-write guard (the read it needs is refused);
+ *   only `quarry tool edit`, the user acting directly, shows the lines it changed.
+ * - MCP tool names that collide after sanitising: the second is skipped with a warning, each tool
+ *   keeps its own server; an MCP server's `instructions` are not used by quarry's client.
+ * - The report: raw HTML in the model's answer is shown as text; only http(s)/mailto links.
  * - A configured secret as plain text, HTML-escaped, or encodeURIComponent'd in a report or chart: removed
  *   (test/report/report-config-secrets.test.ts).
  */
