@@ -3,7 +3,7 @@ import type { StoredDatabases } from '../agent/session.js';
 import { configFilesRead } from '../config/config-file.js';
 import { redactUrl } from '../config/databases.js';
 import { quarryHome } from '../config/home.js';
-import { knownSecretValues, redactEncodedSecrets, SECRET_REMOVED } from '../security/secret-values.js';
+import { knownSecretValues, redactEncodedSecrets, removeAnyCase } from '../security/secret-values.js';
 import { escapeHtml } from './step-output.js';
 
 /**
@@ -20,7 +20,7 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
     const escaped = escapeHtml(secret);
     const encoded = encodeURIComponent(secret);
     const encodedEscaped = encoded.replace(/&/g, '&amp;');
-    for (const form of new Set([secret, escaped, encoded, encodedEscaped])) out = out.split(form).join(SECRET_REMOVED);
+    for (const form of new Set([secret, escaped, encoded, encodedEscaped])) out = removeAnyCase(out, form);
   }
   return redactUrl(redactEncodedSecrets(out, secrets));
 }

@@ -88,8 +88,16 @@ export const SECRET_REMOVED = '[secret removed]';
 /** Every spelling of a value in plain text (a chart's labels, a tool's answer): as written, URL-encoded, base64 and percent-encoded any other way. */
 export function redactPlainSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
-  for (const secret of secrets) for (const form of new Set([secret, encodeURIComponent(secret)])) out = out.split(form).join(SECRET_REMOVED);
+  for (const secret of secrets) for (const form of new Set([secret, encodeURIComponent(secret)])) out = removeAnyCase(out, form);
   return redactEncodedSecrets(out, secrets);
+}
+
+/**
+ * `form` removed from `text` in any letter case: a token upper-cased (a hex key, a case-insensitive
+ * password) still gives it away. Base64 forms are removed as written (their case is their content).
+ */
+export function removeAnyCase(text: string, form: string): string {
+  return text.replace(new RegExp(form.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), SECRET_REMOVED);
 }
 
 /** A base64 form shorter than this is not looked for: it would hit ordinary text. */
@@ -113,7 +121,8 @@ export function redactEncodedSecrets(text: string, secrets: readonly string[]): 
       if (next === decoded) break;
       decoded = next;
     }
-    return secrets.some((secret) => decoded.includes(secret)) ? SECRET_REMOVED : run;
+    const lower = decoded.toLowerCase();
+    return secrets.some((secret) => lower.includes(secret.toLowerCase())) ? SECRET_REMOVED : run;
   });
 }
 

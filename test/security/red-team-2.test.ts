@@ -17,7 +17,7 @@ import { type FakeServer, type RecordedRequest, startOpenAIServer } from '../sup
  * - a configured secret in a report link or chart with its characters percent-encoded beyond what
  *   encodeURIComponent does (`%68%64%72…`, `hdr%2Dtoken`, lower-case hex), or base64-encoded, was
  *   kept: clicking the link sent the secret (redactSecrets only knew the raw, HTML-escaped and
- *   encodeURIComponent forms).
+ *   encodeURIComponent forms), and so was the secret upper-cased.
  * - a marking end marker spelt with a zero-width or other invisible character between the brackets
  *   (`<\u200b<end-NONCE>>`), full-width brackets (`＜＜end-NONCE＞＞`) or a Unicode dash was not
  *   defanged; the nonce is in the model's system prompt, so an obedient model told to print it
@@ -72,6 +72,8 @@ describe('a configured secret in a report or chart in another spelling', () => {
     'lower-case hex': percentAll(TOKEN, true),
     'only the dashes encoded': TOKEN.replace(/-/g, '%2D'),
     'one letter encoded': `%68${TOKEN.slice(1)}`,
+    'upper case': TOKEN.toUpperCase(),
+    'upper case, percent-encoded': encodeURIComponent(TOKEN.toUpperCase()).replace(/-/g, '%2d'),
     base64: Buffer.from(TOKEN).toString('base64'),
     'base64 after a prefix': Buffer.from(`t=${TOKEN}`).toString('base64url'),
   };
