@@ -102,27 +102,72 @@ export function removeAnyCase(text: string, form: string): string {
 
 /** A base64 form shorter than this is not looked for: it would hit ordinary text. */
 const MIN_BASE64_CHARS = 8;
-/** A run of URL characters holding a percent escape: a link, a query, a path. */
-const PERCENT_RUN = /[^\s"'<>()\\`]*%[0-9A-Fa-f]{2}[^\s"'<>()\\`]*/g;
+/** A run of URL or word characters holding a percent escape or an HTML character reference: a link, a query, a word. */
+const ENCODED_RUN = /[^\s"'<>()\\`]*(?:%[0-9A-Fa-f]{2}|&#?[0-9A-Za-z]+;)[^\s"'<>()\\`]*/g;
+
+/** The named character references of ASCII punctuation (HTML has none for letters, digits or "-"). */
+const NAMED_REFERENCES: Record<string, string> = {
+  amp: '&',
+  lowbar: '_',
+  period: '.',
+  colon: ':',
+  sol: '/',
+  num: '#',
+  excl: '!',
+  plus: '+',
+  equals: '=',
+  commat: '@',
+  dollar: '$',
+  percnt: '%',
+  quest: '?',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  comma: ',',
+  semi: ';',
+  ast: '*',
+  tilde: '~',
+  Hat: '^',
+  grave: '`',
+  lpar: '(',
+  rpar: ')',
+  lsqb: '[',
+  rsqb: ']',
+  lcub: '{',
+  rcub: '}',
+  verbar: '|',
+  bsol: '\\',
+};
 
 /**
- * The spellings a link can carry a value in that redacting its plain forms misses: base64 (standard
+ * The spellings a page can carry a value in that redacting its plain forms misses: base64 (standard
  * and URL-safe, at each of the three byte alignments, so a value after a prefix is found too) anywhere
- * in the text, and any other percent-encoding (every byte, lower-case hex, twice) in a run of URL
- * characters, which is then removed whole.
+ * in the text; and, in a run of URL or word characters, any other percent-encoding (every byte,
+ * lower-case hex, twice) or HTML character references (`&#104;`, `&#x2d;`, `&lowbar;`, which a
+ * browser shows as the characters): such a run is removed whole.
  */
 export function redactEncodedSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) for (const form of base64Forms(secret)) out = out.split(form).join(SECRET_REMOVED);
-  return out.replace(PERCENT_RUN, (run) => {
-    let decoded = run.replace(/&amp;/g, '&');
+  return out.replace(ENCODED_RUN, (run) => {
+    let decoded = run;
     for (let round = 0; round < 3; round++) {
-      const next = percentDecode(decoded);
+      const next = percentDecode(decodeReferences(decoded));
       if (next === decoded) break;
       decoded = next;
     }
     const lower = decoded.toLowerCase();
     return secrets.some((secret) => lower.includes(secret.toLowerCase())) ? SECRET_REMOVED : run;
+  });
+}
+
+/** HTML character references decoded: numeric ones, and the named ones of ASCII punctuation. */
+function decodeReferences(text: string): string {
+  return text.replace(/&#[xX]([0-9A-Fa-f]{1,6});|&#([0-9]{1,7});|&([A-Za-z]+);/g, (whole, hex: string, dec: string, name: string) => {
+    const code = hex ? Number.parseInt(hex, 16) : dec ? Number(dec) : -1;
+    if (code >= 0) return code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    return NAMED_REFERENCES[name] ?? whole;
   });
 }
 

