@@ -102,8 +102,31 @@ export function removeAnyCase(text: string, form: string): string {
 
 /** A base64 form shorter than this is not looked for: it would hit ordinary text. */
 const MIN_BASE64_CHARS = 8;
-/** A run of URL or word characters holding a percent escape or an HTML character reference: a link, a query, a word. */
-const ENCODED_RUN = /[^\s"'<>()\\`]*(?:%[0-9A-Fa-f]{2}|&#?[0-9A-Za-z]+;)[^\s"'<>()\\`]*/g;
+/** A percent escape or an HTML character reference. */
+const ESCAPE = /%[0-9A-Fa-f]{2}|&#?[0-9A-Za-z]+;/g;
+/** What ends a run of URL or word characters. */
+const RUN_END = /[\s"'<>()\\`]/;
+
+/**
+ * `text` with each run of URL or word characters that holds an escape replaced by `replace(run)`. In
+ * one pass (a run is found from its escapes, then widened to its ends), so a page with megabytes of
+ * base64 and no escape costs one scan.
+ */
+function replaceEscapedRuns(text: string, replace: (run: string) => string): string {
+  let out = '';
+  let done = 0;
+  ESCAPE.lastIndex = 0;
+  for (let match = ESCAPE.exec(text); match; match = ESCAPE.exec(text)) {
+    let start = match.index;
+    while (start > done && !RUN_END.test(text[start - 1]!)) start--;
+    let end = match.index + match[0].length;
+    while (end < text.length && !RUN_END.test(text[end]!)) end++;
+    out += text.slice(done, start) + replace(text.slice(start, end));
+    done = end;
+    ESCAPE.lastIndex = end;
+  }
+  return out + text.slice(done);
+}
 
 /** The named character references of ASCII punctuation (HTML has none for letters, digits or "-"). */
 const NAMED_REFERENCES: Record<string, string> = {
@@ -150,7 +173,7 @@ const NAMED_REFERENCES: Record<string, string> = {
 export function redactEncodedSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) for (const form of base64Forms(secret)) out = out.split(form).join(SECRET_REMOVED);
-  return out.replace(ENCODED_RUN, (run) => {
+  return replaceEscapedRuns(out, (run) => {
     let decoded = run;
     for (let round = 0; round < 3; round++) {
       const next = percentDecode(decodeReferences(decoded));
