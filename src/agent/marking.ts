@@ -48,9 +48,13 @@ export class DataMarker {
     );
   }
 
-  /** `text` inside the boundary, with any marker-like text in it defanged. */
+  /**
+   * `text` inside the boundary, with any marker-like text in it defanged and the nonce itself (which
+   * only the model and quarry hold: in data it means the model was made to write it out) replaced.
+   */
   mark(source: string, text: string): string {
-    return `<<data-${this.nonce} source="${cleanSource(source)}">>\n${defang(text)}\n<<end-${this.nonce}>>`;
+    const withoutNonce = text.replace(new RegExp(this.nonce, 'gi'), NONCE_SEEN);
+    return `<<data-${this.nonce} source="${cleanSource(source).replace(new RegExp(this.nonce, 'gi'), NONCE_SEEN)}">>\n${defang(withoutNonce)}\n<<end-${this.nonce}>>`;
   }
 
   /**
@@ -103,9 +107,19 @@ function markSchemaText(schema: unknown, mark: (text: string) => string): unknow
   return out;
 }
 
-/** `<<data-` and `<<end-` (any case, any spacing) lose their opening brackets: no data can open or close a block. */
+/** What stands in data for the boundary's nonce. */
+const NONCE_SEEN = '[boundary]';
+
+/**
+ * `<<data-` and `<<end-` lose their opening brackets: no data can open or close a block. Any case,
+ * any spacing, invisible characters (zero-width spaces, joiners, soft hyphens: Unicode's format
+ * characters) between the pieces, and the look-alikes of `<` and `-` a model reads the same
+ * (full-width and small forms, the Unicode dashes and minus).
+ */
+const MARKER_START = /[<\uFE64\uFF1C][\s\p{Cf}]*[<\uFE64\uFF1C]([\s\p{Cf}]*(?:data|end)[\s\p{Cf}]*[-\u2010-\u2015\u2212\uFE63\uFF0D])/giu;
+
 export function defang(text: string): string {
-  return text.replace(/<\s*<(\s*(?:data|end)\s*-)/gi, '‹‹$1');
+  return text.replace(MARKER_START, '‹‹$1');
 }
 
 function cleanSource(source: string): string {

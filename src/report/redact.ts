@@ -3,7 +3,7 @@ import type { StoredDatabases } from '../agent/session.js';
 import { configFilesRead } from '../config/config-file.js';
 import { redactUrl } from '../config/databases.js';
 import { quarryHome } from '../config/home.js';
-import { knownSecretValues, SECRET_REMOVED } from '../security/secret-values.js';
+import { knownSecretValues, redactEncodedSecrets, removeAnyCase } from '../security/secret-values.js';
 import { escapeHtml } from './step-output.js';
 
 /**
@@ -13,16 +13,16 @@ import { escapeHtml } from './step-output.js';
  * password of any URL on the page is hidden too (`:***@`), however short.
  */
 
-/** Every spelling a page may hold a value in: as written, HTML-escaped, URL-encoded. */
+/** Every spelling a page may hold a value in: as written, HTML-escaped, URL-encoded, base64, percent-encoded any other way. */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) {
     const escaped = escapeHtml(secret);
     const encoded = encodeURIComponent(secret);
     const encodedEscaped = encoded.replace(/&/g, '&amp;');
-    for (const form of new Set([secret, escaped, encoded, encodedEscaped])) out = out.split(form).join(SECRET_REMOVED);
+    for (const form of new Set([secret, escaped, encoded, encodedEscaped])) out = removeAnyCase(out, form);
   }
-  return redactUrl(out);
+  return redactUrl(redactEncodedSecrets(out, secrets));
 }
 
 /** The secrets a session's page must not carry: the environment's, $QUARRY_HOME/config.yaml's and those of the config and databases files the session used. */

@@ -85,11 +85,132 @@ function resolveVariables(value: string, env: NodeJS.ProcessEnv): string {
 
 export const SECRET_REMOVED = '[secret removed]';
 
-/** Every spelling of a value in plain text (a chart's labels, a tool's answer): as written and URL-encoded. */
+/** Every spelling of a value in plain text (a chart's labels, a tool's answer): as written, URL-encoded, base64 and percent-encoded any other way. */
 export function redactPlainSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
-  for (const secret of secrets) for (const form of new Set([secret, encodeURIComponent(secret)])) out = out.split(form).join(SECRET_REMOVED);
-  return out;
+  for (const secret of secrets) for (const form of new Set([secret, encodeURIComponent(secret)])) out = removeAnyCase(out, form);
+  return redactEncodedSecrets(out, secrets);
+}
+
+/**
+ * `form` removed from `text` in any letter case: a token upper-cased (a hex key, a case-insensitive
+ * password) still gives it away. Base64 forms are removed as written (their case is their content).
+ */
+export function removeAnyCase(text: string, form: string): string {
+  return text.replace(new RegExp(form.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), SECRET_REMOVED);
+}
+
+/** A base64 form shorter than this is not looked for: it would hit ordinary text. */
+const MIN_BASE64_CHARS = 8;
+/** A percent escape or an HTML character reference. */
+const ESCAPE = /%[0-9A-Fa-f]{2}|&#?[0-9A-Za-z]+;/g;
+/** What ends a run of URL or word characters. */
+const RUN_END = /[\s"'<>()\\`]/;
+
+/**
+ * `text` with each run of URL or word characters that holds an escape replaced by `replace(run)`. In
+ * one pass (a run is found from its escapes, then widened to its ends), so a page with megabytes of
+ * base64 and no escape costs one scan.
+ */
+function replaceEscapedRuns(text: string, replace: (run: string) => string): string {
+  let out = '';
+  let done = 0;
+  ESCAPE.lastIndex = 0;
+  for (let match = ESCAPE.exec(text); match; match = ESCAPE.exec(text)) {
+    let start = match.index;
+    while (start > done && !RUN_END.test(text[start - 1]!)) start--;
+    let end = match.index + match[0].length;
+    while (end < text.length && !RUN_END.test(text[end]!)) end++;
+    out += text.slice(done, start) + replace(text.slice(start, end));
+    done = end;
+    ESCAPE.lastIndex = end;
+  }
+  return out + text.slice(done);
+}
+
+/** The named character references of ASCII punctuation (HTML has none for letters, digits or "-"). */
+const NAMED_REFERENCES: Record<string, string> = {
+  amp: '&',
+  lowbar: '_',
+  period: '.',
+  colon: ':',
+  sol: '/',
+  num: '#',
+  excl: '!',
+  plus: '+',
+  equals: '=',
+  commat: '@',
+  dollar: '$',
+  percnt: '%',
+  quest: '?',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  comma: ',',
+  semi: ';',
+  ast: '*',
+  tilde: '~',
+  Hat: '^',
+  grave: '`',
+  lpar: '(',
+  rpar: ')',
+  lsqb: '[',
+  rsqb: ']',
+  lcub: '{',
+  rcub: '}',
+  verbar: '|',
+  bsol: '\\',
+};
+
+/**
+ * The spellings a page can carry a value in that redacting its plain forms misses: base64 (standard
+ * and URL-safe, at each of the three byte alignments, so a value after a prefix is found too) anywhere
+ * in the text; and, in a run of URL or word characters, any other percent-encoding (every byte,
+ * lower-case hex, twice) or HTML character references (`&#104;`, `&#x2d;`, `&lowbar;`, which a
+ * browser shows as the characters): such a run is removed whole.
+ */
+export function redactEncodedSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) for (const form of base64Forms(secret)) out = out.split(form).join(SECRET_REMOVED);
+  return replaceEscapedRuns(out, (run) => {
+    let decoded = run;
+    for (let round = 0; round < 3; round++) {
+      const next = percentDecode(decodeReferences(decoded));
+      if (next === decoded) break;
+      decoded = next;
+    }
+    const lower = decoded.toLowerCase();
+    return secrets.some((secret) => lower.includes(secret.toLowerCase())) ? SECRET_REMOVED : run;
+  });
+}
+
+/** HTML character references decoded: numeric ones, and the named ones of ASCII punctuation. */
+function decodeReferences(text: string): string {
+  return text.replace(/&#[xX]([0-9A-Fa-f]{1,6});|&#([0-9]{1,7});|&([A-Za-z]+);/g, (whole, hex: string, dec: string, name: string) => {
+    const code = hex ? Number.parseInt(hex, 16) : dec ? Number(dec) : -1;
+    if (code >= 0) return code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    return NAMED_REFERENCES[name] ?? whole;
+  });
+}
+
+/** `%XX` sequences decoded as UTF-8 bytes (a broken sequence becomes U+FFFD, never an error). */
+function percentDecode(text: string): string {
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (escapes) => Buffer.from(escapes.replace(/%/g, ''), 'hex').toString('utf8'));
+}
+
+/** The characters of base64 that depend only on `secret`, whatever surrounds it, at each alignment. */
+function base64Forms(secret: string): string[] {
+  const bytes = Buffer.from(secret);
+  const forms = new Set<string>();
+  for (let shift = 0; shift < 3; shift++) {
+    const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
+    const form = encoded.slice(shift === 0 ? 0 : 4, Math.floor((shift + bytes.length) / 3) * 4);
+    if (form.length < MIN_BASE64_CHARS) continue;
+    forms.add(form);
+    forms.add(form.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return [...forms];
 }
 
 /** Every string in a JSON value (a chart specification: data, titles, labels, descriptions) with the secrets removed. */

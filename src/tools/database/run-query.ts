@@ -4,6 +4,7 @@ import { connectionErrorText } from './connection-errors.js';
 import { ExportRefused } from './csv.js';
 import { scrubSecrets } from './secrets.js';
 import { checkReadOnlyStatement, ReadOnlyViolation } from './sql/statement-check.js';
+import { checkNoWayOut } from './sql/way-out-check.js';
 import type { DatabaseConfig, Engine, QueryResult } from './types.js';
 
 /**
@@ -14,9 +15,13 @@ import type { DatabaseConfig, Engine, QueryResult } from './types.js';
  * (test/core/import-cycles.test.ts: tools do not import one another's tool modules).
  */
 
-/** The statement as the driver will run it: checked in read-only mode, trimmed of trailing semicolons otherwise. */
+/**
+ * The statement as the driver will run it: checked in read-only mode; otherwise checked to make the
+ * server reach nowhere outside the database (sql/way-out-check.ts) and trimmed of trailing semicolons.
+ */
 export function statementToRun(sql: string, engine: Engine, readOnly: boolean): string {
   if (readOnly) return checkReadOnlyStatement(sql, engine).sql;
+  checkNoWayOut(sql, engine);
   return sql.trim().replace(/;+\s*$/, '');
 }
 
