@@ -72,6 +72,20 @@ describe('secret files', () => {
     expect(listing.text).not.toMatch(/SECRET-/);
   });
 
+  it.each([
+    ['edit', { path: '~/.pgpass', old_string: 'SECRET', new_string: 'x' }],
+    ['edit', { path: 'innocent.txt', old_string: 'SECRET', new_string: 'x' }],
+    ['write', { path: '~/.my.cnf', content: '[client]\n' }],
+  ])('%s %j of a credential file is refused under developer, the file unchanged and unshown', async (name, args) => {
+    const files = [join(home, '.pgpass'), join(home, '.my.cnf')];
+    const before = files.map((file) => readFileSync(file, 'utf8'));
+    const { code, text } = await tool(name, args, ['-p', 'developer']);
+    expect(code, text).not.toBe(0);
+    expect(text).toMatch(/credentials/);
+    expect(text).not.toMatch(/SECRET-/);
+    expect(files.map((file) => readFileSync(file, 'utf8'))).toEqual(before);
+  });
+
   it('no write mode writes $QUARRY_HOME: write and edit under file_write: full are refused, directly and through a link', async () => {
     const config = join(home, '.quarry', 'config.yaml');
     const before = readFileSync(config, 'utf8');

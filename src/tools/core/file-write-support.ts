@@ -1,3 +1,4 @@
+import { refuseSecrets } from './existing-path.js';
 import type { FileStat } from '../../backends/types.js';
 import { ToolError, type ToolContext, type WriteErrno } from './types.js';
 
@@ -22,6 +23,8 @@ export async function findExistingFile(context: ToolContext, requested: string, 
   if (stat.type === 'directory') throw new ToolError(`${shown} is a directory; give the path of a file`, 'is_directory');
   if (stat.type !== 'file') throw new ToolError(`${shown} is not a regular file (a device, socket or pipe); refused`, 'not_a_file');
   const real = link.type === 'symlink' ? await backend.realpath(requested) : requested;
+  // A credential file is never edited or replaced by a tool either (its changed lines would be shown).
+  if (backend.name === 'local') await refuseSecrets(requested, real, shown, false);
   return { requested, real, stat };
 }
 
