@@ -6,7 +6,6 @@ import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EventEmitter } from 'node:events';
-import type { OracleConnection } from 'oracledb';
 import { loadDatabaseConfigs } from '../../../src/config/databases.js';
 import { findValues, formatFindValues } from '../../../src/tools/database/catalog/find-values.js';
 import { indexLookup } from '../../../src/tools/database/values-index/lookup.js';
@@ -21,6 +20,7 @@ import { REPO_ROOT } from '../../support/cli.js';
 import { clickhouseAdmin } from '../../support/clickhouse.js';
 import { makeTempDir } from '../../support/context.js';
 import { seededRandom, testSeed } from '../../support/random.js';
+import { recordingOracleConnection } from './recording-oracle.js';
 import { configsFor, directoryFingerprint, freshPostgresDatabase, makeRunner, requireEnv } from './helpers.js';
 
 /**
@@ -575,22 +575,11 @@ describe('oracle and vertica (recording connections)', () => {
   test('oracle: the value is a bind; each statement runs in SET TRANSACTION READ ONLY and is rolled back', async () => {
     const log: string[] = [];
     const binds: unknown[][] = [];
-    const connection = {
-      callTimeout: 0,
-      execute: async (sql: string, bound?: unknown[]) => {
-        log.push(sql);
-        if (bound) binds.push(bound);
-        return { rows: catalogueAnswer(sql, 'SCOTT', ['VARCHAR2', 'NUMBER', 'DATE']) };
-      },
-      commit: async () => undefined,
-      rollback: async () => {
-        log.push('ROLLBACK');
-      },
-      break: async () => undefined,
-      ping: async () => undefined,
-      close: async () => undefined,
-      isHealthy: () => true,
-    } as unknown as OracleConnection;
+    const connection = recordingOracleConnection(log, async (sql: string, bound?: unknown[]) => {
+      log.push(sql);
+      if (bound) binds.push(bound);
+      return { rows: catalogueAnswer(sql, 'SCOTT', ['VARCHAR2', 'NUMBER', 'DATE']) };
+    });
     const [config] = loadDatabaseConfigs({ dbFlags: ['ora=oracle://scott:tiger@127.0.0.1:1/XE'], env: {}, cwd: dir });
     const driver = new OracleDriver(config!, true, async () => connection);
     await driver.connect(new AbortController().signal);

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { OracleConnection } from 'oracledb';
+import { recordingOracleConnection } from './recording-oracle.js';
 import { describe, expect, test } from 'vitest';
 import { loadDatabaseConfigs } from '../../../src/config/databases.js';
 import { withNameSuggestions } from '../../../src/tools/database/catalog/names.js';
@@ -36,28 +37,17 @@ function catalogueRows(upper: boolean): unknown[][] {
 }
 
 function oracleConnection(log: string[]): OracleConnection {
-  return {
-    callTimeout: 0,
-    execute: async (sql: string) => {
-      log.push(sql);
-      if (/CUSTMER_NAME/i.test(sql)) throw Object.assign(new Error('ORA-00904: "CUSTMER_NAME": invalid identifier'), { errorNum: 904 });
-      if (/CUSTOMRS/i.test(sql)) throw Object.assign(new Error('ORA-00942: table or view does not exist'), { errorNum: 942 });
-      if (sql.includes("SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')")) return { rows: [['SHOP']] };
-      if (sql.includes('all_tab_columns')) return { rows: catalogueRows(true) };
-      if (sql.startsWith('SELECT')) {
-        return { resultSet: { metaData: [{ name: 'N' }], getRows: async () => [], close: async () => undefined } };
-      }
-      return {};
-    },
-    commit: async () => undefined,
-    rollback: async () => {
-      log.push('ROLLBACK');
-    },
-    break: async () => undefined,
-    ping: async () => undefined,
-    close: async () => undefined,
-    isHealthy: () => true,
-  };
+  return recordingOracleConnection(log, async (sql: string) => {
+    log.push(sql);
+    if (/CUSTMER_NAME/i.test(sql)) throw Object.assign(new Error('ORA-00904: "CUSTMER_NAME": invalid identifier'), { errorNum: 904 });
+    if (/CUSTOMRS/i.test(sql)) throw Object.assign(new Error('ORA-00942: table or view does not exist'), { errorNum: 942 });
+    if (sql.includes("SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')")) return { rows: [['SHOP']] };
+    if (sql.includes('all_tab_columns')) return { rows: catalogueRows(true) };
+    if (sql.startsWith('SELECT')) {
+      return { resultSet: { metaData: [{ name: 'N' }], getRows: async () => [], close: async () => undefined } };
+    }
+    return {};
+  });
 }
 
 class VerticaClient extends EventEmitter {
