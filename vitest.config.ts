@@ -18,6 +18,8 @@ const TEMP_DIR = 'test/support/temp-dir.global.ts';
 
 function project(name: Tier, extra: { setupFiles?: string[]; globalSetup?: string[] } = {}): TestProjectInlineConfiguration {
   return {
+    // TypeScript in .cts files too (src/tools/database/drivers/sqlite-spawn.cts, which ES modules import).
+    oxc: { include: /\.(m?ts|cts|[jt]sx)$/ },
     test: {
       name,
       // An empty include would fall back to vitest's default pattern.

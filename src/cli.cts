@@ -15,6 +15,12 @@ if (versionAsked >= 0 && args.slice(0, versionAsked).every((arg) => arg.startsWi
   process.stdout.write(`${pkg.version}\n`);
 } else {
   const bundle = join(__dirname, 'bundle', 'main.cjs');
+  // `quarry tool sqlite …` is sure to use SQLite's own process: it starts now, before the bundle
+  // loads, so that its Node start overlaps quarry's (src/tools/database/drivers/sqlite-spawn.cts).
+  const sqliteChild = join(__dirname, 'bundle', 'sqlite-child.cjs');
+  if (args[0] === 'tool' && args[1] === 'sqlite' && existsSync(sqliteChild)) {
+    (require('./tools/database/drivers/sqlite-spawn.cjs') as typeof import('./tools/database/drivers/sqlite-spawn.cjs')).startSpareSqliteProcess(sqliteChild);
+  }
   const main: Promise<typeof Main> = existsSync(bundle)
     ? Promise.resolve((require('./cli/load-bundle.cjs') as typeof import('./cli/load-bundle.cjs')).loadBundle(bundle).main)
     : import('./cli/main.js').then((module) => module.main);

@@ -1,5 +1,5 @@
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, collect, spawnCli, waitForOutput } from '../support/agent-cli.js';
@@ -100,6 +100,87 @@ describe('Ctrl+C stops every SQLite operation within a second (quarry tool)', ()
     },
     60_000,
   );
+});
+
+/** SQLite processes (sqlite-child) whose working directory is `cwd`, whoever their parent is now. */
+function sqliteProcessesIn(cwd: string): number[] {
+  const listing = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+  return listing
+    .split('\n')
+    .filter((line) => line.includes('sqlite-child'))
+    .map((line) => Number(line.trim().split(/\s+/)[0]))
+    .filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/cwd`) === cwd;
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** Whether a process runs (a zombie, ended but not yet reaped by init, does not). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** What `left` still finds after up to 3 s of waiting for it to find nothing. */
+async function gone(left: () => number[]): Promise<number[]> {
+  let found = left();
+  for (let i = 0; i < 60 && found.length > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    found = left();
+  }
+  return found;
+}
+
+describe('the SQLite process `quarry tool sqlite` starts before the rest of quarry loads', () => {
+  it.each([
+    ['no SQLite database configured', ['--args', JSON.stringify({ operation: 'query', sql: 'SELECT 1' })], /no sqlite database is configured/],
+    ['--args that is not JSON', ['--db', 'x.db', '--args', '{oops'], /--args is not valid JSON/],
+    ['an unknown operation', ['--db', 'DATABASE', '--args', JSON.stringify({ operation: 'nope' })], /operation/],
+  ])(
+    '%s: exit 2 at once, and the process started ahead ends with quarry',
+    async (_name, args, message) => {
+      const cwd = makeTempDir('quarry-spare-');
+      const home = makeTempDir('quarry-home-');
+      const started = Date.now();
+      const child = spawnCli(['tool', 'sqlite', ...args.map((arg) => (arg === 'DATABASE' ? database : arg))], { env: cliEnv(home), cwd });
+      child.stdin?.end();
+      const result = await collect(child, 30_000);
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      // It exits when its channel to quarry closes, once its own start is over.
+      expect(await gone(() => sqliteProcessesIn(cwd))).toEqual([]);
+      expect(readdirSync(cwd)).toEqual([]);
+    },
+    40_000,
+  );
+
+  it('a query runs in it: one SQLite process in all, gone after the exit', async () => {
+    const cwd = makeTempDir('quarry-spare-');
+    const home = makeTempDir('quarry-home-');
+    const child = spawnCli(['tool', 'sqlite', '--db', database, '--args', JSON.stringify({ operation: 'query', sql: 'SELECT name FROM t' })], {
+      env: cliEnv(home),
+      cwd,
+    });
+    child.stdin?.end();
+    const done = collect(child, 30_000);
+    const seen = new Set<number>();
+    while (child.exitCode === null) {
+      for (const pid of sqliteProcessesIn(cwd)) seen.add(pid);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const result = await done;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/│ a +│/);
+    expect(seen.size).toBe(1);
+    expect(await gone(() => [...seen].filter(running))).toEqual([]);
+  }, 40_000);
 });
 
 describe('time limits stop a SQLite statement in its first step', () => {

@@ -151,6 +151,30 @@ describe('quarry mcp over stdio', () => {
     expect(readdirSync(work).filter((name) => name.includes('.quarry-'))).toEqual([]);
   }, 120_000);
 
+  it('a SQLite export reports progress to the client, and its preview and counts are what the file holds', async () => {
+    const served = await serve(['--yes', '--db', `shop=${sqlitePath}`]);
+    const progress: number[] = [];
+    // Two seconds or so of rows: progress comes every 500 ms.
+    const sql = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 4000000) SELECT i, i % 7 AS w, \'say "hi", \' || i AS t FROM n';
+    const result = await served.client.callTool({ name: 'sqlite', arguments: { operation: 'export_query', sql, output_path: 'sqlite-big.csv' } }, undefined, {
+      onprogress: (event) => progress.push(event.progress),
+      timeout: 120_000,
+    });
+    expect(result.isError, text(result)).toBeFalsy();
+    const bytes = readFileSync(join(work, 'sqlite-big.csv'));
+    const lines = bytes.toString('utf8').split('\r\n');
+    // Header, 4,000,000 records, and the empty text after the last CRLF.
+    expect(lines).toHaveLength(4_000_002);
+    expect(lines.slice(0, 3)).toEqual(['i,w,t', '1,1,"say ""hi"", 1"', '2,2,"say ""hi"", 2"']);
+    expect(lines[4_000_000]).toBe('4000000,4,"say ""hi"", 4000000"');
+    expect(text(result)).toContain(`Exported 4,000,000 rows (${(bytes.length / 1024 / 1024).toFixed(1)} MB`);
+    expect(text(result)).toMatch(/│ 5 +│ 5 +│ say "hi", 5 +│/);
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.every((value, index) => index === 0 || value >= progress[index - 1]!)).toBe(true);
+    expect(progress.at(-1)).toBeLessThanOrEqual(4_000_000);
+    expect(readdirSync(work).filter((name) => name.includes('.quarry-'))).toEqual([]);
+  }, 120_000);
+
   it("a client's cancellation stops a running PostgreSQL query on the server", async () => {
     const served = await serve(['--db', `pg=${pgUrl}`]);
     const sleeping = async () =>

@@ -21,7 +21,7 @@ const utf8 = new TextEncoder();
 export const EXPORT_PREVIEW_ROWS = 5;
 /** Bytes of engine-encoded CSV kept to build the preview from. */
 const PREVIEW_BYTES = 64 * 1024;
-const PROGRESS_INTERVAL_MS = 500;
+export const PROGRESS_INTERVAL_MS = 500;
 const NEEDS_QUOTES = /[",\r\n]/;
 
 function quoteIfNeeded(text: string): string {
@@ -248,6 +248,30 @@ export class CsvExportFile implements CsvSink {
   /** The row count, for engines that report it at the end instead of per chunk. */
   setRowCount(rows: number): void {
     this.rows = rows;
+  }
+
+  /** The temporary file, while nothing is written to it (CsvSink.directFile). */
+  async directFile(): Promise<{ path: string; dev: string; ino: string } | null> {
+    if (this.columns || this.used > 0 || this.bytes > 0) return null;
+    const stat = await this.handle.stat({ bigint: true });
+    if (stat.size !== 0n) return null;
+    return { path: this.tempPath, dev: String(stat.dev), ino: String(stat.ino) };
+  }
+
+  directProgress(rows: number, bytes: number): void {
+    this.rows = rows;
+    this.bytes = bytes;
+    this.progress();
+  }
+
+  directWritten(written: { columns: string[]; rows: number; bytes: number; head: Uint8Array }): void {
+    this.columns = written.columns;
+    this.header = null;
+    this.rows = written.rows;
+    this.bytes = written.bytes;
+    const head = Buffer.from(written.head.buffer, written.head.byteOffset, Math.min(written.head.byteLength, PREVIEW_BYTES));
+    this.encodedHead = [head];
+    this.encodedHeadBytes = head.length;
   }
 
   /** Encodes text straight into the output buffer, writing the buffer out whenever it fills. */

@@ -40,6 +40,16 @@ export interface CsvSink {
   writeEncoded(chunk: Buffer | string, rowCount: number): Promise<void>;
   /** The final row count, for engines that report it only at the end. */
   setRowCount(rows: number): void;
+  /**
+   * The open, still empty file this sink writes, for a driver whose own process can write the
+   * whole CSV (header included) into it itself (sqlite-process.ts); null once anything was
+   * written. The driver then reports with directProgress and directWritten instead of the calls above.
+   */
+  directFile?(): Promise<{ path: string; dev: string; ino: string } | null>;
+  /** Rows and bytes written so far into directFile (for progress). */
+  directProgress?(rows: number, bytes: number): void;
+  /** What was written into directFile, when done: the columns, the totals and the first bytes after the header. */
+  directWritten?(written: { columns: string[]; rows: number; bytes: number; head: Uint8Array }): void;
 }
 
 export interface ColumnInfo {

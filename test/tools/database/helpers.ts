@@ -25,8 +25,13 @@ export function makeRunner(databases: DatabaseConfig[], workingDir: string, prof
   const registry = buildToolRegistry(profile, { databases });
   return {
     registry,
-    run: (tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolCallResult> =>
-      registry.run(tool, args, makeToolContext({ workingDir, ...(signal ? { signal } : {}) })),
+    run: (
+      tool: string,
+      args: Record<string, unknown>,
+      signal?: AbortSignal,
+      onProgress?: (progress: { rows: number; bytes: number }) => void,
+    ): Promise<ToolCallResult> =>
+      registry.run(tool, args, { ...makeToolContext({ workingDir, ...(signal ? { signal } : {}) }), ...(onProgress ? { onProgress } : {}) }),
   };
 }
 

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { csvLine } from '../../../src/tools/database/csv.js';
@@ -311,32 +312,92 @@ describe('sqlite export_query stops when asked', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(readdirSync(dir).sort()).toEqual(['big.db']);
   });
+});
 
-  test('a write that fails (disk full) stops the SQLite process and is the error reported', async () => {
-    const { dir, dbPath } = bigDatabase();
-    const config = { ...configsFor([`full${++tables}=${dbPath}`], dir)[0]!, statementTimeoutMs: 60_000 };
-    let chunks = 0;
-    let bytesAccepted = 0;
-    const sink: CsvSink = {
+describe('the SQLite process writes only the export file it was handed', () => {
+  /** A sink that hands over another file than its own: what the child is told to open. */
+  function handingOver(file: { path: string; dev: string; ino: string }): CsvSink {
+    return {
       setColumns: () => undefined,
       writeRows: async () => undefined,
+      writeEncoded: async () => undefined,
       setRowCount: () => undefined,
-      writeEncoded: async (chunk) => {
-        if (++chunks === 2) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-        bytesAccepted += chunk.length;
-      },
+      directFile: async () => file,
+      directWritten: () => undefined,
     };
-    // 10^10 rows: only a stop ends this export.
-    const started = Date.now();
-    const driver = new SqliteProcessDriver(config, true);
+  }
+
+  function identity(path: string) {
+    const stat = statSync(path, { bigint: true });
+    return { path, dev: String(stat.dev), ino: String(stat.ino) };
+  }
+
+  async function attempt(sink: CsvSink) {
+    const dir = makeTempDir();
+    const dbPath = join(dir, 'one.db');
+    const db = new Database(dbPath);
+    db.exec("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('secret row')");
+    db.close();
+    const driver = new SqliteProcessDriver(configsFor([`handover${++tables}=${dbPath}`], dir)[0]!, true);
     const options = { readOnly: true, signal: new AbortController().signal };
     await driver.connect();
-    await expect(driver.exportCsv('SELECT a.v, b.v FROM t a, t b', sink, options)).rejects.toThrow('ENOSPC');
-    expect(Date.now() - started).toBeLessThan(20_000);
-    // The SQLite process that ran it was stopped; the next call starts a fresh one.
-    expect((await driver.query('SELECT count(*) FROM t', 10, options)).rows).toEqual([[100000n]]);
-    await driver.close();
-    expect(chunks).toBe(2);
-    expect(bytesAccepted).toBeGreaterThan(0);
+    try {
+      const started = Date.now();
+      const error = await driver.exportCsv('SELECT v FROM t', sink, options).then(
+        () => null,
+        (caught: unknown) => caught as Error,
+      );
+      return { error, ms: Date.now() - started };
+    } finally {
+      await driver.close();
+    }
+  }
+
+  test('a link put where the temporary file was: refused, and the file it points at is unchanged', async () => {
+    const dir = makeTempDir();
+    const victim = join(dir, 'victim.txt');
+    writeFileSync(victim, '');
+    const link = join(dir, '.out.csv.tmp');
+    symlinkSync(victim, link);
+    // Even with the identity of the file the link points at.
+    const { error } = await attempt(handingOver({ ...identity(victim), path: link }));
+    expect(error?.message).toMatch(/ELOOP|symbolic link/i);
+    expect(readFileSync(victim, 'utf8')).toBe('');
+  });
+
+  test('another file under the same name: refused before anything is written', async () => {
+    const dir = makeTempDir();
+    const created = join(dir, 'created.tmp');
+    writeFileSync(created, '');
+    const swapped = join(dir, 'swapped.tmp');
+    writeFileSync(swapped, '');
+    const { error } = await attempt(handingOver({ ...identity(created), path: swapped }));
+    expect(error?.message).toContain('was replaced meanwhile; nothing was written');
+    expect(readFileSync(swapped, 'utf8')).toBe('');
+    expect(readFileSync(created, 'utf8')).toBe('');
+  });
+
+  test('a file that is no longer empty: refused, its contents kept', async () => {
+    const dir = makeTempDir();
+    const path = join(dir, 'full.tmp');
+    writeFileSync(path, 'kept');
+    const { error } = await attempt(handingOver(identity(path)));
+    expect(error?.message).toContain('was replaced meanwhile');
+    expect(readFileSync(path, 'utf8')).toBe('kept');
+  });
+
+  test('a FIFO put in its place: refused at once instead of waiting for a reader', async () => {
+    const dir = makeTempDir();
+    const fifo = join(dir, 'fifo.tmp');
+    execFileSync('mkfifo', [fifo]);
+    const { error, ms } = await attempt(handingOver(identity(fifo)));
+    expect(error?.message).toMatch(/ENXIO|replaced meanwhile/);
+    expect(ms).toBeLessThan(10_000);
+  });
+
+  test('a sink without a file of its own is refused with a clear error', async () => {
+    const sink: CsvSink = { setColumns: () => undefined, writeRows: async () => undefined, writeEncoded: async () => undefined, setRowCount: () => undefined };
+    const { error } = await attempt(sink);
+    expect(error?.message).toContain('needs an empty file of its own');
   });
 });

@@ -8,7 +8,27 @@ export type ChildRequest =
   | { id: number; op: 'describe'; table: string; readOnly: boolean }
   | { id: number; op: 'catalog'; sql: string; params: unknown[]; readOnly: boolean }
   | { id: number; op: 'ping'; readOnly: boolean }
-  | { id: number; op: 'export'; sql: string; readOnly: boolean };
+  | { id: number; op: 'export'; sql: string; readOnly: boolean; file: DirectFile };
+
+/**
+ * An export's temporary file, which the child writes itself (CsvSink.directFile): it opens the path
+ * without following a link and goes on only if what it opened is the parent's empty file (same
+ * device and inode), so nothing put in its place meanwhile is written.
+ */
+export interface DirectFile {
+  path: string;
+  /** fstat's dev and ino, as decimal text (bigint stat). */
+  dev: string;
+  ino: string;
+}
+
+/** An export's answer: what it wrote, and its first bytes after the header (for the preview). */
+export interface DirectWritten {
+  columns: string[];
+  rows: number;
+  bytes: number;
+  head: Uint8Array;
+}
 
 /** An error as it crossed over: enough to rebuild the class the tool layer tells apart. */
 export interface ChildError {
@@ -17,20 +37,12 @@ export interface ChildError {
   kind?: string;
   metadata?: Record<string, unknown>;
   readOnlyViolation?: boolean;
+  /** A system error's code (ENOSPC from an export's write). */
+  code?: string;
 }
 
-export type ChildReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: ChildError };
-
-/**
- * An export's output goes through its own pipe (fd EXPORT_FD in the child) as frames: a header of
- * FRAME_HEADER_BYTES (four little-endian uint32: request id, frame type, payload bytes, rows),
- * then the payload. The export is over when its END frame has been read.
- */
-export const EXPORT_FD = 3;
-export const FRAME_HEADER_BYTES = 16;
-/** Payload: JSON `{ columns, header? }`, before any CSV. */
-export const FRAME_COLUMNS = 1;
-/** Payload: encoded CSV lines; rows: how many. */
-export const FRAME_CSV = 2;
-/** No payload; rows: the total. */
-export const FRAME_END = 3;
+export type ChildReply =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: ChildError }
+  /** An export's progress, at most every PROGRESS_INTERVAL_MS; not an answer. */
+  | { id: number; progress: { rows: number; bytes: number } };

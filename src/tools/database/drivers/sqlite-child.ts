@@ -1,18 +1,9 @@
 import type Database from 'better-sqlite3';
-import { writeSync } from 'node:fs';
-import {
-  EXPORT_FD,
-  FRAME_COLUMNS,
-  FRAME_CSV,
-  FRAME_END,
-  FRAME_HEADER_BYTES,
-  type ChildError,
-  type ChildReply,
-  type ChildRequest,
-} from './sqlite-child-protocol.js';
+import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
+import type { ChildError, ChildReply, ChildRequest, DirectFile, DirectWritten } from './sqlite-child-protocol.js';
 import { EXPORT_CACHE_SIZE, wrapStatement } from './sqlite-export-protocol.js';
 import { SqliteDriver } from './sqlite.js';
-import { csvLine } from '../csv.js';
+import { csvLine, PROGRESS_INTERVAL_MS } from '../csv.js';
 import { nodeCrypto } from '../../../node-crypto.js';
 import { ToolError } from '../../core/types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
@@ -26,8 +17,12 @@ import type { CellValue, CsvSink, RunOptions } from '../types.js';
  * native call (its terminate() waits for the call to return). So quarry keeps one such process
  * per database connection and kills it on Ctrl+C, the statement timeout or the profile budget.
  *
- * Requests come one at a time over the IPC channel; an export writes its CSV as frames to its own
- * pipe (sqlite-child-protocol.ts), in this process's only thread.
+ * Requests come one at a time over the IPC channel. An export writes its CSV, header first,
+ * straight into the export's temporary file, which the parent created and hands over
+ * (CsvSink.directFile); the parent only waits, and shows the progress this process sends. This
+ * replaced frames through a pipe that the parent copied into the file: writing here took the
+ * pipe's copies, its full-pipe waits and the parent's reads and writes off every exported byte
+ * (docs/development/benchmarks.md).
  *
  * An export runs the statement as `SELECT <sink>(c0, …) FROM (<the user's statement>)` in one
  * call: better-sqlite3 hands rows over one `iterate()` call at a time, which costs more than
@@ -41,61 +36,111 @@ import type { CellValue, CsvSink, RunOptions } from '../types.js';
 /** Lines gathered as one string before they are encoded and written. */
 const TEXT_CHARS = 64 * 1024;
 
-const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + TEXT_CHARS * 3 + 1024);
-const pause = new Int32Array(new SharedArrayBuffer(4));
+/** Bytes gathered before an export writes them out. */
+const DIRECT_WRITE_BYTES = 1 << 20;
+/** The first bytes after the header an export sends back, for the preview (csv.ts keeps as many). */
+const DIRECT_HEAD_BYTES = 64 * 1024;
 
-function writeAll(bytes: Uint8Array): void {
-  let done = 0;
-  while (done < bytes.length) {
-    try {
-      done += writeSync(EXPORT_FD, bytes, done, bytes.length - done);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-      Atomics.wait(pause, 0, 0, 1);
+/** Opens the parent's temporary file, refusing anything that is not that very file, still empty. */
+function openDirect(file: DirectFile): number {
+  // O_NONBLOCK: a FIFO put in its place fails at once (ENXIO) instead of waiting for a reader.
+  const fd = openSync(file.path, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const stat = fstatSync(fd, { bigint: true });
+    if (String(stat.dev) !== file.dev || String(stat.ino) !== file.ino || stat.size !== 0n || !stat.isFile()) {
+      throw new Error(`the export's temporary file ${file.path} was replaced meanwhile; nothing was written`);
     }
+    return fd;
+  } catch (error) {
+    closeSync(fd);
+    throw error;
   }
 }
 
-function writeFrame(id: number, type: number, payload: string | Uint8Array, rows: number): void {
-  let bytes: number;
-  if (typeof payload === 'string') {
-    if (payload.length * 3 > frame.length - FRAME_HEADER_BYTES) {
-      writeFrame(id, type, Buffer.from(payload, 'utf8'), rows);
-      return;
-    }
-    bytes = frame.write(payload, FRAME_HEADER_BYTES, 'utf8');
-    frame.writeUInt32LE(id, 0);
-    frame.writeUInt32LE(type, 4);
-    frame.writeUInt32LE(bytes, 8);
-    frame.writeUInt32LE(rows, 12);
-    writeAll(frame.subarray(0, FRAME_HEADER_BYTES + bytes));
-    return;
-  }
-  const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
-  header.writeUInt32LE(id, 0);
-  header.writeUInt32LE(type, 4);
-  header.writeUInt32LE(payload.length, 8);
-  header.writeUInt32LE(rows, 12);
-  writeAll(header);
-  writeAll(payload);
-}
+/** A CsvSink that writes the whole CSV, header first, into an open file (the parent's temporary file). */
+class DirectSink implements CsvSink {
+  private readonly buffer = Buffer.allocUnsafe(DIRECT_WRITE_BYTES + TEXT_CHARS * 3);
+  private used = 0;
+  /** Bytes written to the file so far. */
+  private position = 0;
+  private rows = 0;
+  private columns: string[] = [];
+  /** The header's length in bytes: the preview's first bytes start there. */
+  private headerBytes = 0;
+  private readonly head = Buffer.allocUnsafe(DIRECT_HEAD_BYTES);
+  private headBytes = 0;
+  private lastProgress = Date.now();
 
-/** The CsvSink of an export request: every call is written to the pipe before it returns. */
-function frameSink(id: number): CsvSink {
-  return {
-    setColumns(columns, encodedHeader) {
-      writeFrame(id, FRAME_COLUMNS, JSON.stringify({ columns, ...(encodedHeader === undefined ? {} : { header: encodedHeader }) }), 0);
-    },
-    async writeRows(rows) {
-      let text = '';
-      for (const row of rows) text += csvLine(row);
-      writeFrame(id, FRAME_CSV, text, rows.length);
-    },
-    async writeEncoded(chunk, rowCount) {
-      writeFrame(id, FRAME_CSV, chunk, rowCount);
-    },
-    setRowCount() {},
-  };
+  constructor(
+    private readonly fd: number,
+    private readonly id: number,
+  ) {}
+
+  setColumns(columns: string[], encodedHeader?: string): void {
+    this.columns = columns;
+    const header = encodedHeader ?? csvLine(columns);
+    this.headerBytes = Buffer.byteLength(header, 'utf8');
+    this.append(header, 0);
+  }
+
+  async writeRows(rows: CellValue[][]): Promise<void> {
+    let text = '';
+    for (const row of rows) text += csvLine(row);
+    this.append(text, rows.length);
+  }
+
+  async writeEncoded(chunk: string | Buffer, rowCount: number): Promise<void> {
+    this.append(chunk, rowCount);
+  }
+
+  setRowCount(): void {}
+
+  private append(chunk: string | Uint8Array, rowCount: number): void {
+    this.rows += rowCount;
+    if (typeof chunk === 'string' && chunk.length * 3 <= this.buffer.length - this.used) {
+      this.used += this.buffer.write(chunk, this.used, 'utf8');
+    } else {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+      if (bytes.length > this.buffer.length - this.used) {
+        this.flush();
+        this.writeOut(bytes);
+        return;
+      }
+      this.buffer.set(bytes, this.used);
+      this.used += bytes.length;
+    }
+    if (this.used >= DIRECT_WRITE_BYTES) this.flush();
+    // Checked per chunk (64K characters), not per megabyte: a slow statement's rows come slowly.
+    const now = Date.now();
+    if (now - this.lastProgress >= PROGRESS_INTERVAL_MS) {
+      this.lastProgress = now;
+      process.send?.({ id: this.id, progress: { rows: this.rows, bytes: this.position + this.used } } satisfies ChildReply);
+    }
+  }
+
+  private flush(): void {
+    if (this.used > 0) this.writeOut(this.buffer.subarray(0, this.used));
+    this.used = 0;
+  }
+
+  private writeOut(bytes: Uint8Array): void {
+    // The part of these bytes that falls in the preview's first bytes, by file position.
+    const from = Math.max(this.headerBytes + this.headBytes, this.position);
+    const to = Math.min(this.headerBytes + DIRECT_HEAD_BYTES, this.position + bytes.length);
+    if (to > from && from === this.headerBytes + this.headBytes) {
+      this.head.set(bytes.subarray(from - this.position, to - this.position), this.headBytes);
+      this.headBytes += to - from;
+    }
+    let done = 0;
+    while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done, this.position + done);
+    this.position += bytes.length;
+  }
+
+  /** Writes what is left and says what was written. */
+  finish(): DirectWritten {
+    this.flush();
+    return { columns: this.columns, rows: this.rows, bytes: this.position, head: this.head.subarray(0, this.headBytes) };
+  }
 }
 
 /** Where the export's aggregate sends its lines (one aggregate per connection, registered once). */
@@ -162,22 +207,14 @@ async function handle(request: ChildRequest): Promise<unknown> {
     case 'ping':
       return driver.ping(options);
     case 'export': {
-      const sink = frameSink(request.id);
-      let rows = 0;
-      const counting: CsvSink = {
-        ...sink,
-        async writeRows(batch) {
-          rows += batch.length;
-          await sink.writeRows(batch);
-        },
-        async writeEncoded(chunk, rowCount) {
-          rows += rowCount;
-          await sink.writeEncoded(chunk, rowCount);
-        },
-      };
-      await driver.exportCsv(request.sql, counting, options);
-      writeFrame(request.id, FRAME_END, '', rows);
-      return rows;
+      const fd = openDirect(request.file);
+      try {
+        const sink = new DirectSink(fd, request.id);
+        await driver.exportCsv(request.sql, sink, options);
+        return sink.finish();
+      } finally {
+        closeSync(fd);
+      }
     }
   }
 }
@@ -185,7 +222,8 @@ async function handle(request: ChildRequest): Promise<unknown> {
 function describeError(error: unknown): ChildError {
   if (error instanceof ReadOnlyViolation) return { message: error.message, readOnlyViolation: true };
   if (error instanceof ToolError) return { message: error.message, kind: error.kind, metadata: error.metadata };
-  return { message: error instanceof Error ? error.message : String(error) };
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return { message: error instanceof Error ? error.message : String(error), ...(typeof code === 'string' ? { code } : {}) };
 }
 
 if (process.send) {

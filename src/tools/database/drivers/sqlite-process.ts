@@ -1,23 +1,14 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { watchProcessGroup } from '../../../backends/process-watchdog.js';
 import { packageRoot } from '../../../config/home.js';
 import { ToolError, type ToolErrorKind } from '../../core/types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
+import { spawnSqliteProcess, takeSpareSqliteProcess } from './sqlite-spawn.cjs';
 import type { CellValue, CsvSink, DatabaseConfig, DatabaseDriver, QueryResult, RunOptions, TableDescription } from '../types.js';
-import {
-  EXPORT_FD,
-  FRAME_COLUMNS,
-  FRAME_CSV,
-  FRAME_END,
-  FRAME_HEADER_BYTES,
-  type ChildError,
-  type ChildReply,
-  type ChildRequest,
-} from './sqlite-child-protocol.js';
+import type { ChildError, ChildReply, ChildRequest, DirectWritten } from './sqlite-child-protocol.js';
 
 /**
  * SQLite, used in a child process of its own (sqlite-child.ts says why): this driver sends each
@@ -29,8 +20,6 @@ import {
  * killed; quarry's exit closes its IPC channel, on which it exits by itself.
  */
 
-/** Exports: pipe frames queued for the sink before the pipe is paused. */
-const MAX_QUEUED_WRITES = 4;
 /** What of the child's standard error is kept, for the message when it dies. */
 const STDERR_KEPT = 4096;
 
@@ -55,14 +44,50 @@ function killGroup(child: ChildProcess): void {
   }
 }
 
+interface Spawned {
+  child: ChildProcess;
+  dismissWatchdog: () => void;
+  /** What of its standard error is kept (STDERR_KEPT), from its start. */
+  stderr: { text: string };
+  /** Why it could not be started, if it could not. */
+  failed: { error: Error | null };
+}
+
+/**
+ * A SQLite process (not yet given a database) with its watchdog: the one the CLI's entry point
+ * started ahead of need (sqlite-spawn.cts), else a new one. Nothing of it keeps quarry alive yet.
+ */
+async function spawnChild(): Promise<Spawned> {
+  const { spawn } = await import('node:child_process');
+  const child = takeSpareSqliteProcess() ?? spawnSqliteProcess(childScript('sqlite-child', import.meta.url));
+  children.add(child);
+  if (!exitHookSet) {
+    exitHookSet = true;
+    process.on('exit', () => {
+      for (const each of children) killGroup(each);
+    });
+  }
+  const stderr = { text: '' };
+  child.stderr!.on('data', (chunk: Buffer) => {
+    if (stderr.text.length < STDERR_KEPT) stderr.text += chunk.toString('utf8');
+  });
+  const failed = { error: null as Error | null };
+  child.on('error', (error) => {
+    failed.error ??= error;
+  });
+  for (const handle of [child, child.channel, child.stderr] as ({ unref?: () => void } | null | undefined)[]) handle?.unref?.();
+  return { child, dismissWatchdog: child.pid === undefined ? () => undefined : watchProcessGroup(spawn, child.pid), stderr, failed };
+}
+
 type Call = ChildRequest extends infer R ? (R extends ChildRequest ? Omit<R, 'id'> : never) : never;
 
 interface Running {
   child: ChildProcess;
   dismissWatchdog: () => void;
   pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
-  exports: Map<number, (type: number, payload: Buffer, rows: number) => void>;
-  stderr: string;
+  /** Exports' progress (CsvSink.directProgress), by request id. */
+  progress: Map<number, (rows: number, bytes: number) => void>;
+  stderr: { text: string };
   exited: boolean;
 }
 
@@ -80,33 +105,26 @@ export class SqliteProcessDriver implements DatabaseDriver {
 
   private async start(): Promise<Running> {
     if (this.running && !this.running.exited) return this.running;
-    const { spawn } = await import('node:child_process');
-    const child = spawn(process.execPath, [childScript('sqlite-child', import.meta.url)], {
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'ipc'],
-      serialization: 'advanced',
-      // Its own process group: a Ctrl+C at the terminal is quarry's to handle (it kills this one).
-      detached: true,
-    });
-    children.add(child);
-    if (!exitHookSet) {
-      exitHookSet = true;
-      process.on('exit', () => {
-        for (const each of children) killGroup(each);
-      });
+    const { child, dismissWatchdog, stderr, failed } = await spawnChild();
+    if (failed.error || child.pid === undefined || !child.connected) {
+      killGroup(child);
+      dismissWatchdog();
+      throw new Error(`could not start the SQLite process: ${failed.error?.message ?? (stderr.text.trim() || 'it exited at once')}`);
     }
     const running: Running = {
       child,
-      dismissWatchdog: child.pid === undefined ? () => undefined : watchProcessGroup(spawn, child.pid),
+      dismissWatchdog,
       pending: new Map(),
-      exports: new Map(),
-      stderr: '',
+      progress: new Map(),
+      stderr,
       exited: false,
     };
     this.running = running;
-    child.stderr!.on('data', (chunk: Buffer) => {
-      if (running.stderr.length < STDERR_KEPT) running.stderr += chunk.toString('utf8');
-    });
     child.on('message', (reply: ChildReply) => {
+      if ('progress' in reply) {
+        running.progress.get(reply.id)?.(reply.progress.rows, reply.progress.bytes);
+        return;
+      }
       const waiting = running.pending.get(reply.id);
       if (!waiting) return;
       running.pending.delete(reply.id);
@@ -119,13 +137,13 @@ export class SqliteProcessDriver implements DatabaseDriver {
       running.exited = true;
       children.delete(child);
       running.dismissWatchdog();
-      const reason = error?.message ?? `the SQLite process ended unexpectedly${running.stderr ? `: ${running.stderr.trim().split('\n').pop()}` : ''}`;
+      const kept = running.stderr.text;
+      const reason = error?.message ?? `the SQLite process ended unexpectedly${kept ? `: ${kept.trim().split('\n').pop()}` : ''}`;
       for (const waiting of running.pending.values()) waiting.reject(new Error(reason));
       running.pending.clear();
     };
     child.on('error', ended);
     child.on('exit', () => ended());
-    readFrames(child.stdio[EXPORT_FD] as Readable, running);
     this.idle(running);
     await this.send(running, { op: 'open', config: this.config, readOnly: this.readOnly }, null);
     return running;
@@ -134,11 +152,7 @@ export class SqliteProcessDriver implements DatabaseDriver {
   /** Nothing of the child keeps quarry alive while no call waits for it. */
   private idle(running: Running): void {
     const busy = running.pending.size > 0;
-    const handles = [running.child, running.child.channel, running.child.stderr, running.child.stdio[EXPORT_FD]] as (
-      | { ref?: () => void; unref?: () => void }
-      | null
-      | undefined
-    )[];
+    const handles = [running.child, running.child.channel, running.child.stderr] as ({ ref?: () => void; unref?: () => void } | null | undefined)[];
     for (const handle of handles) (busy ? handle?.ref : handle?.unref)?.call(handle);
   }
 
@@ -183,11 +197,11 @@ export class SqliteProcessDriver implements DatabaseDriver {
   }
 
   /** One call, after the ones before it; the process is started (again) if needed. */
-  private call<T>(call: Call, options: RunOptions, onFrame?: (running: Running, id: number) => void): Promise<T> {
+  private call<T>(call: Call, options: RunOptions, onSent?: (running: Running, id: number) => void): Promise<T> {
     const result = this.queue.then(async () => {
       if (options.signal.aborted) throw stopError('cancel', this.config);
       const running = await this.start();
-      onFrame?.(running, this.nextId);
+      onSent?.(running, this.nextId);
       return (await this.send(running, call, options)) as T;
     });
     this.queue = result.catch(() => undefined);
@@ -222,58 +236,19 @@ export class SqliteProcessDriver implements DatabaseDriver {
   }
 
   /**
-   * The child writes the CSV as frames to its export pipe; each is handed to the sink in order,
-   * and the pipe is paused while MAX_QUEUED_WRITES wait, so memory stays flat however slow the disk.
+   * The child writes the whole CSV into the sink's temporary file itself (sqlite-child.ts says
+   * why) and answers with what it wrote; this process only waits and passes its progress on.
+   * Memory stays flat however slow the disk: the child writes each megabyte before the next.
    */
   async exportCsv(sql: string, sink: CsvSink, options: RunOptions): Promise<void> {
-    let writing: Promise<void> = Promise.resolve();
-    let queued = 0;
-    let ended!: () => void;
-    const end = new Promise<void>((resolve) => {
-      ended = resolve;
-    });
-    let pipe: Readable | null = null;
-    let writeError: unknown = null;
+    const file = sink.directFile && sink.directWritten ? await sink.directFile() : null;
+    if (!file) throw new Error('a SQLite export needs an empty file of its own to write (csv.ts CsvExportFile)');
     let exportId = 0;
-    const onFrame = (running: Running, id: number): void => {
+    const written = await this.call<DirectWritten>({ op: 'export', sql, readOnly: options.readOnly, file }, options, (running, id) => {
       exportId = id;
-      pipe = running.child.stdio[EXPORT_FD] as Readable;
-      running.exports.set(id, (type, payload, rows) => {
-        if (type === FRAME_COLUMNS) {
-          const { columns, header } = JSON.parse(payload.toString('utf8')) as { columns: string[]; header?: string };
-          sink.setColumns(columns, header);
-        } else if (type === FRAME_CSV) {
-          queued++;
-          if (queued >= MAX_QUEUED_WRITES) pipe?.pause();
-          writing = writing
-            .then(() => (writeError ? undefined : sink.writeEncoded(payload, rows)))
-            .catch((error: unknown) => {
-              writeError ??= error;
-              // The export cannot go on: stop the statement.
-              this.kill(running);
-            })
-            .finally(() => {
-              queued--;
-              if (queued < MAX_QUEUED_WRITES) pipe?.resume();
-            });
-        } else if (type === FRAME_END) {
-          running.exports.delete(id);
-          ended();
-        }
-      });
-    };
-    try {
-      await this.call<number>({ op: 'export', sql, readOnly: options.readOnly }, options, onFrame);
-      await end;
-    } catch (error) {
-      await writing;
-      throw writeError ?? error;
-    } finally {
-      this.running?.exports.delete(exportId);
-      (pipe as Readable | null)?.resume();
-    }
-    await writing;
-    if (writeError) throw writeError;
+      running.progress.set(id, (rows, bytes) => sink.directProgress?.(rows, bytes));
+    }).finally(() => this.running?.progress.delete(exportId));
+    sink.directWritten!(written);
   }
 
   async close(): Promise<void> {
@@ -294,48 +269,6 @@ function stopError(reason: 'cancel' | 'timeout', config: DatabaseConfig): ToolEr
     : new ToolError('cancelled: the SQLite statement was stopped', 'cancelled');
 }
 
-/** Reads the export pipe's frames and hands each to its export. */
-function readFrames(pipe: Readable, running: Running): void {
-  pipe.on(
-    'data',
-    frameReader((id, type, payload, rows) => running.exports.get(id)?.(type, payload, rows)),
-  );
-  pipe.on('error', () => undefined);
-}
-
-/**
- * The export pipe's bytes, in chunks cut anywhere, back into frames (sqlite-child-protocol.ts).
- * Each payload byte is copied once, from the pipe's chunk into a buffer of the frame's own (the
- * sink may keep it: the preview).
- */
-export function frameReader(onFrame: (id: number, type: number, payload: Buffer, rows: number) => void): (chunk: Buffer) => void {
-  const header = Buffer.alloc(FRAME_HEADER_BYTES);
-  let headerUsed = 0;
-  let payload: Buffer | null = null;
-  let payloadUsed = 0;
-  return (chunk) => {
-    let offset = 0;
-    while (offset < chunk.length) {
-      if (!payload) {
-        const taken = chunk.copy(header, headerUsed, offset, Math.min(chunk.length, offset + FRAME_HEADER_BYTES - headerUsed));
-        headerUsed += taken;
-        offset += taken;
-        if (headerUsed < FRAME_HEADER_BYTES) return;
-        payload = Buffer.allocUnsafe(header.readUInt32LE(8));
-        payloadUsed = 0;
-      }
-      const taken = chunk.copy(payload, payloadUsed, offset, Math.min(chunk.length, offset + payload.length - payloadUsed));
-      payloadUsed += taken;
-      offset += taken;
-      if (payloadUsed < payload.length) return;
-      const frame = payload;
-      payload = null;
-      headerUsed = 0;
-      onFrame(header.readUInt32LE(0), header.readUInt32LE(4), frame, header.readUInt32LE(12));
-    }
-  };
-}
-
 /** Blobs cross as Uint8Array (structured clone); the tool layer expects Buffers. */
 function asBuffers(row: CellValue[]): CellValue[] {
   for (let i = 0; i < row.length; i++) {
@@ -348,5 +281,5 @@ function asBuffers(row: CellValue[]): CellValue[] {
 function rebuildError(error: ChildError): Error {
   if (error.readOnlyViolation) return new ReadOnlyViolation(error.message);
   if (error.kind) return new ToolError(error.message, error.kind as ToolErrorKind, error.metadata);
-  return new Error(error.message);
+  return error.code ? Object.assign(new Error(error.message), { code: error.code }) : new Error(error.message);
 }
