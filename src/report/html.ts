@@ -2,6 +2,7 @@ import { redactSecrets, sessionSecretValues } from './redact.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Marked, type Tokens } from 'marked';
+import { DATABASE_TOOL_NAMES } from '../profiles/schema.js';
 import type { SessionMeta, TimedTraceEvent } from '../agent/session.js';
 import type { Message } from '../model/types.js';
 import { escapeHtml, renderStepOutput } from './step-output.js';
@@ -25,7 +26,8 @@ export interface SessionData {
 /** Charts larger than this are listed, not inlined. */
 export const MAX_INLINE_IMAGE_BYTES = 5 * 1024 * 1024;
 
-export const DATABASE_TOOLS = new Set(['sqlite', 'postgres', 'mysql', 'oracle', 'vertica', 'duckdb']);
+/** Every engine's tool (ClickHouse's was missing: its queries were neither counted nor refreshed). */
+export const DATABASE_TOOLS: ReadonlySet<string> = new Set<string>(DATABASE_TOOL_NAMES);
 
 const markdown = new Marked({
   gfm: true,

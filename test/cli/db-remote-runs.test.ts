@@ -239,4 +239,33 @@ describe.skipIf(!chUrl)(`an agent run against ClickHouse${chUrl ? '' : ' (skippe
     expect(countBefore.trim()).toBe('5003');
     expect(readdirSync(work)).toEqual(['sales.csv']);
   });
+  test('a ClickHouse query is counted in the report and re-run by quarry refresh, which sees the new row', async () => {
+    const home = makeTempDir('quarry-ch-refresh-home-');
+    const work = makeTempDir('quarry-ch-refresh-work-');
+    writeFileSync(join(home, 'config.yaml'), `databases:\n  sales_ch: {url: ${JSON.stringify(chUrl!.replace(/\/default$/, '/runs_ch'))}}\n`);
+    await admin('CREATE TABLE runs_ch.ch_refresh (area String, total Int64) ENGINE = MergeTree ORDER BY area');
+    try {
+      await admin("INSERT INTO runs_ch.ch_refresh VALUES ('north', 10), ('south', 5)");
+      const sql = 'SELECT area, sum(total) AS total FROM ch_refresh GROUP BY area ORDER BY area';
+      const { code, summary } = await scriptedRun(home, work, [{ name: 'clickhouse', arguments: { operation: 'query', sql } }], 'North leads with 10.');
+      expect(code).toBe(0);
+      const report = await runQuarry(['report', summary.session_id, '-o', join(work, 'report.html')], { env: cliEnv(home), cwd: work, timeoutMs: 60_000 });
+      expect(report.code, report.stderr).toBe(0);
+      const page = readFileSync(join(work, 'report.html'), 'utf8');
+      expect(page).toMatch(/1 query\b/);
+      expect(page).toContain('SELECT area, sum(total) AS total FROM ch_refresh');
+      await admin("INSERT INTO runs_ch.ch_refresh VALUES ('west', 7)");
+      const refreshed = await runQuarry(['refresh', summary.session_id, '--fail-on-change', '--format', 'json'], {
+        env: cliEnv(home),
+        cwd: work,
+        timeoutMs: 60_000,
+      });
+      expect(refreshed.code, refreshed.stderr).toBe(3);
+      const steps = (JSON.parse(refreshed.stdout) as { steps: { tool: string; operation: string; status: string; appeared: string[][] }[] }).steps;
+      expect(steps.map((step) => `${step.tool} ${step.operation} ${step.status}`)).toEqual(['clickhouse query changed']);
+      expect(steps[0]!.appeared).toEqual([['west', '7']]);
+    } finally {
+      await admin('DROP TABLE IF EXISTS runs_ch.ch_refresh');
+    }
+  });
 });

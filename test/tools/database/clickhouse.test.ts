@@ -186,8 +186,18 @@ describe.skipIf(!url)(`clickhouse${url ? '' : ' (skipped: clickhouse-server is n
     expect(column.output).toMatch(/^not valid: .*Unknown identifier: regoin.*; did you mean sales\.region\?/);
     const table = await runner.run('clickhouse', { operation: 'validate', sql: 'SELECT * FROM sals' });
     expect(table.output).toMatch(/^not valid: .*; did you mean sales\?/);
-    const queried = await runner.run('clickhouse', { operation: 'query', sql: 'SELECT amout FROM sales' });
-    expect(queried.output).toMatch(/did you mean sales\.amount\?$/);
+    // Another database on the same server with a column of the same name: the statement's own table wins.
+    await adminQuery('CREATE DATABASE IF NOT EXISTS quarry_elsewhere');
+    await adminQuery('CREATE TABLE IF NOT EXISTS quarry_elsewhere.ledger (amount Int64, amout_note String) ENGINE = Memory');
+    try {
+      const queried = await runner.run('clickhouse', { operation: 'query', sql: 'SELECT amout FROM sales' });
+      expect(queried.output).toMatch(/did you mean sales\.amount\?$/);
+      // A column elsewhere that is closer than the statement's own: named too (after them), with its database.
+      const elsewhere = await runner.run('clickhouse', { operation: 'query', sql: 'SELECT amout_not FROM sales' });
+      expect(elsewhere.output).toMatch(/did you mean sales\.amount or quarry_elsewhere\.ledger\.amout_note\?$/);
+    } finally {
+      await adminQuery('DROP DATABASE IF EXISTS quarry_elsewhere');
+    }
     const described = await runner.run('clickhouse', { operation: 'describe', table_name: 'sale' });
     expect(described.output).toBe('clickhouse: no table "sale" in database quarry; use list_tables or search; did you mean sales?');
     const write = await runner.run('clickhouse', { operation: 'validate', sql: 'ALTER TABLE sales DELETE WHERE 1' });

@@ -160,7 +160,13 @@ export function suggestNames(kind: NameKind, name: string, catalog: NameCatalog,
         candidates.push({ shown: `${tableShown(column.schema, column.table)}.${spell(column.name)}`, distance: (distance ?? 0.2) + away(column.schema), tier });
       }
       // A table the qualifier names that has a column like it: only its columns.
-      return pick(candidates.some((candidate) => candidate.tier === 0) ? candidates.filter((candidate) => candidate.tier === 0) : candidates);
+      if (candidates.some((candidate) => candidate.tier === 0)) return pick(candidates.filter((candidate) => candidate.tier === 0));
+      // The statement's own tables have one: another table's column only where it is closer (a
+      // same-named column of a table elsewhere, another database's on a shared server, is noise).
+      const inStatement = candidates.filter((candidate) => candidate.tier === 1);
+      if (inStatement.length === 0) return pick(candidates);
+      const closest = Math.min(...inStatement.map((candidate) => candidate.distance));
+      return pick(candidates.filter((candidate) => candidate.tier === 1 || candidate.distance < closest));
     }
     case 'schema':
       return pick(candidatesFrom(bare, catalog.schemas)).map(spell);
