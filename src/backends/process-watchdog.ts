@@ -14,6 +14,9 @@ export function watchProcessGroup(spawn: typeof import('node:child_process').spa
   let watchdog: ChildProcess | null = null;
   try {
     watchdog = spawn('/bin/sh', ['-c', 'read _ignored; kill -s KILL -- "-$1" 2>/dev/null', 'quarry-watchdog', String(groupId)], {
+      // `read` and `kill` are the shell's own: it needs no environment, and gets none of quarry's
+      // (its keys and passwords would sit in this process's /proc/PID/environ all along).
+      env: {},
       stdio: ['pipe', 'ignore', 'ignore'],
       detached: true,
     });

@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliEnv, collect, mcpServingUrl, spawnCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
@@ -52,4 +54,50 @@ describe.skipIf(process.platform !== 'linux')('secrets in /proc', () => {
     child.kill('SIGTERM');
     expect((await done).code).toBe(0);
   });
+
+  it('the SQLite process and the watchdogs quarry keeps beside it hold none of its secrets', async () => {
+    const home = makeTempDir('quarry-proc-home-');
+    const work = makeTempDir('quarry-proc-work-');
+    const database = join(work, 'slow.db');
+    execFileSync('sqlite3', [database, 'CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);']);
+    const slow = 'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000000000) SELECT max(i) FROM c';
+    const child = spawnCli(['tool', 'sqlite', '--db', database, '-w', work, '--args', JSON.stringify({ operation: 'query', sql: slow })], {
+      env: cliEnv(home, { OPENAI_API_KEY: KEY, PGPASSWORD: PASSWORD, DATABASE_URL: `postgres://bob:${URL_PASSWORD}@db/shop`, TMPDIR: work }),
+    });
+    const done = collect(child, 60_000);
+    // quarry's children: the SQLite process and its watchdog `sh` (both in process groups of their own).
+    const children = async (): Promise<{ pid: number; args: string }[]> => {
+      for (let i = 0; i < 100; i++) {
+        let listing = '';
+        try {
+          listing = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(child.pid)], { encoding: 'utf8' });
+        } catch {
+          // none yet
+        }
+        const found = listing
+          .split('\n')
+          .filter((line) => /sqlite-child|quarry-watchdog/.test(line))
+          .map((line) => ({ pid: Number(line.trim().split(/\s+/)[0]), args: line }));
+        if (found.length >= 2) return found;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return [];
+    };
+    const found = await children();
+    expect(found.map((entry) => (/sqlite-child/.test(entry.args) ? 'sqlite' : 'watchdog')).sort()).toEqual(['sqlite', 'watchdog']);
+    for (const { pid, args } of found) {
+      const environ = readProc(pid, 'environ').split('\0');
+      const all = [...environ, ...readProc(pid, 'cmdline').split('\0')].join('\n');
+      for (const secret of [KEY, PASSWORD, URL_PASSWORD]) expect(all, args).not.toContain(secret);
+      for (const name of ['OPENAI_API_KEY', 'PGPASSWORD', 'DATABASE_URL'])
+        expect(
+          environ.some((entry) => entry.startsWith(`${name}=`)),
+          args,
+        ).toBe(false);
+      // The SQLite process keeps what SQLite and Node use (its temporary directory).
+      if (/sqlite-child/.test(args)) expect(environ).toContain(`TMPDIR=${work}`);
+    }
+    child.kill('SIGINT');
+    expect((await done).code).toBe(130);
+  }, 60_000);
 });

@@ -7,8 +7,22 @@ import { type ChildProcess, spawn } from 'node:child_process';
 /** Where the entry point leaves the process it started, for the first SQLite connection. */
 const SPARE = Symbol.for('quarry.sqlite-spare');
 
+/**
+ * What of quarry's environment the process gets. It reads none of quarry's settings (its database
+ * comes over the IPC channel), so it gets only what Node, SQLite (its temporary files) and the
+ * locale use: an API key or a database password in quarry's environment would otherwise sit in
+ * this process's /proc/PID/environ for the whole session, readable by the user's other processes
+ * (quarry hides its own: docs/security.md).
+ */
+const KEPT_VARIABLES = /^(?:PATH|HOME|TMPDIR|TMP|TEMP|SQLITE_TMPDIR|LANG|LANGUAGE|LC_[A-Z]+|TZ|NODE_OPTIONS)$/;
+
+export function sqliteProcessEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => KEPT_VARIABLES.test(name)));
+}
+
 export function spawnSqliteProcess(script: string): ChildProcess {
   return spawn(process.execPath, [script], {
+    env: sqliteProcessEnv(),
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     serialization: 'advanced',
     // Its own process group: a Ctrl+C at the terminal is quarry's to handle (it kills this one).
