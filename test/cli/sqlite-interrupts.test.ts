@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, collect, spawnCli, waitForOutput } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
+import { childProcesses } from '../support/processes.js';
 import { startOpenAIServer, type FakeServer } from '../support/fake-openai.js';
 import { runOnPty } from '../support/pty.js';
 
@@ -38,21 +39,7 @@ afterEach(async () => {
 
 /** Process ids of the child's children (the SQLite process), once there is one. */
 async function childrenOf(parent: ChildProcess): Promise<number[]> {
-  for (let i = 0; i < 100; i++) {
-    let listing = '';
-    try {
-      listing = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(parent.pid)], { encoding: 'utf8' });
-    } catch {
-      // ps exits 1 when there is none yet
-    }
-    const found = listing
-      .split('\n')
-      .filter((line) => line.includes('sqlite-child'))
-      .map((line) => Number(line.trim().split(/\s+/)[0]));
-    if (found.length > 0) return found;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return [];
+  return (await childProcesses(parent.pid!, /sqlite-child/)).map((entry) => entry.pid);
 }
 
 function alive(pid: number): boolean {

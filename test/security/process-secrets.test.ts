@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliEnv, collect, mcpServingUrl, spawnCli } from '../support/agent-cli.js';
 import { makeTempDir } from '../support/context.js';
+import { childProcesses } from '../support/processes.js';
 
 /**
  * quarry's own /proc/PID/environ and /proc/PID/cmdline (src/security/process-secrets.ts): another
@@ -66,24 +67,7 @@ describe.skipIf(process.platform !== 'linux')('secrets in /proc', () => {
     });
     const done = collect(child, 60_000);
     // quarry's children: the SQLite process and its watchdog `sh` (both in process groups of their own).
-    const children = async (): Promise<{ pid: number; args: string }[]> => {
-      for (let i = 0; i < 100; i++) {
-        let listing = '';
-        try {
-          listing = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(child.pid)], { encoding: 'utf8' });
-        } catch {
-          // none yet
-        }
-        const found = listing
-          .split('\n')
-          .filter((line) => /sqlite-child|quarry-watchdog/.test(line))
-          .map((line) => ({ pid: Number(line.trim().split(/\s+/)[0]), args: line }));
-        if (found.length >= 2) return found;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      return [];
-    };
-    const found = await children();
+    const found = await childProcesses(child.pid!, /sqlite-child|quarry-watchdog/, 2);
     expect(found.map((entry) => (/sqlite-child/.test(entry.args) ? 'sqlite' : 'watchdog')).sort()).toEqual(['sqlite', 'watchdog']);
     for (const { pid, args } of found) {
       const environ = readProc(pid, 'environ').split('\0');
