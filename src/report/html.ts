@@ -42,6 +42,9 @@ const markdown = new Marked({
     link(token: Tokens.Link) {
       const text = this.parser.parseInline(token.tokens);
       if (!/^(https?:|mailto:)/i.test(token.href)) return text;
+      // An address written bare (GFM autolinks user@host, also inside postgres://user:pw@host/db):
+      // the text as written, not split by a "(mailto:…)" after the part that looked like one.
+      if (token.href === `mailto:${token.text}` && token.raw === token.text) return text;
       const address = escapeHtml(token.href);
       return text === address ? `<span class="link-ref">${address}</span>` : `${text} <span class="link-ref">(${address})</span>`;
     },

@@ -18,3 +18,18 @@ describe('reports defang known secret values', () => {
     expect(clean.match(/\[secret removed\]/g)).toHaveLength(3);
   });
 });
+
+describe('links in a report', () => {
+  it('a connection URL stays whole: the user@host inside it is not split by a "(mailto:…)"', () => {
+    const page = renderMarkdown('Connect with postgres://bob:pw@db.example.com/sales or write to ann@example.com.');
+    expect(page).toBe('<p>Connect with postgres://bob:pw@db.example.com/sales or write to ann@example.com.</p>\n');
+  });
+
+  it('a written link shows its text, then its address as text; nothing is a live link', () => {
+    const page = renderMarkdown('[mail me](mailto:ann@example.com), <bob@example.com> and [docs](https://example.org/a)');
+    expect(page).toContain('mail me <span class="link-ref">(mailto:ann@example.com)</span>');
+    expect(page).toContain('bob@example.com <span class="link-ref">(mailto:bob@example.com)</span>');
+    expect(page).toContain('docs <span class="link-ref">(https://example.org/a)</span>');
+    expect(page).not.toMatch(/<a\b/);
+  });
+});
