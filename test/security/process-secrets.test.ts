@@ -16,6 +16,7 @@ const KEY = 'sk-proc-secret-7431';
 const PASSWORD = 'pg-pass-secret-9902';
 const URL_PASSWORD = 'url-secret-5517';
 const TOKEN = 'mcp-token-secret-2288';
+const LC_SECRET = 'lc-token-secret-3141';
 
 function readProc(pid: number, file: 'environ' | 'cmdline'): string {
   return readFileSync(`/proc/${pid}/${file}`, 'latin1');
@@ -63,7 +64,15 @@ describe.skipIf(process.platform !== 'linux')('secrets in /proc', () => {
     execFileSync('sqlite3', [database, 'CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);']);
     const slow = 'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000000000) SELECT max(i) FROM c';
     const child = spawnCli(['tool', 'sqlite', '--db', database, '-w', work, '--args', JSON.stringify({ operation: 'query', sql: slow })], {
-      env: cliEnv(home, { OPENAI_API_KEY: KEY, PGPASSWORD: PASSWORD, DATABASE_URL: `postgres://bob:${URL_PASSWORD}@db/shop`, TMPDIR: work }),
+      // ssh forwards every LC_* variable, and people pass tokens that way: only the locale categories are kept.
+      env: cliEnv(home, {
+        OPENAI_API_KEY: KEY,
+        PGPASSWORD: PASSWORD,
+        DATABASE_URL: `postgres://bob:${URL_PASSWORD}@db/shop`,
+        LC_TOKEN: LC_SECRET,
+        LC_TIME: 'C.UTF-8',
+        TMPDIR: work,
+      }),
     });
     const done = collect(child, 60_000);
     // quarry's children: the SQLite process and its watchdog `sh` (both in process groups of their own).
@@ -72,14 +81,14 @@ describe.skipIf(process.platform !== 'linux')('secrets in /proc', () => {
     for (const { pid, args } of found) {
       const environ = readProc(pid, 'environ').split('\0');
       const all = [...environ, ...readProc(pid, 'cmdline').split('\0')].join('\n');
-      for (const secret of [KEY, PASSWORD, URL_PASSWORD]) expect(all, args).not.toContain(secret);
-      for (const name of ['OPENAI_API_KEY', 'PGPASSWORD', 'DATABASE_URL'])
+      for (const secret of [KEY, PASSWORD, URL_PASSWORD, LC_SECRET]) expect(all, args).not.toContain(secret);
+      for (const name of ['OPENAI_API_KEY', 'PGPASSWORD', 'DATABASE_URL', 'LC_TOKEN'])
         expect(
           environ.some((entry) => entry.startsWith(`${name}=`)),
           args,
         ).toBe(false);
       // The SQLite process keeps what SQLite and Node use (its temporary directory).
-      if (/sqlite-child/.test(args)) expect(environ).toContain(`TMPDIR=${work}`);
+      if (/sqlite-child/.test(args)) expect(environ).toEqual(expect.arrayContaining([`TMPDIR=${work}`, 'LC_TIME=C.UTF-8']));
     }
     child.kill('SIGINT');
     expect((await done).code).toBe(130);

@@ -63,6 +63,13 @@ const WRITE_ERRORS: Record<WriteErrno, string> = {
   ENAMETOOLONG: 'the file name is too long',
 };
 
+/** The sentence for a file-system error that stops a write mid-way (a full disk), or null for any other error. */
+export function midWriteError(error: unknown): { kind: WriteErrno; why: string } | null {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'EROFS') return null;
+  return { kind: code, why: WRITE_ERRORS[code] };
+}
+
 /** Writes atomically through the backend; file-system errors become one clear sentence. */
 export async function writeFileClearly(context: ToolContext, path: string, shown: string, data: Buffer, exclusive: boolean): Promise<void> {
   try {

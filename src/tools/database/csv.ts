@@ -118,6 +118,15 @@ export async function writeEngineCsv(chunks: AsyncIterable<Buffer>, sink: CsvSin
 /** An export refused before it started (the target exists or another export is writing it). */
 export class ExportRefused extends Error {}
 
+/** The temporary file was replaced before it was linked into place: nothing of it is kept. */
+export class ReplacedTempFile extends Error {
+  constructor(tempPath: string) {
+    super(
+      `the export's temporary file ${basename(tempPath)} was replaced before it was put in place; nothing was kept (is someone else writing this directory?)`,
+    );
+  }
+}
+
 async function exists(path: string): Promise<boolean> {
   try {
     await lstat(path);
@@ -331,8 +340,18 @@ export class CsvExportFile implements CsvSink {
     try {
       if (!this.columns) throw new Error('the statement returned no columns');
       await this.flush();
+      const own = await this.handle.stat({ bigint: true });
       await this.handle.close();
+      // The link is by name: what is linked must be the file written, not one put in its place
+      // (someone who can write the directory could rename it away and leave another). Checked
+      // before, and after on the target, which only this link created (it never replaces).
+      const same = (other: { dev: bigint; ino: bigint }) => other.dev === own.dev && other.ino === own.ino;
+      if (!same(await lstat(this.tempPath, { bigint: true }))) throw new ReplacedTempFile(this.tempPath);
       await link(this.tempPath, this.target);
+      if (!same(await lstat(this.target, { bigint: true }))) {
+        await unlink(this.target).catch(() => undefined);
+        throw new ReplacedTempFile(this.tempPath);
+      }
     } finally {
       await this.discard();
     }

@@ -5,7 +5,7 @@ import { defineTool, toolParameters, type ArgsOf } from '../core/define.js';
 import { checkCreateOnlyTarget } from '../core/write-policy.js';
 import { describeDatabase } from '../../config/databases.js';
 import { driverFor, takeTurn } from './connections.js';
-import { CsvExportFile, EXPORT_PREVIEW_ROWS } from './csv.js';
+import { CsvExportFile, EXPORT_PREVIEW_ROWS, ReplacedTempFile } from './csv.js';
 import { DEFAULT_ROW_LIMIT, formatDescription, formatQueryResult, formatTable, MAX_ROW_LIMIT, MORE_ROWS_HINT, plural, tableCutNote } from './format.js';
 import { estimateRows, explainStatement, GUARDED_ENGINES } from './catalog/explain.js';
 import { formatProfile, PROFILE_DEFAULT_COLUMNS, profileMarkdown, profileQuery, profileTable } from './catalog/profile.js';
@@ -15,7 +15,7 @@ import { withNameSuggestions } from './catalog/names.js';
 import { validateStatement } from './catalog/validate.js';
 import { cutForDisplay } from './values.js';
 import { FIND_VALUES_DESCRIPTION, FIND_VALUES_PARAMETERS, findValuesOperation } from './catalog/find-values-operation.js';
-import { writeFileClearly } from '../core/file-write-support.js';
+import { midWriteError, writeFileClearly } from '../core/file-write-support.js';
 import type { Backend } from '../../backends/types.js';
 import { statementToRun, toToolError } from './run-query.js';
 import { checkDuckdbFileAccess } from './sql/duckdb-check.js';
@@ -399,6 +399,9 @@ async function exportQuery(
     await file.discard();
     if ((error as NodeJS.ErrnoException).code === 'EEXIST')
       throw new ToolError(`refused: ${outputPath} appeared while exporting; nothing was overwritten (choose a new name)`, 'exists');
+    if (error instanceof ReplacedTempFile) throw new ToolError(`refused: ${error.message}`, 'refused');
+    const failedWrite = midWriteError(error);
+    if (failedWrite) throw new ToolError(`could not write ${outputPath}: ${failedWrite.why}; the export stopped and left no file`, failedWrite.kind);
     throw error;
   }
   const table = summary.preview.length ? formatTable(summary.columns, summary.preview) : null;

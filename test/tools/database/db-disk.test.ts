@@ -98,6 +98,46 @@ describe('a full disk', () => {
     }, 40_000);
   }
 
+  test('sqlite: a disk full for a moment stops the export at the first failed write, and space coming back leaves no file with a gap', async (context) => {
+    if (!mounted) context.skip('mounting a tmpfs needs root; this machine refused it');
+    // Room for the lock file, not for the first megabyte of rows.
+    const filler = join(full, 'filler');
+    writeFileSync(filler, Buffer.alloc(2 * 1024 * 1024 - 64 * 1024));
+    // About 1.2 MB of rows at once, then rows that each take a while: a gap would be the first megabyte.
+    const sql =
+      'WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 100000) ' +
+      "SELECT i, printf('%012d', i) AS p, CASE WHEN i > 60000 THEN (WITH RECURSIVE s(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM s WHERE j < 300 + i % 2) " +
+      'SELECT sum(j) FROM s) ELSE 0 END AS z FROM r';
+    try {
+      const child = spawnCli([
+        'tool',
+        'sqlite',
+        '--db',
+        `d=${sqlitePath}`,
+        '-w',
+        full,
+        '--yes',
+        '--args',
+        JSON.stringify({ operation: 'export_query', sql, output_path: 'gap.csv' }),
+      ]);
+      // The space comes back while the slow rows run.
+      const freed = new Promise<void>((resolve) =>
+        setTimeout(() => {
+          rmSync(filler, { force: true });
+          resolve();
+        }, 1500),
+      );
+      const result = await collect(child, 60_000);
+      await freed;
+      expect(result.code, result.stdout).toBe(1);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toMatch(/could not write gap\.csv: no space left on device; the export stopped and left no file/);
+      expect(readdirSync(full)).toEqual([]);
+    } finally {
+      rmSync(filler, { force: true });
+    }
+  }, 60_000);
+
   test('profile: a Markdown profile that does not fit fails with one line, exit 1, and leaves no file', async (context) => {
     if (!mounted) context.skip('mounting a tmpfs needs root; this machine refused it');
     const filler = join(full, 'filler');

@@ -70,6 +70,8 @@ class DirectSink implements CsvSink {
   private readonly head = Buffer.allocUnsafe(DIRECT_HEAD_BYTES);
   private headBytes = 0;
   private lastProgress = Date.now();
+  /** The first write error: the file has a gap from there on. */
+  private failure: unknown = null;
 
   constructor(
     private readonly fd: number,
@@ -80,36 +82,47 @@ class DirectSink implements CsvSink {
     this.columns = columns;
     const header = encodedHeader ?? csvLine(columns);
     this.headerBytes = Buffer.byteLength(header, 'utf8');
-    this.append(header, 0);
+    this.write(header, 0);
   }
 
   async writeRows(rows: CellValue[][]): Promise<void> {
     let text = '';
     for (const row of rows) text += csvLine(row);
-    this.append(text, rows.length);
+    this.write(text, rows.length);
   }
 
   async writeEncoded(chunk: string | Buffer, rowCount: number): Promise<void> {
-    this.append(chunk, rowCount);
+    this.write(chunk, rowCount);
   }
 
   setRowCount(): void {}
 
-  private append(chunk: string | Uint8Array, rowCount: number): void {
-    this.rows += rowCount;
-    if (typeof chunk === 'string' && chunk.length * 3 <= this.buffer.length - this.used) {
-      this.used += this.buffer.write(chunk, this.used, 'utf8');
-    } else {
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-      if (bytes.length > this.buffer.length - this.used) {
-        this.flush();
-        this.writeOut(bytes);
-        return;
+  /**
+   * Takes encoded lines, synchronously: a write that fails (a full disk) throws here, inside the
+   * caller, which for an export is the statement's own aggregate step, so SQLite stops at once.
+   * After a failure every later call throws the same error: nothing is written past a gap.
+   */
+  write(chunk: string | Uint8Array, rowCount: number): void {
+    if (this.failure) throw this.failure;
+    try {
+      if (typeof chunk === 'string' && chunk.length * 3 <= this.buffer.length - this.used) {
+        this.used += this.buffer.write(chunk, this.used, 'utf8');
+      } else {
+        const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+        if (bytes.length > this.buffer.length - this.used) {
+          this.flush();
+          this.writeOut(bytes);
+        } else {
+          this.buffer.set(bytes, this.used);
+          this.used += bytes.length;
+        }
       }
-      this.buffer.set(bytes, this.used);
-      this.used += bytes.length;
+      if (this.used >= DIRECT_WRITE_BYTES) this.flush();
+    } catch (error) {
+      this.failure = error;
+      throw error;
     }
-    if (this.used >= DIRECT_WRITE_BYTES) this.flush();
+    this.rows += rowCount;
     // Checked per chunk (64K characters), not per megabyte: a slow statement's rows come slowly.
     const now = Date.now();
     if (now - this.lastProgress >= PROGRESS_INTERVAL_MS) {
@@ -124,20 +137,21 @@ class DirectSink implements CsvSink {
   }
 
   private writeOut(bytes: Uint8Array): void {
-    // The part of these bytes that falls in the preview's first bytes, by file position.
+    let done = 0;
+    while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done, this.position + done);
+    // The part of these bytes that falls in the preview's first bytes, by file position (once written).
     const from = Math.max(this.headerBytes + this.headBytes, this.position);
     const to = Math.min(this.headerBytes + DIRECT_HEAD_BYTES, this.position + bytes.length);
     if (to > from && from === this.headerBytes + this.headBytes) {
       this.head.set(bytes.subarray(from - this.position, to - this.position), this.headBytes);
       this.headBytes += to - from;
     }
-    let done = 0;
-    while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done, this.position + done);
     this.position += bytes.length;
   }
 
   /** Writes what is left and says what was written. */
   finish(): DirectWritten {
+    if (this.failure) throw this.failure;
     this.flush();
     return { columns: this.columns, rows: this.rows, bytes: this.position, head: this.head.subarray(0, this.headBytes) };
   }
@@ -149,6 +163,8 @@ let sinkName: string | null = null;
 
 /** A wrappable statement's export, in this thread: `SELECT sink(c0, …) FROM (statement)`. */
 async function exportHere(db: Database.Database, sql: string, columnCount: number, sink: CsvSink): Promise<void> {
+  // Writes must be synchronous here: a write error has to stop the statement from inside its step.
+  if (!(sink instanceof DirectSink)) throw new Error('a SQLite export writes through its DirectSink');
   if (!sinkName) {
     sinkName = `quarry_csv_${nodeCrypto().randomBytes(8).toString('hex')}`;
     db.aggregate(sinkName, {
@@ -167,7 +183,7 @@ async function exportHere(db: Database.Database, sql: string, columnCount: numbe
     text += csvLine(values);
     rows++;
     if (text.length >= TEXT_CHARS) {
-      void sink.writeEncoded(text, rows);
+      sink.write(text, rows);
       text = '';
       rows = 0;
     }
@@ -182,7 +198,7 @@ async function exportHere(db: Database.Database, sql: string, columnCount: numbe
     lines = null;
     db.pragma(`cache_size = ${cacheSize}`);
   }
-  if (rows > 0) await sink.writeEncoded(text, rows);
+  if (rows > 0) sink.write(text, rows);
 }
 
 let driver: SqliteDriver | null = null;

@@ -145,7 +145,13 @@ export class SqliteProcessDriver implements DatabaseDriver {
     child.on('error', ended);
     child.on('exit', () => ended());
     this.idle(running);
-    await this.send(running, { op: 'open', config: this.config, readOnly: this.readOnly }, null);
+    try {
+      await this.send(running, { op: 'open', config: this.config, readOnly: this.readOnly }, null);
+    } catch (error) {
+      // A process without its database is no use: the next call starts a fresh one (the file may be back).
+      this.kill(running);
+      throw error;
+    }
     return running;
   }
 

@@ -10,11 +10,13 @@ const SPARE = Symbol.for('quarry.sqlite-spare');
 /**
  * What of quarry's environment the process gets. It reads none of quarry's settings (its database
  * comes over the IPC channel), so it gets only what Node, SQLite (its temporary files) and the
- * locale use: an API key or a database password in quarry's environment would otherwise sit in
+ * locale use (the locale categories by name: ssh forwards every LC_* variable, and people pass
+ * tokens in them): an API key or a database password in quarry's environment would otherwise sit in
  * this process's /proc/PID/environ for the whole session, readable by the user's other processes
  * (quarry hides its own: docs/security.md).
  */
-const KEPT_VARIABLES = /^(?:PATH|HOME|TMPDIR|TMP|TEMP|SQLITE_TMPDIR|LANG|LANGUAGE|LC_[A-Z]+|TZ|NODE_OPTIONS)$/;
+const KEPT_VARIABLES =
+  /^(?:PATH|HOME|TMPDIR|TMP|TEMP|SQLITE_TMPDIR|LANG|LANGUAGE|TZ|NODE_OPTIONS|LC_(?:ALL|CTYPE|NUMERIC|TIME|COLLATE|MONETARY|MESSAGES|PAPER|NAME|ADDRESS|TELEPHONE|MEASUREMENT|IDENTIFICATION))$/;
 
 export function sqliteProcessEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => KEPT_VARIABLES.test(name)));
