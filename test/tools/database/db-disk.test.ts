@@ -75,6 +75,10 @@ afterAll(() => {
 
 const targets = () => ({ postgres: pgUrl, mysql: myUrl, sqlite: sqlitePath });
 
+/** `quarry tool sqlite` on the test database, working in the small file system. */
+const sqliteTool = (args: Record<string, unknown>) =>
+  spawnCli(['tool', 'sqlite', '--db', `d=${sqlitePath}`, '-w', full, '--yes', '--args', JSON.stringify(args)]);
+
 describe('a full disk', () => {
   for (const engine of ['postgres', 'mysql', 'sqlite'] as const) {
     test(`${engine}: an export that fills the disk fails with one line, exit 1, and leaves nothing`, async (context) => {
@@ -109,17 +113,7 @@ describe('a full disk', () => {
       "SELECT i, printf('%012d', i) AS p, CASE WHEN i > 60000 THEN (WITH RECURSIVE s(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM s WHERE j < 300 + i % 2) " +
       'SELECT sum(j) FROM s) ELSE 0 END AS z FROM r';
     try {
-      const child = spawnCli([
-        'tool',
-        'sqlite',
-        '--db',
-        `d=${sqlitePath}`,
-        '-w',
-        full,
-        '--yes',
-        '--args',
-        JSON.stringify({ operation: 'export_query', sql, output_path: 'gap.csv' }),
-      ]);
+      const child = sqliteTool({ operation: 'export_query', sql, output_path: 'gap.csv' });
       // The space comes back while the slow rows run.
       const freed = new Promise<void>((resolve) =>
         setTimeout(() => {
@@ -147,17 +141,7 @@ describe('a full disk', () => {
       // ENOSPC: the disk is full now, which is the point.
     }
     try {
-      const child = spawnCli([
-        'tool',
-        'sqlite',
-        '--db',
-        `d=${sqlitePath}`,
-        '-w',
-        full,
-        '--yes',
-        '--args',
-        JSON.stringify({ operation: 'profile', table_name: 'disk_rows', output_path: 'profile.md' }),
-      ]);
+      const child = sqliteTool({ operation: 'profile', table_name: 'disk_rows', output_path: 'profile.md' });
       const result = await collect(child, 30_000);
       expect(result.code, result.stderr).toBe(1);
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
