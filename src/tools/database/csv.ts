@@ -20,7 +20,7 @@ const ENCODE_CHUNK_CHARS = 64 * 1024;
 const utf8 = new TextEncoder();
 export const EXPORT_PREVIEW_ROWS = 5;
 /** Bytes of engine-encoded CSV kept to build the preview from. */
-const PREVIEW_BYTES = 64 * 1024;
+export const PREVIEW_BYTES = 64 * 1024;
 export const PROGRESS_INTERVAL_MS = 500;
 const NEEDS_QUOTES = /[",\r\n]/;
 

@@ -3,7 +3,7 @@ import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
 import type { ChildError, ChildReply, ChildRequest, DirectFile, DirectWritten } from './sqlite-child-protocol.js';
 import { EXPORT_CACHE_SIZE, wrapStatement } from './sqlite-export-protocol.js';
 import { SqliteDriver } from './sqlite.js';
-import { csvLine, PROGRESS_INTERVAL_MS } from '../csv.js';
+import { csvLine, PREVIEW_BYTES, PROGRESS_INTERVAL_MS } from '../csv.js';
 import { nodeCrypto } from '../../../node-crypto.js';
 import { ToolError } from '../../core/types.js';
 import { ReadOnlyViolation } from '../sql/statement-check.js';
@@ -38,8 +38,6 @@ const TEXT_CHARS = 64 * 1024;
 
 /** Bytes gathered before an export writes them out. */
 const DIRECT_WRITE_BYTES = 1 << 20;
-/** The first bytes after the header an export sends back, for the preview (csv.ts keeps as many). */
-const DIRECT_HEAD_BYTES = 64 * 1024;
 
 /** Opens the parent's temporary file, refusing anything that is not that very file, still empty. */
 function openDirect(file: DirectFile): number {
@@ -67,7 +65,8 @@ class DirectSink implements CsvSink {
   private columns: string[] = [];
   /** The header's length in bytes: the preview's first bytes start there. */
   private headerBytes = 0;
-  private readonly head = Buffer.allocUnsafe(DIRECT_HEAD_BYTES);
+  /** The first PREVIEW_BYTES after the header, sent back for the preview (csv.ts keeps as many). */
+  private readonly head = Buffer.allocUnsafe(PREVIEW_BYTES);
   private headBytes = 0;
   private lastProgress = Date.now();
   /** The first write error: the file has a gap from there on. */
@@ -141,7 +140,7 @@ class DirectSink implements CsvSink {
     while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done, this.position + done);
     // The part of these bytes that falls in the preview's first bytes, by file position (once written).
     const from = Math.max(this.headerBytes + this.headBytes, this.position);
-    const to = Math.min(this.headerBytes + DIRECT_HEAD_BYTES, this.position + bytes.length);
+    const to = Math.min(this.headerBytes + PREVIEW_BYTES, this.position + bytes.length);
     if (to > from && from === this.headerBytes + this.headBytes) {
       this.head.set(bytes.subarray(from - this.position, to - this.position), this.headBytes);
       this.headBytes += to - from;
